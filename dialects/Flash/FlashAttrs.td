@@ -1,0 +1,52 @@
+//===- FlashAttrs.td - flash dialect attributes -------------*- tablegen -*-===//
+//
+// The tile configuration attribute, the knob that flash-tune searches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_ATTRS_TD
+#define FLASH_ATTRS_TD
+
+include "FlashDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
+  let mnemonic = "config";
+  let summary = "Tile configuration of an attention kernel";
+  let description = [{
+    How a kernel is tiled and scheduled:
+
+    - `block_m`: query rows per program; a positive multiple of 64 (the M of
+      one warpgroup's `wgmma`) times `warpgroups`.
+    - `block_n`: keys per inner-loop iteration; a positive multiple of 16
+      (the K of the second matmul) and at most 256 (the largest `wgmma` N).
+    - `stages`: depth of the shared-memory pipeline for K and V, 1 to 8.
+    - `warpgroups`: consumer warpgroups per program, 1 to 4.
+
+    `stages` and `warpgroups` may be omitted (defaults 2 and 1).
+
+    Example:
+
+    ```mlir
+    #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$block_m,
+    "int64_t":$block_n,
+    DefaultValuedParameter<"int64_t", "2">:$stages,
+    DefaultValuedParameter<"int64_t", "1">:$warpgroups
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The M extent of one warpgroup-wide MMA: a warpgroup owns this many rows.
+    static constexpr int64_t kMmaM = 64;
+    /// The K extent of one MMA instruction for 16-bit operands.
+    static constexpr int64_t kMmaK = 16;
+    /// The largest N extent of one warpgroup-wide MMA.
+    static constexpr int64_t kMaxMmaN = 256;
+  }];
+}
+
+#endif // FLASH_ATTRS_TD

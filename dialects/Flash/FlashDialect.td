@@ -1,0 +1,36 @@
+//===- FlashDialect.td - the flash dialect ------------------*- tablegen -*-===//
+//
+// The `flash` dialect: attention at the kernel level and its tiles at the
+// tile level (DESIGN.md section 2).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DIALECT_TD
+#define FLASH_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Flash_Dialect : Dialect {
+  let name = "flash";
+  let cppNamespace = "::mlir::flash";
+  let summary = "Tiled FlashAttention: kernel-level and tile-level ops";
+  let description = [{
+    The `flash` dialect describes scaled dot-product attention at two levels.
+
+    The kernel level has one op, `flash.attention`, on memrefs of shape
+    batch x heads x seq x head_dim. It is what users write.
+
+    The tile level (produced by `-flash-tile`, also writable by hand) is a
+    Triton-style program: program ids, tile loads and stores with boundary
+    masking, `flash.dot`, and the online-softmax ops `flash.softmax_update`,
+    `flash.rescale` and `flash.finalize`, used inside `scf.for` loops whose
+    iter_args carry the accumulator and the running max and sum. Tiles are
+    ranked tensors (values in registers); memory is memrefs.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Flash_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Flash_Dialect, mnemonic, traits>;
+
+#endif // FLASH_DIALECT_TD

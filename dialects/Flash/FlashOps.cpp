@@ -1,0 +1,329 @@
+//===- FlashOps.cpp - flash dialect operations ----------------------------===//
+//
+// Verifiers of the flash ops. Each message names the operand and, where it
+// applies, the dimension and both sizes, so a user can fix the IR from the
+// diagnostic alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Flash/FlashOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+/// Names of the four dimensions of an attention tensor, for diagnostics.
+constexpr const char *kDimNames[] = {"batch", "heads", "seq", "head dim"};
+constexpr int64_t kHeadDimIndex = 3;
+constexpr int64_t kSeqIndex = 2;
+} // namespace
+
+/// Prints a dimension size as MLIR writes it: `?` when dynamic.
+static std::string formatDim(int64_t size) {
+  return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
+}
+
+/// Two sizes conflict only when both are known and differ.
+static bool dimsConflict(int64_t lhs, int64_t rhs) {
+  return !ShapedType::isDynamic(lhs) && !ShapedType::isDynamic(rhs) &&
+         lhs != rhs;
+}
+
+static bool isSupportedElementType(Type type) {
+  return type.isBF16() || type.isF16();
+}
+
+/// Checks that `type` is a static tile of `rank` dimensions.
+static LogicalResult verifyTile(Operation *op, StringRef name,
+                                RankedTensorType type, int64_t rank) {
+  if (type.getRank() != rank)
+    return op->emitOpError() << "'" << name << "' must be a rank-" << rank
+                             << " tile, got rank " << type.getRank();
+  if (!type.hasStaticShape())
+    return op->emitOpError()
+           << "'" << name << "' must be a tile of static shape, got " << type;
+  return success();
+}
+
+/// Checks that `type` is a static f32 tile of `rank` dimensions.
+static LogicalResult verifyF32Tile(Operation *op, StringRef name,
+                                   RankedTensorType type, int64_t rank) {
+  if (failed(verifyTile(op, name, type, rank)))
+    return failure();
+  if (!type.getElementType().isF32())
+    return op->emitOpError()
+           << "'" << name << "' must have element type f32, got "
+           << type.getElementType();
+  return success();
+}
+
+/// Checks a row vector (max, sum, alpha) against the rows of a 2-D tile.
+static LogicalResult verifyRowVector(Operation *op, StringRef name,
+                                     RankedTensorType rowType,
+                                     StringRef tileName,
+                                     RankedTensorType tileType) {
+  if (failed(verifyF32Tile(op, name, rowType, 1)))
+    return failure();
+  if (rowType.getDimSize(0) != tileType.getDimSize(0))
+    return op->emitOpError()
+           << "'" << name << "' has " << rowType.getDimSize(0) << " rows but '"
+           << tileName << "' has " << tileType.getDimSize(0);
+  return success();
+}
+
+static LogicalResult verifyPositiveFiniteScale(Operation *op, float scale) {
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return op->emitOpError()
+           << "scale must be a positive finite number, got " << scale;
+  return success();
+}
+
+/// Checks the `[batch, head, row]` index list of a tile load or store.
+static LogicalResult verifyTileIndices(Operation *op, ValueRange indices) {
+  if (indices.size() != 3)
+    return op->emitOpError()
+           << "expects 3 indices [batch, head, row], got " << indices.size();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionOp::getHeadDim() {
+  return cast<MemRefType>(getQ().getType()).getDimSize(kHeadDimIndex);
+}
+
+float AttentionOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+LogicalResult AttentionOp::verify() {
+  struct Operand {
+    StringRef name;
+    MemRefType type;
+  };
+  SmallVector<Operand> operands = {{"q", cast<MemRefType>(getQ().getType())},
+                                   {"k", cast<MemRefType>(getK().getType())},
+                                   {"v", cast<MemRefType>(getV().getType())},
+                                   {"o", cast<MemRefType>(getO().getType())}};
+
+  for (const Operand &operand : operands) {
+    if (operand.type.getRank() != 4)
+      return emitOpError() << "'" << operand.name
+                           << "' must be a rank-4 memref (batch x heads x "
+                              "seq x head dim), got rank "
+                           << operand.type.getRank();
+  }
+
+  Type elementType = operands[0].type.getElementType();
+  if (!isSupportedElementType(elementType))
+    return emitOpError() << "'q' has element type " << elementType
+                         << "; supported element types are bf16 and f16";
+  for (const Operand &operand : llvm::drop_begin(operands)) {
+    if (operand.type.getElementType() != elementType)
+      return emitOpError() << "element type mismatch: '" << operand.name
+                           << "' has " << operand.type.getElementType()
+                           << " but 'q' has " << elementType;
+  }
+
+  int64_t headDim = operands[0].type.getDimSize(kHeadDimIndex);
+  if (ShapedType::isDynamic(headDim))
+    return emitOpError() << "head dim of 'q' must be static";
+  if (headDim < 16 || headDim > 256 || headDim % 16 != 0)
+    return emitOpError() << "head dim " << headDim
+                         << " is not supported: it must be a multiple of 16 "
+                            "between 16 and 256";
+
+  // Batch, heads and head dim are shared by all four; the sequence length is
+  // shared by q/o and by k/v.
+  for (const Operand &operand : llvm::drop_begin(operands)) {
+    for (int64_t dim : {0, 1, 3}) {
+      int64_t size = operand.type.getDimSize(dim);
+      int64_t expected = operands[0].type.getDimSize(dim);
+      if (dimsConflict(size, expected))
+        return emitOpError()
+               << kDimNames[dim] << " mismatch: '" << operand.name << "' has "
+               << formatDim(size) << " but 'q' has " << formatDim(expected);
+    }
+  }
+  if (dimsConflict(operands[2].type.getDimSize(kSeqIndex),
+                   operands[1].type.getDimSize(kSeqIndex)))
+    return emitOpError() << "seq mismatch: 'v' has "
+                         << operands[2].type.getDimSize(kSeqIndex)
+                         << " rows but 'k' has "
+                         << operands[1].type.getDimSize(kSeqIndex);
+  if (dimsConflict(operands[3].type.getDimSize(kSeqIndex),
+                   operands[0].type.getDimSize(kSeqIndex)))
+    return emitOpError() << "seq mismatch: 'o' has "
+                         << operands[3].type.getDimSize(kSeqIndex)
+                         << " rows but 'q' has "
+                         << operands[0].type.getDimSize(kSeqIndex);
+
+  if (Value lse = getLse()) {
+    auto lseType = cast<MemRefType>(lse.getType());
+    if (lseType.getRank() != 3)
+      return emitOpError() << "'lse' must be a rank-3 memref (batch x heads x "
+                              "seq), got rank "
+                           << lseType.getRank();
+    if (!lseType.getElementType().isF32())
+      return emitOpError() << "'lse' must have element type f32, got "
+                           << lseType.getElementType();
+    for (int64_t dim : {0, 1, 2}) {
+      if (dimsConflict(lseType.getDimSize(dim),
+                       operands[0].type.getDimSize(dim)))
+        return emitOpError() << kDimNames[dim] << " mismatch: 'lse' has "
+                             << lseType.getDimSize(dim) << " but 'q' has "
+                             << operands[0].type.getDimSize(dim);
+    }
+  }
+
+  if (std::optional<APFloat> scale = getScale())
+    return verifyPositiveFiniteScale(*this, scale->convertToFloat());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ProgramIdOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProgramIdOp::verify() {
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > 2)
+    return emitOpError() << "axis must be 0, 1 or 2, got " << axis;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LoadTileOp / StoreTileOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadTileOp::verify() {
+  auto sourceType = cast<MemRefType>(getSource().getType());
+  auto tileType = cast<RankedTensorType>(getResult().getType());
+  if (sourceType.getRank() != 4)
+    return emitOpError() << "source must be a rank-4 memref (batch x heads x "
+                            "seq x head dim), got rank "
+                         << sourceType.getRank();
+  if (failed(verifyTileIndices(*this, getIndices())) ||
+      failed(verifyTile(*this, "result", tileType, 2)))
+    return failure();
+  if (tileType.getElementType() != sourceType.getElementType())
+    return emitOpError() << "result element type " << tileType.getElementType()
+                         << " does not match source element type "
+                         << sourceType.getElementType();
+  if (dimsConflict(tileType.getDimSize(1),
+                   sourceType.getDimSize(kHeadDimIndex)))
+    return emitOpError() << "tile has " << tileType.getDimSize(1)
+                         << " columns but the source head dim is "
+                         << sourceType.getDimSize(kHeadDimIndex);
+  return success();
+}
+
+LogicalResult StoreTileOp::verify() {
+  auto destType = cast<MemRefType>(getDest().getType());
+  auto tileType = cast<RankedTensorType>(getValue().getType());
+  if (destType.getRank() != 4 && destType.getRank() != 3)
+    return emitOpError() << "destination must be a rank-4 memref (batch x "
+                            "heads x seq x head dim) or a rank-3 one (batch x "
+                            "heads x seq), got rank "
+                         << destType.getRank();
+  if (failed(verifyTileIndices(*this, getIndices())) ||
+      failed(verifyTile(*this, "value", tileType, destType.getRank() - 2)))
+    return failure();
+  if (tileType.getElementType() != destType.getElementType())
+    return emitOpError() << "value element type " << tileType.getElementType()
+                         << " does not match destination element type "
+                         << destType.getElementType();
+  if (destType.getRank() == 4 &&
+      dimsConflict(tileType.getDimSize(1), destType.getDimSize(kHeadDimIndex)))
+    return emitOpError() << "tile has " << tileType.getDimSize(1)
+                         << " columns but the destination head dim is "
+                         << destType.getDimSize(kHeadDimIndex);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::verify() {
+  auto aType = cast<RankedTensorType>(getA().getType());
+  auto bType = cast<RankedTensorType>(getB().getType());
+  auto accType = cast<RankedTensorType>(getAcc().getType());
+  if (failed(verifyTile(*this, "a", aType, 2)) ||
+      failed(verifyTile(*this, "b", bType, 2)) ||
+      failed(verifyF32Tile(*this, "acc", accType, 2)))
+    return failure();
+
+  Type elementType = aType.getElementType();
+  if (!isSupportedElementType(elementType) && !elementType.isF32())
+    return emitOpError() << "operand element type " << elementType
+                         << " is not supported; use bf16, f16 or f32";
+  if (bType.getElementType() != elementType)
+    return emitOpError() << "'a' has element type " << elementType
+                         << " but 'b' has " << bType.getElementType();
+
+  int64_t m = aType.getDimSize(0);
+  int64_t k = aType.getDimSize(1);
+  int64_t bK = bType.getDimSize(getTransposeB() ? 1 : 0);
+  int64_t n = bType.getDimSize(getTransposeB() ? 0 : 1);
+  if (bK != k)
+    return emitOpError() << "contraction size mismatch: 'a' is " << m << "x"
+                         << k << " but 'b'" << (getTransposeB() ? "^T" : "")
+                         << " has " << bK << " rows";
+  if (accType.getDimSize(0) != m || accType.getDimSize(1) != n)
+    return emitOpError() << "'acc' must be " << m << "x" << n << ", got "
+                         << accType.getDimSize(0) << "x"
+                         << accType.getDimSize(1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MaskOp and the online-softmax ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaskOp::verify() {
+  return verifyF32Tile(*this, "scores",
+                       cast<RankedTensorType>(getScores().getType()), 2);
+}
+
+LogicalResult SoftmaxUpdateOp::verify() {
+  auto scoresType = cast<RankedTensorType>(getScores().getType());
+  if (failed(verifyF32Tile(*this, "scores", scoresType, 2)) ||
+      failed(verifyRowVector(*this, "row_max",
+                             cast<RankedTensorType>(getRowMax().getType()),
+                             "scores", scoresType)))
+    return failure();
+  return verifyPositiveFiniteScale(*this, getScale().convertToFloat());
+}
+
+LogicalResult RescaleOp::verify() {
+  auto accType = cast<RankedTensorType>(getAcc().getType());
+  if (failed(verifyF32Tile(*this, "acc", accType, 2)))
+    return failure();
+  return verifyRowVector(*this, "alpha",
+                         cast<RankedTensorType>(getAlpha().getType()), "acc",
+                         accType);
+}
+
+LogicalResult FinalizeOp::verify() {
+  auto accType = cast<RankedTensorType>(getAcc().getType());
+  if (failed(verifyF32Tile(*this, "acc", accType, 2)))
+    return failure();
+  return verifyRowVector(*this, "row_max",
+                         cast<RankedTensorType>(getRowMax().getType()), "acc",
+                         accType);
+}
+
+#define GET_OP_CLASSES
+#include "Flash/FlashOps.cpp.inc"

@@ -1,0 +1,57 @@
+// RUN: flash-opt %s -split-input-file | flash-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @static_shapes
+// CHECK-SAME: (%[[Q:.*]]: memref<2x8x256x64xbf16>, %[[K:.*]]: memref<2x8x256x64xbf16>, %[[V:.*]]: memref<2x8x256x64xbf16>, %[[O:.*]]: memref<2x8x256x64xbf16>)
+// CHECK: flash.attention %[[Q]], %[[K]], %[[V]] -> %[[O]] :
+// CHECK-SAME: memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16> -> memref<2x8x256x64xbf16>
+// CHECK-NOT: lse
+func.func @static_shapes(%q: memref<2x8x256x64xbf16>, %k: memref<2x8x256x64xbf16>,
+                         %v: memref<2x8x256x64xbf16>, %o: memref<2x8x256x64xbf16>) {
+  flash.attention %q, %k, %v -> %o : memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16>,
+      memref<2x8x256x64xbf16> -> memref<2x8x256x64xbf16>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dynamic_with_lse
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}}, lse %[[LSE:.*]] {causal, scale = 5.000000e-01 : f32}
+// CHECK-SAME: -> memref<?x?x?x128xf16>, memref<?x?x?xf32>
+func.func @dynamic_with_lse(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
+                            %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
+                            %lse: memref<?x?x?xf32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse {causal, scale = 0.5 : f32}
+      : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+      -> memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Q and K/V sequence lengths differ; the config keeps its explicit values.
+// CHECK-LABEL: func.func @cross_lengths_with_config
+// CHECK: flash.attention
+// CHECK-SAME: config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2>
+func.func @cross_lengths_with_config(%q: memref<1x4x1000x256xbf16>, %k: memref<1x4x77x256xbf16>,
+                                     %v: memref<1x4x77x256xbf16>, %o: memref<1x4x1000x256xbf16>) {
+  flash.attention %q, %k, %v -> %o
+      {config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2>}
+      : memref<1x4x1000x256xbf16>, memref<1x4x77x256xbf16>, memref<1x4x77x256xbf16>
+      -> memref<1x4x1000x256xbf16>
+  return
+}
+
+// -----
+
+// Strided views (here a head-major layout) are accepted.
+// CHECK-LABEL: func.func @strided
+// CHECK: flash.attention
+// CHECK-SAME: memref<2x4x64x64xbf16, strided<[16384, 64, 256, 1]>>
+func.func @strided(%q: memref<2x4x64x64xbf16, strided<[16384, 64, 256, 1]>>,
+                   %k: memref<2x4x64x64xbf16>, %v: memref<2x4x64x64xbf16>,
+                   %o: memref<2x4x64x64xbf16>) {
+  flash.attention %q, %k, %v -> %o
+      : memref<2x4x64x64xbf16, strided<[16384, 64, 256, 1]>>, memref<2x4x64x64xbf16>,
+        memref<2x4x64x64xbf16> -> memref<2x4x64x64xbf16>
+  return
+}

@@ -1,0 +1,30 @@
+// RUN: flash-opt %s -split-input-file | FileCheck %s
+
+// Defaults (stages = 2, warpgroups = 1) are elided when printed.
+// CHECK-LABEL: func.func @defaults
+// CHECK: config = #flash.config<block_m = 64, block_n = 16>
+func.func @defaults(%q: memref<1x1x64x64xbf16>, %o: memref<1x1x64x64xbf16>) {
+  flash.attention %q, %q, %q -> %o {config = #flash.config<block_m = 64, block_n = 16, stages = 2, warpgroups = 1>}
+      : memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16> -> memref<1x1x64x64xbf16>
+  return
+}
+
+// -----
+
+// The largest shapes the MMA rules allow.
+// CHECK-LABEL: func.func @largest
+// CHECK: config = #flash.config<block_m = 256, block_n = 256, stages = 8, warpgroups = 4>
+func.func @largest(%q: memref<1x1x64x64xbf16>, %o: memref<1x1x64x64xbf16>) {
+  flash.attention %q, %q, %q -> %o {config = #flash.config<block_m = 256, block_n = 256, stages = 8, warpgroups = 4>}
+      : memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16>, memref<1x1x64x64xbf16> -> memref<1x1x64x64xbf16>
+  return
+}
+
+// -----
+
+// A config may also stand alone, as flash-tune attaches it to functions.
+// CHECK-LABEL: func.func @on_a_function
+// CHECK-SAME: flash.config = #flash.config<block_m = 192, block_n = 112, stages = 1, warpgroups = 3>
+func.func @on_a_function() attributes {flash.config = #flash.config<block_m = 192, block_n = 112, stages = 1, warpgroups = 3>} {
+  return
+}
