@@ -1,0 +1,61 @@
+//===- ArgValidation.h - Launch arguments vs the kernel contract -*- C++
+//-*-===//
+//
+// A pure function of (metadata, argument descriptors): no driver, no GPU, so
+// every rule is unit-tested in CI. The launch path runs it before touching
+// the GPU, so a bad argument is an error naming it, never a fault.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_RUNTIME_ARGVALIDATION_H
+#define FLASHC_RUNTIME_ARGVALIDATION_H
+
+#include "flashc/Runtime/KernelMetadata.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace flashc::rt {
+
+/// A strided tensor as the caller passes it. `data` == 0 means absent.
+struct TensorArg {
+  uint64_t data = 0;
+  DType dtype = DType::BF16;
+  unsigned rank = 0;
+  int64_t sizes[4] = {0, 0, 0, 0};
+  int64_t strides[4] = {0, 0, 0, 0}; ///< in elements
+  int device = 0;
+  bool present() const { return data != 0; }
+};
+
+struct LaunchArgs {
+  TensorArg tensors[kNumTensors]; ///< indexed by TensorId
+  TensorArg &operator[](TensorId id) { return tensors[unsigned(id)]; }
+  const TensorArg &operator[](TensorId id) const {
+    return tensors[unsigned(id)];
+  }
+};
+
+/// The problem a valid launch solves.
+struct ProblemShape {
+  int64_t batch = 0, heads = 0, seqQ = 0, seqK = 0, headDim = 0;
+};
+
+/// Grid limits of the CUDA launch (x up to 2^31-1, y and z up to 65535).
+constexpr int64_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
+
+/// Checks every argument against the kernel's contract. `device` is the
+/// device the kernel was loaded on (-1: don't check). All violations are
+/// reported, one per line.
+llvm::Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
+                                                const LaunchArgs &args,
+                                                int device = -1);
+
+/// The launch grid for a problem; `numSMs` is used by persistent kernels.
+llvm::Error computeGrid(const KernelMetadata &meta, const ProblemShape &shape,
+                        int numSMs, unsigned grid[3]);
+
+} // namespace flashc::rt
+
+#endif // FLASHC_RUNTIME_ARGVALIDATION_H

@@ -1,0 +1,62 @@
+//===- Kernel.h - A loaded flashc kernel -----------------------*- C++ -*-===//
+//
+// The C++ entry point of libflashrt: load a kernel (binary + metadata) on a
+// device, then launch it on a caller's stream with validated arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_RUNTIME_KERNEL_H
+#define FLASHC_RUNTIME_KERNEL_H
+
+#include "flashc/Runtime/ArgValidation.h"
+#include "flashc/Runtime/Driver.h"
+#include "flashc/Runtime/KernelMetadata.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace flashc::rt {
+
+/// Metadata path for a binary path: "k.cubin" -> "k.json"; "k.json" as is.
+std::string metadataPathFor(llvm::StringRef path);
+
+/// Reads and parses the metadata file for `path` (binary or .json).
+llvm::Expected<KernelMetadata> loadMetadataFile(llvm::StringRef path);
+
+class Kernel {
+public:
+  /// Loads `path` (a .cubin/.ptx with its .json beside it, or the .json) on
+  /// device `ordinal`, checking binary, arch, symbol and parameter layout.
+  static llvm::Expected<std::unique_ptr<Kernel>> load(llvm::StringRef path,
+                                                      int ordinal);
+
+  ~Kernel();
+
+  const KernelMetadata &getMetadata() const { return meta; }
+  const DeviceInfo &getDevice() const { return device; }
+  CUcontext getContext() const { return context->get(); }
+
+  /// Validates `args`, encodes TMA descriptors and launches on `stream`
+  /// (asynchronous; nothing is synchronised).
+  llvm::Error launch(const LaunchArgs &args, CUstream stream);
+
+private:
+  Kernel(KernelMetadata meta, DeviceInfo device, PrimaryContext context)
+      : meta(std::move(meta)), device(std::move(device)),
+        context(std::move(context)) {}
+  llvm::Error checkPointers(const LaunchArgs &args);
+
+  KernelMetadata meta;
+  DeviceInfo device;
+  std::optional<PrimaryContext> context;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+};
+
+} // namespace flashc::rt
+
+#endif // FLASHC_RUNTIME_KERNEL_H

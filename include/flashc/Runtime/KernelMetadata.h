@@ -1,0 +1,93 @@
+//===- KernelMetadata.h - The kernel.json contract -------------*- C++ -*-===//
+//
+// The metadata file the compiler writes beside every kernel binary, parsed
+// and checked for internal consistency. docs/kernel-metadata.md is the
+// normative description of the format.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_RUNTIME_KERNELMETADATA_H
+#define FLASHC_RUNTIME_KERNELMETADATA_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace flashc::rt {
+
+enum class DType { BF16, F16, F32 };
+llvm::StringRef dtypeName(DType dtype);
+unsigned dtypeSize(DType dtype);
+
+/// The tensors a kernel sees, all B x H x N x D except LSE (B x H x Nq, f32).
+enum class TensorId { Q = 0, K, V, O, LSE };
+constexpr unsigned kNumTensors = 5;
+llvm::StringRef tensorName(TensorId id);
+
+/// A scalar a kernel parameter carries; strides name a tensor and dimension.
+enum class ScalarKind {
+  Batch,
+  Heads,
+  SeqQ,
+  SeqK,
+  HeadDim,
+  Scale,     ///< softmax scale
+  ScaleLog2, ///< scale * log2(e), for exp2-based kernels
+  Stride,    ///< stride_<tensor>_<b|h|n|d>, in elements
+};
+
+/// One kernel parameter, in launch order.
+struct ParamSpec {
+  enum class Kind { Ptr, I32, I64, F32, Memref, Tma };
+  Kind kind;
+  std::string text; ///< value name or tensor name as written, for messages
+  TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma
+  ScalarKind scalar = ScalarKind::Batch; ///< I32, I64, F32
+  unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
+  unsigned rank = 0;                     ///< Memref
+  int64_t box[2] = {0, 0};               ///< Tma: rows, cols
+  unsigned swizzle = 0;                  ///< Tma: 0, 32, 64 or 128 bytes
+};
+
+enum class BinaryFormat { Cubin, Ptx };
+enum class GridKind { Tiles, Persistent };
+
+struct KernelMetadata {
+  int formatVersion = 0;
+  std::string flashcVersion, sourceHash;
+  std::string kernel; ///< symbol
+  std::string binary; ///< file name, relative to the metadata file
+  BinaryFormat binaryFormat = BinaryFormat::Cubin;
+  std::string arch; ///< e.g. sm_90a
+  DType dtype = DType::BF16;
+  int64_t headDim = 0;
+  bool causal = false;
+  double scale = 0;
+  bool hasLse = false;
+  unsigned block[3] = {1, 1, 1};
+  unsigned cluster[3] = {1, 1, 1};
+  unsigned sharedMemoryBytes = 0; ///< dynamic shared memory per block
+  GridKind gridKind = GridKind::Tiles;
+  int64_t gridBlockM = 0;
+  std::map<std::string, int64_t> config;
+  llvm::SmallVector<ParamSpec, 16> params;
+
+  /// True if some parameter is a TMA descriptor over `id`.
+  bool usesTma(TensorId id) const;
+  /// Bytes each kernel parameter occupies, after memref expansion.
+  llvm::SmallVector<unsigned, 32> paramSizes() const;
+};
+
+/// Parses and checks a metadata document; errors name the field.
+llvm::Expected<KernelMetadata> parseKernelMetadata(llvm::StringRef json);
+
+/// Parses an architecture name "sm_90a" into (90, true). False if malformed.
+bool parseArch(llvm::StringRef arch, unsigned &sm, bool &archSpecific);
+
+} // namespace flashc::rt
+
+#endif // FLASHC_RUNTIME_KERNELMETADATA_H

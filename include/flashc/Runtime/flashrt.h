@@ -1,0 +1,105 @@
+/*===- flashrt.h - C API of the flashc runtime ------------------*- C -*-===*\
+|*                                                                          *|
+|* A C interface over libflashrt for ctypes and other foreign callers.      *|
+|* Every call returns a flashrt_status; on failure flashrt_last_error()     *|
+|* gives this thread's message naming what was wrong.                       *|
+|*                                                                          *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FLASHC_RUNTIME_FLASHRT_H
+#define FLASHC_RUNTIME_FLASHRT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FLASHRT_API __attribute__((visibility("default")))
+#else
+#define FLASHRT_API
+#endif
+
+#define FLASHRT_ABI_VERSION 1
+
+typedef enum flashrt_status {
+  FLASHRT_OK = 0,
+  FLASHRT_ERROR_NO_DRIVER = 1,
+  FLASHRT_ERROR_NO_DEVICE = 2,
+  FLASHRT_ERROR_INVALID_KERNEL = 3,
+  FLASHRT_ERROR_INVALID_ARGUMENT = 4,
+  FLASHRT_ERROR_CUDA = 5,
+  FLASHRT_ERROR_IO = 6,
+} flashrt_status;
+
+typedef enum flashrt_dtype {
+  FLASHRT_DTYPE_BF16 = 0,
+  FLASHRT_DTYPE_F16 = 1,
+  FLASHRT_DTYPE_F32 = 2,
+} flashrt_dtype;
+
+/* A strided device tensor: B x H x N x D (rank 4) or B x H x N (LSE, rank 3).
+ * Strides are in elements. data == NULL means "not given". */
+typedef struct flashrt_tensor {
+  void *data;
+  int32_t dtype; /* flashrt_dtype */
+  int32_t rank;
+  int64_t sizes[4];
+  int64_t strides[4];
+  int32_t device; /* CUDA device ordinal */
+} flashrt_tensor;
+
+typedef struct flashrt_kernel_info {
+  int32_t dtype; /* flashrt_dtype */
+  int32_t head_dim;
+  int32_t causal;
+  int32_t has_lse;
+  double scale;
+  int32_t device;
+  char kernel[128]; /* symbol, truncated */
+  char arch[16];
+} flashrt_kernel_info;
+
+typedef struct flashrt_kernel flashrt_kernel;
+
+FLASHRT_API int flashrt_abi_version(void);
+
+/* This thread's message for the last failed call ("" if none). */
+FLASHRT_API const char *flashrt_last_error(void);
+
+FLASHRT_API const char *flashrt_status_string(flashrt_status status);
+
+/* Number of CUDA devices; fails with NO_DRIVER where there is none. */
+FLASHRT_API flashrt_status flashrt_device_count(int *count);
+
+/* Loads `path` (kernel.cubin / kernel.ptx with kernel.json beside it, or the
+ * .json) on device `device`. */
+FLASHRT_API flashrt_status flashrt_kernel_load(const char *path, int device,
+                                               flashrt_kernel **kernel);
+
+FLASHRT_API void flashrt_kernel_destroy(flashrt_kernel *kernel);
+
+FLASHRT_API flashrt_status flashrt_kernel_get_info(const flashrt_kernel *kernel,
+                                                   flashrt_kernel_info *info);
+
+/* Launches O = attention(Q, K, V) (and LSE when the kernel writes one) on
+ * `stream` (a CUstream; NULL is the legacy default stream). Asynchronous. */
+FLASHRT_API flashrt_status flashrt_launch(
+    flashrt_kernel *kernel, const flashrt_tensor *q, const flashrt_tensor *k,
+    const flashrt_tensor *v, const flashrt_tensor *o, const flashrt_tensor *lse,
+    void *stream);
+
+/* Checks arguments against a metadata file only: no driver, no GPU. */
+FLASHRT_API flashrt_status flashrt_validate(const char *metadata_path,
+                                            const flashrt_tensor *q,
+                                            const flashrt_tensor *k,
+                                            const flashrt_tensor *v,
+                                            const flashrt_tensor *o,
+                                            const flashrt_tensor *lse);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHC_RUNTIME_FLASHRT_H */

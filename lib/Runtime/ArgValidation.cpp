@@ -1,0 +1,279 @@
+//===- ArgValidation.cpp - Launch arguments vs the kernel contract --------===//
+//
+// Pure checks of the caller's tensors against a kernel's metadata. Each
+// violated rule adds one line naming the argument, what it is and what the
+// kernel needs; all lines are returned together as one InvalidArgument error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/ArgValidation.h"
+#include "flashc/Runtime/Error.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <string>
+#include <vector>
+
+using namespace llvm;
+
+namespace flashc::rt {
+
+namespace {
+std::string shapeString(const TensorArg &t) {
+  std::string s = "[";
+  for (unsigned i = 0; i < t.rank && i < 4; ++i)
+    s += (i ? ", " : "") + std::to_string(t.sizes[i]);
+  return s + "]";
+}
+
+std::string stridesString(const TensorArg &t) {
+  std::string s = "(";
+  for (unsigned i = 0; i < t.rank && i < 4; ++i)
+    s += (i ? ", " : "") + std::to_string(t.strides[i]);
+  return s + ")";
+}
+
+const char *kDimNames[] = {"batch", "heads", "seq", "head_dim"};
+
+class Checker {
+public:
+  void add(const Twine &msg) { problems.push_back(msg.str()); }
+  bool ok() const { return problems.empty(); }
+  Error take() {
+    std::string all = "invalid launch arguments:";
+    for (const std::string &p : problems)
+      all += "\n  " + p;
+    return makeError(ErrorCode::InvalidArgument, all);
+  }
+
+private:
+  std::vector<std::string> problems;
+};
+} // namespace
+
+Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
+                                          const LaunchArgs &args, int device) {
+  Checker c;
+  // Presence, rank, dtype, layout and alignment of each tensor on its own.
+  bool usable[kNumTensors] = {};
+  for (unsigned i = 0; i < kNumTensors; ++i) {
+    TensorId id = TensorId(i);
+    const TensorArg &t = args[id];
+    StringRef name = tensorName(id);
+    bool isLse = id == TensorId::LSE;
+    if (isLse && !meta.hasLse) {
+      if (t.present())
+        c.add("lse was given but kernel " + meta.kernel +
+              " does not write one (has_lse is false)");
+      continue;
+    }
+    if (!t.present()) {
+      if (isLse)
+        c.add("lse is missing: kernel " + meta.kernel +
+              " writes the log-sum-exp (has_lse is true)");
+      else
+        c.add(name + " is missing (null data pointer)");
+      continue;
+    }
+    unsigned wantRank = isLse ? 3 : 4;
+    DType wantType = isLse ? DType::F32 : meta.dtype;
+    bool good = true;
+    if (t.rank != wantRank) {
+      c.add(formatv("{0} has rank {1}; expected {2} ({3})", name, t.rank,
+                    wantRank, isLse ? "B x H x Nq" : "B x H x N x D"));
+      continue;
+    }
+    if (t.dtype != wantType) {
+      c.add(formatv("{0} has dtype {1}; kernel {2} takes {3}", name,
+                    dtypeName(t.dtype), meta.kernel, dtypeName(wantType)));
+      good = false;
+    }
+    for (unsigned d = 0; d < t.rank; ++d) {
+      if (t.sizes[d] < 0) {
+        c.add(formatv("{0} has negative size {1} in dimension {2}", name,
+                      t.sizes[d], d));
+        good = false;
+      }
+      if (t.strides[d] < 0) {
+        c.add(formatv("{0} has negative stride {1} in dimension {2}", name,
+                      t.strides[d], d));
+        good = false;
+      }
+    }
+    if (t.strides[t.rank - 1] != 1 && t.sizes[t.rank - 1] > 1) {
+      c.add(formatv("{0} strides {1}: the last dimension must be contiguous "
+                    "(stride 1)",
+                    name, stridesString(t)));
+      good = false;
+    }
+    unsigned elem = dtypeSize(t.dtype);
+    if (t.data % 16)
+      c.add(formatv("{0} data pointer {1:x} is not 16-byte aligned", name,
+                    t.data));
+    for (unsigned d = 0; d + 1 < t.rank; ++d) {
+      if (t.sizes[d] > 1 && (t.strides[d] * elem) % 16) {
+        c.add(formatv("{0} stride {1} of dimension {2} ({3}) is {4} bytes, "
+                      "not a multiple of 16",
+                      name, t.strides[d], d, kDimNames[d],
+                      t.strides[d] * elem));
+        good = false;
+      }
+    }
+    if (device >= 0 && t.device != device)
+      c.add(formatv("{0} is on device {1} but the kernel was loaded on "
+                    "device {2}",
+                    name, t.device, device));
+    usable[i] = good;
+  }
+
+  // All tensors on one device.
+  int firstDevice = -1;
+  for (unsigned i = 0; i < kNumTensors; ++i) {
+    const TensorArg &t = args.tensors[i];
+    if (!t.present() || (TensorId(i) == TensorId::LSE && !meta.hasLse))
+      continue;
+    if (firstDevice < 0)
+      firstDevice = t.device;
+    else if (t.device != firstDevice && device < 0)
+      c.add(formatv("{0} is on device {1} but q is on device {2}: all tensors "
+                    "must be on one device",
+                    tensorName(TensorId(i)), t.device, firstDevice));
+  }
+
+  const TensorArg &q = args[TensorId::Q], &k = args[TensorId::K],
+                  &v = args[TensorId::V], &o = args[TensorId::O];
+  auto ranked = [&](TensorId id) {
+    return args[id].present() &&
+           args[id].rank == (id == TensorId::LSE ? 3u : 4u);
+  };
+  ProblemShape shape;
+  if (ranked(TensorId::Q)) {
+    shape.batch = q.sizes[0];
+    shape.heads = q.sizes[1];
+    shape.seqQ = q.sizes[2];
+    shape.headDim = q.sizes[3];
+    if (q.sizes[3] != meta.headDim)
+      c.add(formatv("q has head dim {0}; kernel {1} is compiled for head dim "
+                    "{2}",
+                    q.sizes[3], meta.kernel, meta.headDim));
+    if (shape.batch == 0 || shape.heads == 0)
+      c.add("q " + shapeString(q) + " has an empty batch or head dimension");
+    if (shape.seqQ == 0)
+      c.add("q " + shapeString(q) + " has seq_q = 0 (N must be at least 1)");
+  }
+  if (ranked(TensorId::K)) {
+    shape.seqK = k.sizes[2];
+    if (shape.seqK == 0)
+      c.add("k " + shapeString(k) + " has seq_k = 0 (N must be at least 1)");
+    if (ranked(TensorId::Q) &&
+        (k.sizes[0] != q.sizes[0] || k.sizes[1] != q.sizes[1] ||
+         k.sizes[3] != q.sizes[3]))
+      c.add("k " + shapeString(k) + " does not match q " + shapeString(q) +
+            " in batch, heads or head dim");
+  }
+  if (ranked(TensorId::V) && ranked(TensorId::K)) {
+    if (v.sizes[0] != k.sizes[0] || v.sizes[1] != k.sizes[1] ||
+        v.sizes[2] != k.sizes[2] || v.sizes[3] != k.sizes[3])
+      c.add("v " + shapeString(v) + " does not match k " + shapeString(k));
+  }
+  if (ranked(TensorId::O) && ranked(TensorId::Q)) {
+    if (o.sizes[0] != q.sizes[0] || o.sizes[1] != q.sizes[1] ||
+        o.sizes[2] != q.sizes[2] || o.sizes[3] != q.sizes[3])
+      c.add("o " + shapeString(o) + " does not match q " + shapeString(q));
+  }
+  if (meta.hasLse && ranked(TensorId::LSE) && ranked(TensorId::Q)) {
+    const TensorArg &lse = args[TensorId::LSE];
+    if (lse.sizes[0] != q.sizes[0] || lse.sizes[1] != q.sizes[1] ||
+        lse.sizes[2] != q.sizes[2])
+      c.add("lse " + shapeString(lse) + " does not match q " + shapeString(q) +
+            " (expected [B, H, Nq])");
+  }
+  // Values the kernel receives as i32 must fit.
+  for (const ParamSpec &p : meta.params) {
+    if (p.kind != ParamSpec::Kind::I32)
+      continue;
+    int64_t value = 0;
+    switch (p.scalar) {
+    case ScalarKind::Batch:
+      value = shape.batch;
+      break;
+    case ScalarKind::Heads:
+      value = shape.heads;
+      break;
+    case ScalarKind::SeqQ:
+      value = shape.seqQ;
+      break;
+    case ScalarKind::SeqK:
+      value = shape.seqK;
+      break;
+    case ScalarKind::HeadDim:
+      value = shape.headDim;
+      break;
+    case ScalarKind::Stride: {
+      const TensorArg &t = args[p.tensor];
+      value = t.rank > p.strideDim ? t.strides[p.strideDim] : 0;
+      break;
+    }
+    default:
+      break;
+    }
+    if (value > INT32_MAX)
+      c.add(formatv("{0} = {1} does not fit the kernel's 32-bit parameter",
+                    p.text, value));
+  }
+  // Tensors read through TMA are viewed as [(B*H*N), D] rows.
+  for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
+    if (!meta.usesTma(id) || !usable[unsigned(id)])
+      continue;
+    const TensorArg &t = args[id];
+    if (t.strides[1] != t.sizes[2] * t.strides[2] && t.sizes[1] > 1)
+      c.add(formatv("{0} strides {1}: kernel reads {0} through TMA as rows of "
+                    "[B*H*N, D], so stride_h must be N * stride_n",
+                    tensorName(id), stridesString(t)));
+    if (t.strides[0] != t.sizes[1] * t.strides[1] && t.sizes[0] > 1)
+      c.add(formatv("{0} strides {1}: kernel reads {0} through TMA as rows of "
+                    "[B*H*N, D], so stride_b must be H * stride_h",
+                    tensorName(id), stridesString(t)));
+  }
+  if (!c.ok())
+    return c.take();
+  unsigned grid[3];
+  if (Error err = computeGrid(meta, shape, 1, grid))
+    return std::move(err);
+  return shape;
+}
+
+Error computeGrid(const KernelMetadata &meta, const ProblemShape &shape,
+                  int numSMs, unsigned grid[3]) {
+  unsigned cx = meta.cluster[0];
+  if (meta.gridKind == GridKind::Persistent) {
+    // One block per SM, rounded down to whole clusters.
+    unsigned sms = unsigned(std::max(numSMs, 1));
+    grid[0] = std::max(cx, sms / cx * cx);
+    grid[1] = grid[2] = 1;
+    return Error::success();
+  }
+  // grid.x is rounded up to whole clusters; the kernel sees blocks whose
+  // rows start at or beyond seq_q and must do nothing in them.
+  int64_t x = (shape.seqQ + meta.gridBlockM - 1) / meta.gridBlockM;
+  x = (x + cx - 1) / cx * cx;
+  int64_t y = shape.batch * shape.heads;
+  if (y > kMaxGridYZ)
+    return makeError(ErrorCode::InvalidArgument,
+                     formatv("invalid launch arguments:\n  batch * heads = {0} "
+                             "* {1} = {2} exceeds the grid.y limit of {3}",
+                             shape.batch, shape.heads, y, kMaxGridYZ));
+  if (x > kMaxGridX)
+    return makeError(ErrorCode::InvalidArgument,
+                     formatv("invalid launch arguments:\n  seq_q = {0} needs "
+                             "{1} blocks, beyond the grid.x limit",
+                             shape.seqQ, x));
+  grid[0] = unsigned(x);
+  grid[1] = unsigned(y);
+  grid[2] = 1;
+  return Error::success();
+}
+
+} // namespace flashc::rt

@@ -1,0 +1,178 @@
+//===- CApi.cpp - The flashrt_* C API over the C++ runtime ----------------===//
+//
+// Converts C descriptors to LaunchArgs, runs the C++ calls, and records the
+// message of a failure in a thread-local string for flashrt_last_error().
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Kernel.h"
+#include "flashc/Runtime/flashrt.h"
+
+#include <cstring>
+#include <string>
+
+using namespace flashc::rt;
+
+struct flashrt_kernel {
+  std::unique_ptr<Kernel> impl;
+};
+
+namespace {
+thread_local std::string lastError;
+
+flashrt_status fail(llvm::Error err) {
+  int code = takeErrorMessage(std::move(err), lastError);
+  return flashrt_status(code);
+}
+
+flashrt_status fail(flashrt_status status, const char *message) {
+  lastError = message;
+  return status;
+}
+
+bool toTensor(const flashrt_tensor *in, const char *name, TensorArg &out) {
+  if (!in || !in->data)
+    return true; // absent
+  if (in->dtype < FLASHRT_DTYPE_BF16 || in->dtype > FLASHRT_DTYPE_F32) {
+    lastError = std::string("invalid launch arguments:\n  ") + name +
+                " has an unknown dtype code " + std::to_string(in->dtype);
+    return false;
+  }
+  if (in->rank < 0 || in->rank > 4) {
+    lastError = std::string("invalid launch arguments:\n  ") + name +
+                " has rank " + std::to_string(in->rank) + " (at most 4)";
+    return false;
+  }
+  out.data = reinterpret_cast<uint64_t>(in->data);
+  out.dtype = in->dtype == FLASHRT_DTYPE_BF16  ? DType::BF16
+              : in->dtype == FLASHRT_DTYPE_F16 ? DType::F16
+                                               : DType::F32;
+  out.rank = unsigned(in->rank);
+  for (int i = 0; i < in->rank; ++i) {
+    out.sizes[i] = in->sizes[i];
+    out.strides[i] = in->strides[i];
+  }
+  out.device = in->device;
+  return true;
+}
+
+bool toArgs(const flashrt_tensor *q, const flashrt_tensor *k,
+            const flashrt_tensor *v, const flashrt_tensor *o,
+            const flashrt_tensor *lse, LaunchArgs &args) {
+  return toTensor(q, "q", args[TensorId::Q]) &&
+         toTensor(k, "k", args[TensorId::K]) &&
+         toTensor(v, "v", args[TensorId::V]) &&
+         toTensor(o, "o", args[TensorId::O]) &&
+         toTensor(lse, "lse", args[TensorId::LSE]);
+}
+
+int32_t dtypeCode(DType t) {
+  return t == DType::BF16  ? FLASHRT_DTYPE_BF16
+         : t == DType::F16 ? FLASHRT_DTYPE_F16
+                           : FLASHRT_DTYPE_F32;
+}
+} // namespace
+
+extern "C" {
+
+int flashrt_abi_version(void) { return FLASHRT_ABI_VERSION; }
+
+const char *flashrt_last_error(void) { return lastError.c_str(); }
+
+const char *flashrt_status_string(flashrt_status status) {
+  switch (status) {
+  case FLASHRT_OK:
+    return "ok";
+  case FLASHRT_ERROR_NO_DRIVER:
+    return "no CUDA driver";
+  case FLASHRT_ERROR_NO_DEVICE:
+    return "no suitable GPU";
+  case FLASHRT_ERROR_INVALID_KERNEL:
+    return "invalid kernel";
+  case FLASHRT_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case FLASHRT_ERROR_CUDA:
+    return "CUDA error";
+  case FLASHRT_ERROR_IO:
+    return "I/O error";
+  }
+  return "unknown status";
+}
+
+flashrt_status flashrt_device_count(int *count) {
+  if (!count)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "count is NULL");
+  auto drv = getDriver();
+  if (!drv)
+    return fail(drv.takeError());
+  if (llvm::Error err =
+          checkCu((*drv)->cuDeviceGetCount(count), "cuDeviceGetCount"))
+    return fail(std::move(err));
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_kernel_load(const char *path, int device,
+                                   flashrt_kernel **kernel) {
+  if (!path || !kernel)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "path or kernel is NULL");
+  *kernel = nullptr;
+  auto loaded = Kernel::load(path, device);
+  if (!loaded)
+    return fail(loaded.takeError());
+  *kernel = new flashrt_kernel{std::move(*loaded)};
+  return FLASHRT_OK;
+}
+
+void flashrt_kernel_destroy(flashrt_kernel *kernel) { delete kernel; }
+
+flashrt_status flashrt_kernel_get_info(const flashrt_kernel *kernel,
+                                       flashrt_kernel_info *info) {
+  if (!kernel || !info)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "kernel or info is NULL");
+  const KernelMetadata &m = kernel->impl->getMetadata();
+  std::memset(info, 0, sizeof(*info));
+  info->dtype = dtypeCode(m.dtype);
+  info->head_dim = int32_t(m.headDim);
+  info->causal = m.causal;
+  info->has_lse = m.hasLse;
+  info->scale = m.scale;
+  info->device = kernel->impl->getDevice().ordinal;
+  std::strncpy(info->kernel, m.kernel.c_str(), sizeof(info->kernel) - 1);
+  std::strncpy(info->arch, m.arch.c_str(), sizeof(info->arch) - 1);
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_launch(flashrt_kernel *kernel, const flashrt_tensor *q,
+                              const flashrt_tensor *k, const flashrt_tensor *v,
+                              const flashrt_tensor *o,
+                              const flashrt_tensor *lse, void *stream) {
+  if (!kernel)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "kernel is NULL");
+  LaunchArgs args;
+  if (!toArgs(q, k, v, o, lse, args))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  if (llvm::Error err =
+          kernel->impl->launch(args, static_cast<CUstream>(stream)))
+    return fail(std::move(err));
+  return FLASHRT_OK;
+}
+
+flashrt_status
+flashrt_validate(const char *metadata_path, const flashrt_tensor *q,
+                 const flashrt_tensor *k, const flashrt_tensor *v,
+                 const flashrt_tensor *o, const flashrt_tensor *lse) {
+  if (!metadata_path)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "metadata_path is NULL");
+  auto meta = loadMetadataFile(metadata_path);
+  if (!meta)
+    return fail(meta.takeError());
+  LaunchArgs args;
+  if (!toArgs(q, k, v, o, lse, args))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  auto shape = validateLaunchArgs(*meta, args);
+  if (!shape)
+    return fail(shape.takeError());
+  return FLASHRT_OK;
+}
+
+} // extern "C"

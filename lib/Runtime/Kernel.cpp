@@ -1,0 +1,293 @@
+//===- Kernel.cpp - Load and launch a flashc kernel -----------------------===//
+//
+// Load: metadata -> binary checks -> device/arch check -> module, function,
+// shared-memory opt-in and parameter-layout check. Launch: pure validation,
+// pointer checks through the driver, TMA encoding, cuLaunchKernel(Ex).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/Kernel.h"
+#include "flashc/Runtime/BinaryCheck.h"
+#include "flashc/Runtime/ParamPacking.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace llvm;
+
+namespace flashc::rt {
+
+std::string metadataPathFor(StringRef path) {
+  if (path.ends_with(".json"))
+    return path.str();
+  SmallString<256> p(path);
+  sys::path::replace_extension(p, ".json");
+  return std::string(p);
+}
+
+static Expected<std::unique_ptr<MemoryBuffer>> readFile(StringRef path,
+                                                        StringRef what) {
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/true);
+  if (!buf)
+    return makeError(ErrorCode::IO, formatv("cannot read {0} '{1}': {2}", what,
+                                            path, buf.getError().message()));
+  return std::move(*buf);
+}
+
+Expected<KernelMetadata> loadMetadataFile(StringRef path) {
+  std::string jsonPath = metadataPathFor(path);
+  auto buf = readFile(jsonPath, "kernel metadata");
+  if (!buf)
+    return buf.takeError();
+  auto meta = parseKernelMetadata((*buf)->getBuffer());
+  if (!meta) {
+    std::string msg;
+    int code = takeErrorMessage(meta.takeError(), msg);
+    return makeError(ErrorCode(code), jsonPath + ": " + msg);
+  }
+  return meta;
+}
+
+Expected<std::unique_ptr<Kernel>> Kernel::load(StringRef path, int ordinal) {
+  auto meta = loadMetadataFile(path);
+  if (!meta)
+    return meta.takeError();
+  // The binary the metadata names, next to the metadata file.
+  SmallString<256> binPath(sys::path::parent_path(metadataPathFor(path)));
+  sys::path::append(binPath, meta->binary);
+  if (!path.ends_with(".json") &&
+      sys::path::filename(path) != sys::path::filename(binPath))
+    return makeError(ErrorCode::InvalidKernel,
+                     formatv("{0}: metadata names binary '{1}', not '{2}'",
+                             metadataPathFor(path), meta->binary,
+                             sys::path::filename(path)));
+  auto bin = readFile(binPath, "kernel binary");
+  if (!bin)
+    return bin.takeError();
+  StringRef bytes = (*bin)->getBuffer();
+  if (Error err = checkBinary(*meta, bytes)) {
+    std::string msg;
+    int code = takeErrorMessage(std::move(err), msg);
+    return makeError(ErrorCode(code), binPath + ": " + msg);
+  }
+
+  auto info = getDeviceInfo(ordinal);
+  if (!info)
+    return info.takeError();
+  if (Error err = checkArchRunsOn(meta->arch, meta->binaryFormat, info->ccMajor,
+                                  info->ccMinor)) {
+    std::string msg;
+    takeErrorMessage(std::move(err), msg);
+    return makeError(ErrorCode::NoDevice, binPath + ": " + msg + " (device " +
+                                              Twine(ordinal) + ": " +
+                                              info->name + ")");
+  }
+  if (meta->sharedMemoryBytes > unsigned(info->maxSharedOptin))
+    return makeError(ErrorCode::NoDevice,
+                     formatv("kernel needs {0} bytes of shared memory; {1} "
+                             "allows {2}",
+                             meta->sharedMemoryBytes, info->name,
+                             info->maxSharedOptin));
+  auto ctx = PrimaryContext::retain(*info);
+  if (!ctx)
+    return ctx.takeError();
+  const DriverApi &cu = **getDriver();
+  std::unique_ptr<Kernel> kernel(
+      new Kernel(std::move(*meta), std::move(*info), std::move(*ctx)));
+  const KernelMetadata &m = kernel->meta;
+  ScopedContext scope(kernel->getContext());
+
+  // PTX must be NUL-terminated; the buffer is.
+  if (Error err = checkCu(cu.cuModuleLoadDataEx(&kernel->module, bytes.data(),
+                                                0, nullptr, nullptr),
+                          "cuModuleLoadData(" + binPath.str() + ")",
+                          ErrorCode::InvalidKernel))
+    return std::move(err);
+  if (Error err = checkCu(
+          cu.cuModuleGetFunction(&kernel->function, kernel->module,
+                                 m.kernel.c_str()),
+          "cuModuleGetFunction(" + m.kernel + ")", ErrorCode::InvalidKernel))
+    return std::move(err);
+
+  int maxThreads = 0;
+  if (Error err =
+          checkCu(cu.cuFuncGetAttribute(&maxThreads,
+                                        CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                        kernel->function),
+                  "cuFuncGetAttribute"))
+    return std::move(err);
+  unsigned threads = m.block[0] * m.block[1] * m.block[2];
+  if (threads > unsigned(maxThreads))
+    return makeError(ErrorCode::InvalidKernel,
+                     formatv("metadata block has {0} threads but kernel {1} "
+                             "can run at most {2} per block (registers)",
+                             threads, m.kernel, maxThreads));
+  if (m.sharedMemoryBytes > 48 * 1024)
+    if (Error err =
+            checkCu(cu.cuFuncSetAttribute(
+                        kernel->function,
+                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        int(m.sharedMemoryBytes)),
+                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
+      return std::move(err);
+
+  // The parameter layout the binary declares must be the metadata's.
+  if (cu.cuFuncGetParamInfo) {
+    SmallVector<unsigned, 32> want = m.paramSizes();
+    unsigned count = 0;
+    for (;; ++count) {
+      size_t offset = 0, size = 0;
+      if (cu.cuFuncGetParamInfo(kernel->function, count, &offset, &size) !=
+          CUDA_SUCCESS)
+        break;
+      if (count < want.size() && size != want[count])
+        return makeError(ErrorCode::InvalidKernel,
+                         formatv("metadata does not match kernel {0}: "
+                                 "parameter {1} is {2} bytes in the binary, "
+                                 "{3} in the metadata",
+                                 m.kernel, count, size, want[count]));
+    }
+    if (count != want.size())
+      return makeError(ErrorCode::InvalidKernel,
+                       formatv("metadata does not match kernel {0}: the "
+                               "binary has {1} parameters, the metadata {2} "
+                               "(after memref expansion)",
+                               m.kernel, count, want.size()));
+  }
+  if (m.cluster[0] * m.cluster[1] * m.cluster[2] > 1 && !cu.cuLaunchKernelEx)
+    return makeError(ErrorCode::NoDriver,
+                     "kernel uses clusters but the CUDA driver has no "
+                     "cuLaunchKernelEx (driver too old)");
+  for (const ParamSpec &p : m.params)
+    if (p.kind == ParamSpec::Kind::Tma && !cu.cuTensorMapEncodeTiled)
+      return makeError(ErrorCode::NoDriver,
+                       "kernel uses TMA but the CUDA driver has no "
+                       "cuTensorMapEncodeTiled (driver too old)");
+  return std::move(kernel);
+}
+
+Kernel::~Kernel() {
+  if (!module)
+    return;
+  auto drv = getDriver();
+  if (!drv) {
+    llvm::consumeError(drv.takeError());
+    return;
+  }
+  ScopedContext scope(getContext());
+  (*drv)->cuModuleUnload(module);
+}
+
+Error Kernel::checkPointers(const LaunchArgs &args) {
+  const DriverApi &cu = **getDriver();
+  for (unsigned i = 0; i < kNumTensors; ++i) {
+    const TensorArg &t = args.tensors[i];
+    if (!t.present())
+      continue;
+    int ordinal = -1;
+    CUresult r = cu.cuPointerGetAttribute(
+        &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(t.data));
+    if (r != CUDA_SUCCESS)
+      return makeError(ErrorCode::InvalidArgument,
+                       formatv("invalid launch arguments:\n  {0} data pointer "
+                               "{1:x} is not memory the CUDA driver knows "
+                               "(host memory?)",
+                               tensorName(TensorId(i)), t.data));
+    if (ordinal != device.ordinal)
+      return makeError(ErrorCode::InvalidArgument,
+                       formatv("invalid launch arguments:\n  {0} lives on "
+                               "device {1} but the kernel was loaded on "
+                               "device {2}",
+                               tensorName(TensorId(i)), ordinal,
+                               device.ordinal));
+  }
+  return Error::success();
+}
+
+static CUtensorMapDataType tmaType(DType t) {
+  switch (t) {
+  case DType::BF16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case DType::F16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case DType::F32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+static CUtensorMapSwizzle tmaSwizzle(unsigned bytes) {
+  switch (bytes) {
+  case 32:
+    return CU_TENSOR_MAP_SWIZZLE_32B;
+  case 64:
+    return CU_TENSOR_MAP_SWIZZLE_64B;
+  case 128:
+    return CU_TENSOR_MAP_SWIZZLE_128B;
+  default:
+    return CU_TENSOR_MAP_SWIZZLE_NONE;
+  }
+}
+
+Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
+  auto shape = validateLaunchArgs(meta, args, device.ordinal);
+  if (!shape)
+    return shape.takeError();
+  ScopedContext scope(getContext());
+  if (Error err = checkPointers(args))
+    return err;
+  const DriverApi &cu = **getDriver();
+  unsigned grid[3];
+  if (Error err = computeGrid(meta, *shape, device.numSMs, grid))
+    return err;
+
+  auto encode = [&](const TmaRequest &r, void *out) -> Error {
+    cuuint64_t dims[2] = {r.cols, r.rows};
+    cuuint64_t strides[1] = {r.rowStrideBytes};
+    cuuint32_t box[2] = {r.boxCols, r.boxRows};
+    cuuint32_t elementStrides[2] = {1, 1};
+    return checkCu(cu.cuTensorMapEncodeTiled(
+                       static_cast<CUtensorMap *>(out), tmaType(r.dtype), 2,
+                       reinterpret_cast<void *>(r.base), dims, strides, box,
+                       elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                       tmaSwizzle(r.swizzle),
+                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                   "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ")",
+                   ErrorCode::InvalidArgument);
+  };
+  auto params = packParams(meta, args, *shape, encode);
+  if (!params)
+    return params.takeError();
+
+  unsigned clusterSize = meta.cluster[0] * meta.cluster[1] * meta.cluster[2];
+  if (clusterSize <= 1)
+    return checkCu(cu.cuLaunchKernel(function, grid[0], grid[1], grid[2],
+                                     meta.block[0], meta.block[1],
+                                     meta.block[2], meta.sharedMemoryBytes,
+                                     stream, (*params)->pointers(), nullptr),
+                   "cuLaunchKernel(" + meta.kernel + ")");
+  CUlaunchConfig config = {};
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = meta.block[0];
+  config.blockDimY = meta.block[1];
+  config.blockDimZ = meta.block[2];
+  config.sharedMemBytes = meta.sharedMemoryBytes;
+  config.hStream = stream;
+  CUlaunchAttribute attr = {};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = meta.cluster[0];
+  attr.value.clusterDim.y = meta.cluster[1];
+  attr.value.clusterDim.z = meta.cluster[2];
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return checkCu(
+      cu.cuLaunchKernelEx(&config, function, (*params)->pointers(), nullptr),
+      "cuLaunchKernelEx(" + meta.kernel + ")");
+}
+
+} // namespace flashc::rt

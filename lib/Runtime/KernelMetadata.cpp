@@ -1,0 +1,448 @@
+//===- KernelMetadata.cpp - Parse and check kernel.json -------------------===//
+//
+// Reads the metadata document with llvm::json and checks that it is
+// complete and self-consistent (e.g. has_lse agrees with the parameters).
+// Errors name the field: "kernel.json: params[3].value: unknown value 'sq'".
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Runtime/KernelMetadata.h"
+#include "flashc/Runtime/Error.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace llvm;
+
+namespace flashc::rt {
+
+StringRef dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  case DType::F32:
+    return "f32";
+  }
+  return "?";
+}
+
+unsigned dtypeSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+StringRef tensorName(TensorId id) {
+  static const char *names[] = {"q", "k", "v", "o", "lse"};
+  return names[unsigned(id)];
+}
+
+bool parseArch(StringRef arch, unsigned &sm, bool &archSpecific) {
+  if (!arch.consume_front("sm_"))
+    return false;
+  archSpecific = arch.consume_back("a");
+  return !arch.getAsInteger(10, sm) && sm >= 30;
+}
+
+bool KernelMetadata::usesTma(TensorId id) const {
+  for (const ParamSpec &p : params)
+    if (p.kind == ParamSpec::Kind::Tma && p.tensor == id)
+      return true;
+  return false;
+}
+
+SmallVector<unsigned, 32> KernelMetadata::paramSizes() const {
+  SmallVector<unsigned, 32> sizes;
+  for (const ParamSpec &p : params) {
+    switch (p.kind) {
+    case ParamSpec::Kind::Ptr:
+    case ParamSpec::Kind::I64:
+      sizes.push_back(8);
+      break;
+    case ParamSpec::Kind::I32:
+    case ParamSpec::Kind::F32:
+      sizes.push_back(4);
+      break;
+    case ParamSpec::Kind::Memref:
+      // allocated, aligned, offset, sizes[rank], strides[rank]
+      sizes.append(3 + 2 * p.rank, 8);
+      break;
+    case ParamSpec::Kind::Tma:
+      sizes.push_back(128);
+      break;
+    }
+  }
+  return sizes;
+}
+
+namespace {
+/// Collects errors while walking the document.
+class Parser {
+public:
+  explicit Parser(const json::Object &root) : root(root) {}
+
+  Error fail(const Twine &field, const Twine &why) {
+    return makeError(ErrorCode::InvalidKernel,
+                     "kernel metadata: " + field + ": " + why);
+  }
+
+  Expected<const json::Value *> get(const json::Object &obj, StringRef key,
+                                    const Twine &path) {
+    const json::Value *v = obj.get(key);
+    if (!v)
+      return fail(path.isTriviallyEmpty() ? Twine(key) : path + "." + key,
+                  "missing");
+    return v;
+  }
+
+  Error getString(const json::Object &obj, StringRef key, std::string &out,
+                  const Twine &path = "") {
+    auto v = get(obj, key, path);
+    if (!v)
+      return v.takeError();
+    auto s = (*v)->getAsString();
+    if (!s)
+      return fail(key, "must be a string");
+    out = s->str();
+    return Error::success();
+  }
+
+  Error getInt(const json::Object &obj, StringRef key, int64_t &out,
+               const Twine &path = "") {
+    auto v = get(obj, key, path);
+    if (!v)
+      return v.takeError();
+    auto i = (*v)->getAsInteger();
+    if (!i)
+      return fail(key, "must be an integer");
+    out = *i;
+    return Error::success();
+  }
+
+  Error getDims(StringRef key, unsigned out[3]) {
+    auto v = get(root, key, "");
+    if (!v)
+      return v.takeError();
+    const json::Array *a = (*v)->getAsArray();
+    if (!a || a->size() != 3)
+      return fail(key, "must be an array of 3 integers");
+    for (unsigned i = 0; i < 3; ++i) {
+      auto d = (*a)[i].getAsInteger();
+      if (!d || *d < 1 || *d > 65535)
+        return fail(key,
+                    formatv("element {0} must be an integer in [1, 65535]", i));
+      out[i] = unsigned(*d);
+    }
+    return Error::success();
+  }
+
+  Error parseParam(const json::Object &obj, unsigned index, ParamSpec &p);
+  Expected<KernelMetadata> parse();
+
+private:
+  const json::Object &root;
+};
+
+std::optional<TensorId> parseTensor(StringRef name) {
+  return StringSwitch<std::optional<TensorId>>(name)
+      .Case("q", TensorId::Q)
+      .Case("k", TensorId::K)
+      .Case("v", TensorId::V)
+      .Case("o", TensorId::O)
+      .Case("lse", TensorId::LSE)
+      .Default(std::nullopt);
+}
+
+Error Parser::parseParam(const json::Object &obj, unsigned index,
+                         ParamSpec &p) {
+  std::string field = formatv("params[{0}]", index);
+  std::string kind;
+  if (Error err = getString(obj, "kind", kind, field))
+    return err;
+  auto k = StringSwitch<std::optional<ParamSpec::Kind>>(kind)
+               .Case("ptr", ParamSpec::Kind::Ptr)
+               .Case("i32", ParamSpec::Kind::I32)
+               .Case("i64", ParamSpec::Kind::I64)
+               .Case("f32", ParamSpec::Kind::F32)
+               .Case("memref", ParamSpec::Kind::Memref)
+               .Case("tma", ParamSpec::Kind::Tma)
+               .Default(std::nullopt);
+  if (!k)
+    return fail(field + ".kind", "unknown kind '" + kind +
+                                     "' (ptr, i32, i64, f32, memref, tma)");
+  p.kind = *k;
+
+  if (p.kind == ParamSpec::Kind::I32 || p.kind == ParamSpec::Kind::I64 ||
+      p.kind == ParamSpec::Kind::F32) {
+    if (Error err = getString(obj, "value", p.text, field))
+      return err;
+    StringRef v = p.text;
+    auto s = StringSwitch<std::optional<ScalarKind>>(v)
+                 .Case("batch", ScalarKind::Batch)
+                 .Case("heads", ScalarKind::Heads)
+                 .Case("seq_q", ScalarKind::SeqQ)
+                 .Case("seq_k", ScalarKind::SeqK)
+                 .Case("head_dim", ScalarKind::HeadDim)
+                 .Case("scale", ScalarKind::Scale)
+                 .Case("scale_log2", ScalarKind::ScaleLog2)
+                 .Default(std::nullopt);
+    if (!s && v.consume_front("stride_")) {
+      auto [t, d] = v.rsplit('_');
+      auto tensor = parseTensor(t);
+      unsigned dim = StringSwitch<unsigned>(d)
+                         .Case("b", 0)
+                         .Case("h", 1)
+                         .Case("n", 2)
+                         .Case("d", 3)
+                         .Default(~0u);
+      if (tensor && dim != ~0u && !(*tensor == TensorId::LSE && dim == 3)) {
+        s = ScalarKind::Stride;
+        p.tensor = *tensor;
+        p.strideDim = dim;
+      }
+    }
+    if (!s)
+      return fail(field + ".value",
+                  "unknown value '" + p.text +
+                      "' (batch, heads, seq_q, seq_k, head_dim, scale, "
+                      "scale_log2, stride_<q|k|v|o|lse>_<b|h|n|d>)");
+    p.scalar = *s;
+    bool isFloat =
+        p.scalar == ScalarKind::Scale || p.scalar == ScalarKind::ScaleLog2;
+    if (isFloat != (p.kind == ParamSpec::Kind::F32))
+      return fail(field, "'" + p.text + "' cannot be passed as " + kind);
+    return Error::success();
+  }
+
+  if (Error err = getString(obj, "tensor", p.text, field))
+    return err;
+  auto tensor = parseTensor(p.text);
+  if (!tensor)
+    return fail(field + ".tensor",
+                "unknown tensor '" + p.text + "' (q, k, v, o, lse)");
+  p.tensor = *tensor;
+  if (p.kind == ParamSpec::Kind::Memref) {
+    int64_t rank;
+    if (Error err = getInt(obj, "rank", rank, field))
+      return err;
+    int64_t want = p.tensor == TensorId::LSE ? 3 : 4;
+    if (rank != want)
+      return fail(field + ".rank", formatv("tensor {0} has rank {1}, not {2}",
+                                           p.text, want, rank));
+    p.rank = unsigned(rank);
+  }
+  if (p.kind == ParamSpec::Kind::Tma) {
+    if (p.tensor == TensorId::LSE)
+      return fail(field, "TMA descriptors over lse are not supported");
+    const json::Value *box = obj.get("box");
+    const json::Array *a = box ? box->getAsArray() : nullptr;
+    if (!a || a->size() != 2)
+      return fail(field + ".box", "must be [rows, cols]");
+    for (unsigned i = 0; i < 2; ++i) {
+      auto d = (*a)[i].getAsInteger();
+      if (!d || *d < 1 || *d > 256)
+        return fail(field + ".box",
+                    "each box dimension must be an integer in [1, 256]");
+      p.box[i] = *d;
+    }
+    int64_t swizzle = 0;
+    if (obj.get("swizzle"))
+      if (Error err = getInt(obj, "swizzle", swizzle, field))
+        return err;
+    if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+      return fail(field + ".swizzle", "must be 0, 32, 64 or 128");
+    p.swizzle = unsigned(swizzle);
+  }
+  return Error::success();
+}
+
+Expected<KernelMetadata> Parser::parse() {
+  KernelMetadata m;
+  std::string s;
+  if (Error err = getString(root, "format", s))
+    return std::move(err);
+  if (s != "flashc-kernel")
+    return fail("format", "expected \"flashc-kernel\", got \"" + s + "\"");
+  int64_t version;
+  if (Error err = getInt(root, "format_version", version))
+    return std::move(err);
+  if (version != 1)
+    return fail("format_version",
+                formatv("version {0} is not supported (this runtime reads 1)",
+                        version));
+  m.formatVersion = int(version);
+  if (root.get("flashc_version"))
+    if (Error err = getString(root, "flashc_version", m.flashcVersion))
+      return std::move(err);
+  if (root.get("source_hash"))
+    if (Error err = getString(root, "source_hash", m.sourceHash))
+      return std::move(err);
+  if (Error err = getString(root, "kernel", m.kernel))
+    return std::move(err);
+  if (m.kernel.empty())
+    return fail("kernel", "empty symbol name");
+  if (Error err = getString(root, "binary", m.binary))
+    return std::move(err);
+  if (Error err = getString(root, "binary_format", s))
+    return std::move(err);
+  if (s == "cubin")
+    m.binaryFormat = BinaryFormat::Cubin;
+  else if (s == "ptx")
+    m.binaryFormat = BinaryFormat::Ptx;
+  else
+    return fail("binary_format",
+                "must be \"cubin\" or \"ptx\", got \"" + s + "\"");
+  if (Error err = getString(root, "arch", m.arch))
+    return std::move(err);
+  unsigned sm;
+  bool archSpecific;
+  if (!parseArch(m.arch, sm, archSpecific))
+    return fail("arch", "expected sm_<NN>[a], got \"" + m.arch + "\"");
+  if (Error err = getString(root, "dtype", s))
+    return std::move(err);
+  if (s == "bf16")
+    m.dtype = DType::BF16;
+  else if (s == "f16")
+    m.dtype = DType::F16;
+  else
+    return fail("dtype", "must be \"bf16\" or \"f16\", got \"" + s + "\"");
+  if (Error err = getInt(root, "head_dim", m.headDim))
+    return std::move(err);
+  if (m.headDim < 8 || m.headDim > 512 || m.headDim % 8)
+    return fail("head_dim",
+                formatv("{0} is not a multiple of 8 in [8, 512]", m.headDim));
+  auto getBool = [&](StringRef key, bool &out) -> Error {
+    auto v = get(root, key, "");
+    if (!v)
+      return v.takeError();
+    auto b = (*v)->getAsBoolean();
+    if (!b)
+      return fail(key, "must be true or false");
+    out = *b;
+    return Error::success();
+  };
+  if (Error err = getBool("causal", m.causal))
+    return std::move(err);
+  if (Error err = getBool("has_lse", m.hasLse))
+    return std::move(err);
+  {
+    auto v = get(root, "scale", "");
+    if (!v)
+      return v.takeError();
+    auto d = (*v)->getAsNumber();
+    if (!d || !(*d > 0))
+      return fail("scale", "must be a positive number");
+    m.scale = *d;
+  }
+  if (Error err = getDims("block", m.block))
+    return std::move(err);
+  if (uint64_t(m.block[0]) * m.block[1] * m.block[2] > 1024)
+    return fail("block", "more than 1024 threads per block");
+  if (root.get("cluster")) {
+    if (Error err = getDims("cluster", m.cluster))
+      return std::move(err);
+    if (m.cluster[0] * m.cluster[1] * m.cluster[2] > 16)
+      return fail("cluster", "more than 16 blocks per cluster");
+  }
+  int64_t smem = 0;
+  if (Error err = getInt(root, "shared_memory_bytes", smem))
+    return std::move(err);
+  if (smem < 0 || smem > (1 << 20))
+    return fail("shared_memory_bytes", formatv("{0} is out of range", smem));
+  m.sharedMemoryBytes = unsigned(smem);
+
+  auto grid = get(root, "grid", "");
+  if (!grid)
+    return grid.takeError();
+  const json::Object *g = (*grid)->getAsObject();
+  if (!g)
+    return fail("grid", "must be an object");
+  if (Error err = getString(*g, "kind", s, "grid"))
+    return std::move(err);
+  if (s == "tiles") {
+    m.gridKind = GridKind::Tiles;
+    if (Error err = getInt(*g, "block_m", m.gridBlockM, "grid"))
+      return std::move(err);
+    if (m.gridBlockM < 1)
+      return fail("grid.block_m", "must be positive");
+    if (m.cluster[1] != 1 || m.cluster[2] != 1)
+      return fail("cluster", "a \"tiles\" grid takes clusters along x only");
+  } else if (s == "persistent") {
+    m.gridKind = GridKind::Persistent;
+  } else {
+    return fail("grid.kind",
+                "must be \"tiles\" or \"persistent\", got \"" + s + "\"");
+  }
+
+  if (const json::Value *c = root.get("config")) {
+    const json::Object *co = c->getAsObject();
+    if (!co)
+      return fail("config", "must be an object");
+    for (const auto &kv : *co) {
+      auto i = kv.second.getAsInteger();
+      if (!i)
+        return fail("config." + kv.first.str(), "must be an integer");
+      m.config[kv.first.str()] = *i;
+    }
+  }
+
+  auto params = get(root, "params", "");
+  if (!params)
+    return params.takeError();
+  const json::Array *pa = (*params)->getAsArray();
+  if (!pa || pa->empty())
+    return fail("params", "must be a non-empty array");
+  bool tensorSeen[kNumTensors] = {};
+  for (unsigned i = 0; i < pa->size(); ++i) {
+    const json::Object *po = (*pa)[i].getAsObject();
+    if (!po)
+      return fail(formatv("params[{0}]", i).str(), "must be an object");
+    ParamSpec p;
+    if (Error err = parseParam(*po, i, p))
+      return std::move(err);
+    if (p.kind == ParamSpec::Kind::Ptr || p.kind == ParamSpec::Kind::Memref ||
+        p.kind == ParamSpec::Kind::Tma)
+      tensorSeen[unsigned(p.tensor)] = true;
+    m.params.push_back(std::move(p));
+  }
+  if (m.hasLse != tensorSeen[unsigned(TensorId::LSE)])
+    return fail("has_lse", m.hasLse ? "is true but no parameter passes lse"
+                                    : "is false but a parameter passes lse");
+  for (TensorId t : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O})
+    if (!tensorSeen[unsigned(t)])
+      return fail("params", "no parameter passes tensor " + tensorName(t));
+  for (const ParamSpec &p : m.params) {
+    if (p.kind != ParamSpec::Kind::Tma)
+      continue;
+    unsigned rowBytes = unsigned(p.box[1]) * dtypeSize(m.dtype);
+    if (p.swizzle && rowBytes > p.swizzle)
+      return fail("params", formatv("TMA box over {0} has rows of {1} bytes, "
+                                    "more than its {2}-byte swizzle span",
+                                    tensorName(p.tensor), rowBytes, p.swizzle));
+    if (p.box[1] > m.headDim)
+      return fail("params", formatv("TMA box over {0} is {1} columns wide but "
+                                    "head_dim is {2}",
+                                    tensorName(p.tensor), p.box[1], m.headDim));
+    if (rowBytes % 16)
+      return fail("params", formatv("TMA box over {0}: row of {1} bytes is "
+                                    "not a multiple of 16",
+                                    tensorName(p.tensor), rowBytes));
+  }
+  return m;
+}
+} // namespace
+
+Expected<KernelMetadata> parseKernelMetadata(StringRef text) {
+  Expected<json::Value> doc = json::parse(text);
+  if (!doc) {
+    std::string why = toString(doc.takeError());
+    return makeError(ErrorCode::InvalidKernel,
+                     "kernel metadata: not valid JSON: " + why);
+  }
+  const json::Object *root = doc->getAsObject();
+  if (!root)
+    return makeError(ErrorCode::InvalidKernel,
+                     "kernel metadata: top level must be an object");
+  return Parser(*root).parse();
+}
+
+} // namespace flashc::rt

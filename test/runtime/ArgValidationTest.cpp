@@ -1,0 +1,226 @@
+//===- ArgValidationTest.cpp - Launch arguments vs the kernel contract ----===//
+//
+// Every rule of validateLaunchArgs, checked without a driver or GPU: each
+// broken argument is refused with a message naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestMetadata.h"
+
+#include "flashc/Runtime/ArgValidation.h"
+
+#include "gtest/gtest.h"
+
+using namespace flashc::rt;
+using namespace flashc::rt::test;
+using namespace llvm;
+
+namespace {
+
+class ArgValidation : public ::testing::Test {
+protected:
+  KernelMetadata meta = validMetadata();
+  LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
+
+  /// The error text of validating `args`, or "<ok>".
+  std::string error(int device = -1) {
+    auto shape = validateLaunchArgs(meta, args, device);
+    if (shape)
+      return "<ok>";
+    return toString(shape.takeError());
+  }
+  void expectError(const char *text, int device = -1) {
+    std::string err = error(device);
+    EXPECT_NE(err.find(text), std::string::npos)
+        << "expected '" << text << "' in '" << err << "'";
+  }
+};
+
+TEST_F(ArgValidation, AcceptsValid) {
+  auto shape = validateLaunchArgs(meta, args);
+  ASSERT_TRUE(bool(shape)) << toString(shape.takeError());
+  EXPECT_EQ(shape->batch, 2);
+  EXPECT_EQ(shape->heads, 4);
+  EXPECT_EQ(shape->seqQ, 100);
+  EXPECT_EQ(shape->seqK, 77);
+  EXPECT_EQ(shape->headDim, 128);
+}
+
+TEST_F(ArgValidation, AcceptsStridedBshd) {
+  // B x N x H x D storage viewed as B x H x N x D.
+  for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
+    TensorArg &t = args[id];
+    t.strides[0] = t.sizes[2] * t.sizes[1] * 128;
+    t.strides[1] = 128;
+    t.strides[2] = t.sizes[1] * 128;
+  }
+  EXPECT_EQ(error(), "<ok>");
+}
+
+TEST_F(ArgValidation, WrongDtype) {
+  args[TensorId::K].dtype = DType::F16;
+  expectError(
+      "k has dtype f16; kernel ref_attention_bf16_d128_full takes bf16");
+}
+
+TEST_F(ArgValidation, WrongLseDtype) {
+  args[TensorId::LSE].dtype = DType::BF16;
+  expectError("lse has dtype bf16");
+}
+
+TEST_F(ArgValidation, WrongHeadDim) {
+  for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O})
+    args[id].sizes[3] = 64;
+  expectError("q has head dim 64; kernel ref_attention_bf16_d128_full is "
+              "compiled for head dim 128");
+}
+
+TEST_F(ArgValidation, WrongRank) {
+  args[TensorId::V].rank = 3;
+  expectError("v has rank 3; expected 4");
+}
+
+TEST_F(ArgValidation, LastDimNotContiguous) {
+  args[TensorId::Q].strides[3] = 2;
+  expectError("q strides (51200, 12800, 128, 2): the last dimension must be "
+              "contiguous");
+}
+
+TEST_F(ArgValidation, Misaligned) {
+  args[TensorId::O].data += 8;
+  expectError("o data pointer");
+  expectError("is not 16-byte aligned");
+}
+
+TEST_F(ArgValidation, StrideNotMultipleOf16Bytes) {
+  args[TensorId::K].strides[2] = 130; // 260 bytes
+  expectError("k stride 130 of dimension 2 (seq) is 260 bytes, not a multiple "
+              "of 16");
+}
+
+TEST_F(ArgValidation, NegativeStride) {
+  args[TensorId::V].strides[1] = -128;
+  expectError("v has negative stride -128 in dimension 1");
+}
+
+TEST_F(ArgValidation, ZeroSeqQ) {
+  args[TensorId::Q].sizes[2] = 0;
+  args[TensorId::O].sizes[2] = 0;
+  args[TensorId::LSE].sizes[2] = 0;
+  expectError("has seq_q = 0");
+}
+
+TEST_F(ArgValidation, ZeroSeqK) {
+  args[TensorId::K].sizes[2] = 0;
+  args[TensorId::V].sizes[2] = 0;
+  expectError("has seq_k = 0");
+}
+
+TEST_F(ArgValidation, GridYLimit) {
+  args = validArgs(meta, 1024, 65, 16, 16); // B*H = 66560
+  expectError("batch * heads = 1024 * 65 = 66560 exceeds the grid.y limit of "
+              "65535");
+}
+
+TEST_F(ArgValidation, GridYAtLimitIsFine) {
+  args = validArgs(meta, 65535, 1, 16, 16);
+  EXPECT_EQ(error(), "<ok>");
+}
+
+TEST_F(ArgValidation, ShapeMismatch) {
+  args[TensorId::K].sizes[1] = 3;
+  expectError("k [2, 3, 77, 128] does not match q [2, 4, 100, 128]");
+  args = validArgs(meta, 2, 4, 100, 77);
+  args[TensorId::V].sizes[2] = 78;
+  expectError("v [2, 4, 78, 128] does not match k [2, 4, 77, 128]");
+  args = validArgs(meta, 2, 4, 100, 77);
+  args[TensorId::O].sizes[2] = 99;
+  expectError("o [2, 4, 99, 128] does not match q [2, 4, 100, 128]");
+  args = validArgs(meta, 2, 4, 100, 77);
+  args[TensorId::LSE].sizes[2] = 77;
+  expectError("lse [2, 4, 77] does not match q");
+}
+
+TEST_F(ArgValidation, MissingTensor) {
+  args[TensorId::V].data = 0;
+  expectError("v is missing");
+}
+
+TEST_F(ArgValidation, MissingLse) {
+  args[TensorId::LSE] = TensorArg();
+  expectError("lse is missing: kernel ref_attention_bf16_d128_full writes the "
+              "log-sum-exp");
+}
+
+TEST_F(ArgValidation, LseGivenButNotWritten) {
+  meta.hasLse = false;
+  expectError("lse was given but kernel ref_attention_bf16_d128_full does not "
+              "write one");
+}
+
+TEST_F(ArgValidation, DifferentDevices) {
+  args[TensorId::V].device = 1;
+  expectError("v is on device 1 but q is on device 0");
+}
+
+TEST_F(ArgValidation, WrongDeviceForKernel) {
+  for (TensorArg &t : args.tensors)
+    t.device = 1;
+  expectError("q is on device 1 but the kernel was loaded on device 0", 0);
+}
+
+TEST_F(ArgValidation, ReportsAllProblems) {
+  args[TensorId::K].dtype = DType::F16;
+  args[TensorId::O].data += 2;
+  std::string err = error();
+  EXPECT_NE(err.find("k has dtype"), std::string::npos) << err;
+  EXPECT_NE(err.find("o data pointer"), std::string::npos) << err;
+}
+
+TEST_F(ArgValidation, TmaNeedsRowView) {
+  ParamSpec tma;
+  tma.kind = ParamSpec::Kind::Tma;
+  tma.tensor = TensorId::K;
+  tma.box[0] = 64;
+  tma.box[1] = 64;
+  meta.params.push_back(tma);
+  EXPECT_EQ(error(), "<ok>");
+  // B x N x H x D storage cannot be one [B*H*N, D] row view.
+  TensorArg &k = args[TensorId::K];
+  k.strides[1] = 128;
+  k.strides[2] = 4 * 128;
+  expectError("kernel reads k through TMA as rows of [B*H*N, D], so stride_h "
+              "must be N * stride_n");
+}
+
+TEST(Grid, Tiles) {
+  KernelMetadata meta = validMetadata();
+  ProblemShape shape{2, 3, 100, 50, 128};
+  unsigned grid[3];
+  ASSERT_FALSE(bool(computeGrid(meta, shape, 132, grid)));
+  EXPECT_EQ(grid[0], 2u); // ceil(100 / 64)
+  EXPECT_EQ(grid[1], 6u);
+  EXPECT_EQ(grid[2], 1u);
+}
+
+TEST(Grid, TilesRoundUpToClusters) {
+  KernelMetadata meta = validMetadata();
+  meta.cluster[0] = 2;
+  ProblemShape shape{1, 1, 130, 130, 128}; // 3 tiles -> 4
+  unsigned grid[3];
+  ASSERT_FALSE(bool(computeGrid(meta, shape, 132, grid)));
+  EXPECT_EQ(grid[0], 4u);
+}
+
+TEST(Grid, Persistent) {
+  KernelMetadata meta = validMetadata();
+  meta.gridKind = GridKind::Persistent;
+  meta.cluster[0] = 2;
+  ProblemShape shape{4, 16, 4096, 4096, 128};
+  unsigned grid[3];
+  ASSERT_FALSE(bool(computeGrid(meta, shape, 133, grid)));
+  EXPECT_EQ(grid[0], 132u);
+  EXPECT_EQ(grid[1], 1u);
+}
+
+} // namespace

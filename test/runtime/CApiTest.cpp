@@ -1,0 +1,98 @@
+//===- CApiTest.cpp - The flashrt_* C API without a GPU -------------------===//
+//
+// Status codes and the thread-local message of flashrt_last_error(), through
+// flashrt_validate (which needs no driver) and, where there is no driver,
+// the "no CUDA driver" path of flashrt_kernel_load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestMetadata.h"
+
+#include "flashc/Runtime/flashrt.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <string>
+#include <thread>
+
+using namespace flashc::rt::test;
+using namespace llvm;
+
+namespace {
+
+std::string writeMetadata() {
+  SmallString<128> path;
+  sys::fs::createTemporaryFile("flashrt-capi", "json", path);
+  std::error_code ec;
+  raw_fd_ostream os(path, ec);
+  os << toText(validMetadataJson());
+  return std::string(path);
+}
+
+flashrt_tensor tensor(int64_t b, int64_t h, int64_t n, int64_t d,
+                      uintptr_t addr) {
+  flashrt_tensor t = {};
+  t.data = reinterpret_cast<void *>(addr);
+  t.dtype = FLASHRT_DTYPE_BF16;
+  t.rank = 4;
+  int64_t sizes[4] = {b, h, n, d}, strides[4] = {h * n * d, n * d, d, 1};
+  for (int i = 0; i < 4; ++i)
+    t.sizes[i] = sizes[i], t.strides[i] = strides[i];
+  return t;
+}
+
+TEST(CApi, ValidateOkAndErrors) {
+  std::string path = writeMetadata();
+  flashrt_tensor q = tensor(1, 2, 64, 128, 0x10000),
+                 k = tensor(1, 2, 64, 128, 0x20000),
+                 v = tensor(1, 2, 64, 128, 0x30000),
+                 o = tensor(1, 2, 64, 128, 0x40000);
+  flashrt_tensor lse = {};
+  lse.data = reinterpret_cast<void *>(0x50000);
+  lse.dtype = FLASHRT_DTYPE_F32;
+  lse.rank = 3;
+  lse.sizes[0] = 1, lse.sizes[1] = 2, lse.sizes[2] = 64;
+  lse.strides[0] = 128, lse.strides[1] = 64, lse.strides[2] = 1;
+  EXPECT_EQ(flashrt_validate(path.c_str(), &q, &k, &v, &o, &lse), FLASHRT_OK)
+      << flashrt_last_error();
+
+  EXPECT_EQ(flashrt_validate(path.c_str(), &q, &k, &v, &o, nullptr),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(flashrt_last_error()).find("lse is missing"),
+            std::string::npos);
+
+  // The message is per thread.
+  std::string other = "unset";
+  std::thread([&] { other = flashrt_last_error(); }).join();
+  EXPECT_EQ(other, "");
+
+  k.dtype = 99;
+  EXPECT_EQ(flashrt_validate(path.c_str(), &q, &k, &v, &o, &lse),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(flashrt_last_error()).find("unknown dtype code 99"),
+            std::string::npos);
+  sys::fs::remove(path);
+}
+
+TEST(CApi, MissingMetadataFile) {
+  flashrt_tensor q = {};
+  EXPECT_EQ(flashrt_validate("/nonexistent/k.json", &q, &q, &q, &q, nullptr),
+            FLASHRT_ERROR_IO);
+  EXPECT_NE(std::string(flashrt_last_error()).find("/nonexistent/k.json"),
+            std::string::npos);
+}
+
+TEST(CApi, NoDriverIsNamed) {
+  int count = -1;
+  if (flashrt_device_count(&count) != FLASHRT_ERROR_NO_DRIVER)
+    GTEST_SKIP() << "a CUDA driver is present";
+  EXPECT_NE(std::string(flashrt_last_error()).find("no CUDA driver"),
+            std::string::npos);
+  EXPECT_STREQ(flashrt_status_string(FLASHRT_ERROR_NO_DRIVER),
+               "no CUDA driver");
+}
+
+} // namespace

@@ -1,0 +1,201 @@
+//===- MetadataTest.cpp - kernel.json parsing and consistency checks ------===//
+//
+// Each malformed or inconsistent metadata document is refused with an error
+// naming the field.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestMetadata.h"
+
+#include "flashc/Runtime/KernelMetadata.h"
+
+#include "gtest/gtest.h"
+
+using namespace flashc::rt;
+using namespace flashc::rt::test;
+using namespace llvm;
+
+namespace {
+
+std::string parseError(const json::Object &obj) {
+  auto meta = parseKernelMetadata(toText(obj));
+  if (meta)
+    return "<parsed>";
+  return toString(meta.takeError());
+}
+
+TEST(Metadata, ParsesValid) {
+  KernelMetadata m = validMetadata();
+  EXPECT_EQ(m.kernel, "ref_attention_bf16_d128_full");
+  EXPECT_EQ(m.dtype, DType::BF16);
+  EXPECT_EQ(m.headDim, 128);
+  EXPECT_TRUE(m.hasLse);
+  EXPECT_EQ(m.sharedMemoryBytes, 74240u);
+  EXPECT_EQ(m.gridKind, GridKind::Tiles);
+  EXPECT_EQ(m.gridBlockM, 64);
+  EXPECT_EQ(m.config.at("block_n"), 32);
+  ASSERT_EQ(m.params.size(), 23u);
+  EXPECT_EQ(m.params[5].scalar, ScalarKind::SeqQ);
+  EXPECT_EQ(m.params[8].scalar, ScalarKind::Stride);
+  EXPECT_EQ(m.params[8].tensor, TensorId::Q);
+  EXPECT_EQ(m.params[8].strideDim, 0u);
+  EXPECT_EQ(m.paramSizes().size(), 23u);
+}
+
+TEST(Metadata, RejectsBadJson) {
+  auto meta = parseKernelMetadata("{\"format\": ");
+  ASSERT_FALSE(meta);
+  EXPECT_NE(toString(meta.takeError()).find("not valid JSON"),
+            std::string::npos);
+}
+
+struct Case {
+  const char *key;
+  json::Value value;
+  const char *expected;
+};
+
+TEST(Metadata, RejectsBadFields) {
+  Case cases[] = {
+      {"format", "other", "format: expected \"flashc-kernel\""},
+      {"format_version", 2, "version 2 is not supported"},
+      {"dtype", "f8", "dtype: must be \"bf16\" or \"f16\""},
+      {"head_dim", 100, "head_dim: 100 is not a multiple of 8"},
+      {"binary_format", "fatbin", "binary_format: must be"},
+      {"arch", "gfx90a", "arch: expected sm_<NN>[a]"},
+      {"block", json::Array{2048, 1, 1}, "more than 1024 threads"},
+      {"cluster", json::Array{1, 2, 1}, "clusters along x only"},
+      {"scale", -1.0, "scale: must be a positive number"},
+      {"causal", "yes", "causal: must be true or false"},
+      {"grid", json::Object{{"kind", "tiles"}}, "grid.block_m: missing"},
+      {"grid", json::Object{{"kind", "spiral"}}, "grid.kind: must be"},
+      {"has_lse", false, "has_lse: is false but a parameter passes lse"},
+  };
+  for (Case &c : cases) {
+    json::Object obj = validMetadataJson();
+    obj[c.key] = c.value;
+    std::string err = parseError(obj);
+    EXPECT_NE(err.find(c.expected), std::string::npos)
+        << c.key << ": got '" << err << "'";
+  }
+}
+
+TEST(Metadata, RejectsMissingField) {
+  for (const char *key : {"kernel", "binary", "arch", "dtype", "head_dim",
+                          "params", "grid", "shared_memory_bytes"}) {
+    json::Object obj = validMetadataJson();
+    obj.erase(key);
+    std::string err = parseError(obj);
+    EXPECT_NE(err.find(std::string(key) + ": missing"), std::string::npos)
+        << key << ": got '" << err << "'";
+  }
+}
+
+json::Object withParams(json::Array params) {
+  json::Object obj = validMetadataJson();
+  obj["params"] = std::move(params);
+  obj["has_lse"] = false;
+  return obj;
+}
+
+json::Array basicPtrs() {
+  json::Array a;
+  for (const char *t : {"q", "k", "v", "o"})
+    a.push_back(json::Object{{"kind", "ptr"}, {"tensor", t}});
+  return a;
+}
+
+TEST(Metadata, RejectsBadParams) {
+  {
+    json::Array a = basicPtrs();
+    a.push_back(json::Object{{"kind", "i32"}, {"value", "sq"}});
+    EXPECT_NE(parseError(withParams(std::move(a)))
+                  .find("params[4].value: unknown value 'sq'"),
+              std::string::npos);
+  }
+  {
+    json::Array a = basicPtrs();
+    a.push_back(json::Object{{"kind", "i32"}, {"value", "scale"}});
+    EXPECT_NE(parseError(withParams(std::move(a)))
+                  .find("'scale' cannot be passed as i32"),
+              std::string::npos);
+  }
+  {
+    json::Array a = basicPtrs();
+    a.push_back(json::Object{{"kind", "vec"}, {"tensor", "q"}});
+    EXPECT_NE(parseError(withParams(std::move(a))).find("unknown kind 'vec'"),
+              std::string::npos);
+  }
+  {
+    json::Array a;
+    for (const char *t : {"q", "k", "v"})
+      a.push_back(json::Object{{"kind", "ptr"}, {"tensor", t}});
+    EXPECT_NE(parseError(withParams(std::move(a)))
+                  .find("no parameter passes tensor o"),
+              std::string::npos);
+  }
+  {
+    json::Array a = basicPtrs();
+    a.push_back(json::Object{{"kind", "memref"}, {"tensor", "q"}, {"rank", 2}});
+    EXPECT_NE(parseError(withParams(std::move(a))).find("rank"),
+              std::string::npos);
+  }
+  {
+    json::Array a = basicPtrs();
+    a.push_back(json::Object{{"kind", "tma"},
+                             {"tensor", "k"},
+                             {"box", json::Array{64, 128}},
+                             {"swizzle", 128}});
+    EXPECT_NE(parseError(withParams(std::move(a)))
+                  .find("rows of 256 bytes, more than its 128-byte swizzle"),
+              std::string::npos);
+  }
+  {
+    json::Array a = basicPtrs();
+    a.push_back(json::Object{{"kind", "tma"},
+                             {"tensor", "k"},
+                             {"box", json::Array{64, 64}},
+                             {"swizzle", 96}});
+    EXPECT_NE(parseError(withParams(std::move(a)))
+                  .find("swizzle: must be 0, 32, 64 or 128"),
+              std::string::npos);
+  }
+}
+
+TEST(Metadata, HasLseNeedsParam) {
+  json::Object obj = withParams(basicPtrs());
+  obj["has_lse"] = true;
+  EXPECT_NE(
+      parseError(obj).find("has_lse: is true but no parameter passes lse"),
+      std::string::npos);
+}
+
+TEST(Metadata, MemrefAndTmaSizes) {
+  json::Array a = basicPtrs();
+  a.push_back(json::Object{{"kind", "memref"}, {"tensor", "q"}, {"rank", 4}});
+  a.push_back(json::Object{{"kind", "tma"},
+                           {"tensor", "k"},
+                           {"box", json::Array{64, 64}},
+                           {"swizzle", 128}});
+  auto m = parseKernelMetadata(toText(withParams(std::move(a))));
+  ASSERT_TRUE(bool(m)) << toString(m.takeError());
+  auto sizes = m->paramSizes();
+  // 4 ptrs + memref (3 + 2*4) + tma
+  ASSERT_EQ(sizes.size(), 4u + 11u + 1u);
+  EXPECT_EQ(sizes.back(), 128u);
+  EXPECT_TRUE(m->usesTma(TensorId::K));
+  EXPECT_FALSE(m->usesTma(TensorId::Q));
+}
+
+TEST(Metadata, ParseArch) {
+  unsigned sm;
+  bool specific;
+  EXPECT_TRUE(parseArch("sm_90a", sm, specific));
+  EXPECT_EQ(sm, 90u);
+  EXPECT_TRUE(specific);
+  EXPECT_TRUE(parseArch("sm_80", sm, specific));
+  EXPECT_FALSE(specific);
+  EXPECT_FALSE(parseArch("compute_90", sm, specific));
+}
+
+} // namespace

@@ -1,0 +1,97 @@
+//===- TestMetadata.cpp - Metadata fixtures for runtime unit tests --------===//
+//
+// Builds the fixture metadata and argument sets shared by the unit tests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestMetadata.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace llvm;
+
+namespace flashc::rt::test {
+
+json::Object validMetadataJson() {
+  json::Array params;
+  for (const char *t : {"q", "k", "v", "o", "lse"})
+    params.push_back(json::Object{{"kind", "ptr"}, {"tensor", t}});
+  for (const char *v : {"seq_q", "seq_k", "heads"})
+    params.push_back(json::Object{{"kind", "i32"}, {"value", v}});
+  for (const char *t : {"q", "k", "v", "o"})
+    for (const char *d : {"b", "h", "n"})
+      params.push_back(json::Object{
+          {"kind", "i64"}, {"value", std::string("stride_") + t + "_" + d}});
+  params.push_back(json::Object{{"kind", "i64"}, {"value", "stride_lse_b"}});
+  params.push_back(json::Object{{"kind", "i64"}, {"value", "stride_lse_h"}});
+  params.push_back(json::Object{{"kind", "f32"}, {"value", "scale_log2"}});
+  return json::Object{
+      {"format", "flashc-kernel"},
+      {"format_version", 1},
+      {"flashc_version", "0.1.0"},
+      {"source_hash", "abc123"},
+      {"kernel", "ref_attention_bf16_d128_full"},
+      {"binary", "ref_attention_bf16_d128_full.cubin"},
+      {"binary_format", "cubin"},
+      {"arch", "sm_90a"},
+      {"dtype", "bf16"},
+      {"head_dim", 128},
+      {"causal", false},
+      {"scale", 0.08838834764831845},
+      {"has_lse", true},
+      {"block", json::Array{64, 1, 1}},
+      {"cluster", json::Array{1, 1, 1}},
+      {"shared_memory_bytes", 74240},
+      {"grid", json::Object{{"kind", "tiles"}, {"block_m", 64}}},
+      {"config", json::Object{{"block_m", 64}, {"block_n", 32}}},
+      {"params", std::move(params)},
+  };
+}
+
+std::string toText(const json::Object &obj) {
+  std::string s;
+  raw_string_ostream os(s);
+  os << json::Value(json::Object(obj));
+  return s;
+}
+
+KernelMetadata validMetadata() {
+  auto meta = parseKernelMetadata(toText(validMetadataJson()));
+  if (!meta) {
+    errs() << "fixture metadata does not parse: " << toString(meta.takeError())
+           << "\n";
+    std::abort();
+  }
+  return std::move(*meta);
+}
+
+LaunchArgs validArgs(const KernelMetadata &meta, int64_t b, int64_t h,
+                     int64_t nq, int64_t nk) {
+  LaunchArgs args;
+  int64_t d = meta.headDim;
+  uint64_t base = 0x7f0000000000;
+  for (unsigned i = 0; i < 4; ++i) {
+    TensorArg &t = args.tensors[i];
+    int64_t n = (i == 1 || i == 2) ? nk : nq;
+    t.data = base + i * 0x10000000;
+    t.dtype = meta.dtype;
+    t.rank = 4;
+    int64_t sizes[4] = {b, h, n, d}, strides[4] = {h * n * d, n * d, d, 1};
+    for (unsigned k = 0; k < 4; ++k)
+      t.sizes[k] = sizes[k], t.strides[k] = strides[k];
+  }
+  if (meta.hasLse) {
+    TensorArg &t = args[TensorId::LSE];
+    t.data = base + 4 * 0x10000000;
+    t.dtype = DType::F32;
+    t.rank = 3;
+    int64_t sizes[3] = {b, h, nq}, strides[3] = {h * nq, nq, 1};
+    for (unsigned k = 0; k < 3; ++k)
+      t.sizes[k] = sizes[k], t.strides[k] = strides[k];
+  }
+  return args;
+}
+
+} // namespace flashc::rt::test

@@ -1,0 +1,35 @@
+//===- TestMetadata.h - Metadata fixtures for runtime unit tests -*- C++
+//-*-===//
+//
+// A valid kernel.json (the hand-written reference kernel's shape) that the
+// tests copy and break one field at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_TEST_RUNTIME_TESTMETADATA_H
+#define FLASHC_TEST_RUNTIME_TESTMETADATA_H
+
+#include "flashc/Runtime/ArgValidation.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace flashc::rt::test {
+
+/// The metadata of ref_attention_bf16_d128_full (with LSE) as JSON.
+llvm::json::Object validMetadataJson();
+
+/// Serialises `obj`.
+std::string toText(const llvm::json::Object &obj);
+
+/// Parses validMetadataJson(); aborts the test binary if it does not parse.
+KernelMetadata validMetadata();
+
+/// Valid contiguous BHND arguments for `meta` with the given shape.
+LaunchArgs validArgs(const KernelMetadata &meta, int64_t b, int64_t h,
+                     int64_t nq, int64_t nk);
+
+} // namespace flashc::rt::test
+
+#endif

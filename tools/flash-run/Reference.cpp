@@ -1,0 +1,47 @@
+//===- Reference.cpp - float64 attention reference for one row ------------===//
+//
+// The two-pass (max, then exp-sum) softmax in double precision: the ground
+// truth flash-run checks kernels against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Reference.h"
+
+#include <cmath>
+#include <limits>
+
+namespace flashrun {
+
+double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
+                    int64_t headDim, double scale, bool causal, double *out,
+                    std::vector<double> &scratch) {
+  int64_t last = causal ? std::min(seqK - 1, i + seqK - seqQ) : seqK - 1;
+  for (int64_t d = 0; d < headDim; ++d)
+    out[d] = 0;
+  if (last < 0)
+    return -std::numeric_limits<double>::infinity();
+  scratch.resize(size_t(last + 1));
+  const double *q = head.q + i * headDim;
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j <= last; ++j) {
+    const double *k = head.k + j * headDim;
+    double x = 0;
+    for (int64_t d = 0; d < headDim; ++d)
+      x += q[d] * k[d];
+    scratch[j] = x * scale;
+    m = std::max(m, scratch[j]);
+  }
+  double l = 0;
+  for (int64_t j = 0; j <= last; ++j) {
+    double p = std::exp(scratch[j] - m);
+    l += p;
+    const double *v = head.v + j * headDim;
+    for (int64_t d = 0; d < headDim; ++d)
+      out[d] += p * v[d];
+  }
+  for (int64_t d = 0; d < headDim; ++d)
+    out[d] /= l;
+  return m + std::log(l);
+}
+
+} // namespace flashrun
