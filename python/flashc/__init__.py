@@ -1,0 +1,205 @@
+"""flashc: run flashc attention kernels on PyTorch tensors.
+
+A ctypes wrapper over libflashrt's C API (include/flashc/Runtime/flashrt.h);
+no build step. Usage::
+
+    import flashc
+    attn = flashc.load("kernel.cubin")       # kernel.json beside it
+    o = attn(q, k, v)                        # or (o, lse) if the kernel has LSE
+
+q, k, v are CUDA tensors B x H x N x D (any strides with the last dimension
+contiguous, 16-byte aligned). The launch goes on torch's current stream of
+q's device; every error of the runtime is raised as flashc.FlashcError with
+the runtime's message. libflashrt.so is found through $FLASHC_RUNTIME_LIB,
+next to this package, or in the usual build directories.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+
+__all__ = ["load", "Kernel", "FlashcError", "runtime_library"]
+
+_DTYPE_BF16, _DTYPE_F16, _DTYPE_F32 = 0, 1, 2
+
+
+class FlashcError(RuntimeError):
+    """A failure reported by libflashrt; .status is the flashrt_status code."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32), ("sizes", ctypes.c_int64 * 4),
+                ("strides", ctypes.c_int64 * 4), ("device", ctypes.c_int32)]
+
+
+class _Info(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int32), ("head_dim", ctypes.c_int32),
+                ("causal", ctypes.c_int32), ("has_lse", ctypes.c_int32),
+                ("scale", ctypes.c_double), ("device", ctypes.c_int32),
+                ("kernel", ctypes.c_char * 128), ("arch", ctypes.c_char * 16)]
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _candidates():
+    env = os.environ.get("FLASHC_RUNTIME_LIB")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libflashrt.so")
+    root = os.path.dirname(os.path.dirname(here))
+    for build in ("build", "build-runtime", "build-release"):
+        yield os.path.join(root, build, "lib", "libflashrt.so")
+    found = ctypes.util.find_library("flashrt")
+    if found:
+        yield found
+
+
+def runtime_library():
+    """Loads libflashrt.so once and declares its functions."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path in _candidates():
+            if not os.path.sep in path or os.path.exists(path):
+                try:
+                    lib = ctypes.CDLL(path)
+                    break
+                except OSError as e:
+                    tried.append(f"{path}: {e}")
+            else:
+                tried.append(f"{path}: not found")
+        else:
+            raise FlashcError(6, "cannot find libflashrt.so (set "
+                              "FLASHC_RUNTIME_LIB); tried:\n  " +
+                              "\n  ".join(tried))
+        P = ctypes.POINTER
+        lib.flashrt_last_error.restype = ctypes.c_char_p
+        lib.flashrt_abi_version.restype = ctypes.c_int
+        lib.flashrt_kernel_load.argtypes = [ctypes.c_char_p, ctypes.c_int,
+                                            P(ctypes.c_void_p)]
+        lib.flashrt_kernel_destroy.argtypes = [ctypes.c_void_p]
+        lib.flashrt_kernel_destroy.restype = None
+        lib.flashrt_kernel_get_info.argtypes = [ctypes.c_void_p, P(_Info)]
+        lib.flashrt_launch.argtypes = [ctypes.c_void_p] + [P(_Tensor)] * 5 + [
+            ctypes.c_void_p]
+        lib.flashrt_device_count.argtypes = [P(ctypes.c_int)]
+        if lib.flashrt_abi_version() != 1:
+            raise FlashcError(6, f"libflashrt ABI {lib.flashrt_abi_version()}"
+                              " is not the 1 this wrapper speaks")
+        _lib = lib
+        return lib
+
+
+def _check(status):
+    if status != 0:
+        msg = runtime_library().flashrt_last_error().decode(errors="replace")
+        raise FlashcError(status, msg)
+
+
+def _describe(name, t):
+    import torch
+    if not isinstance(t, torch.Tensor):
+        raise FlashcError(4, f"{name} is a {type(t).__name__}, not a tensor")
+    if t.device.type != "cuda":
+        raise FlashcError(4, f"{name} is on {t.device}; flashc kernels take "
+                          "CUDA tensors")
+    codes = {torch.bfloat16: _DTYPE_BF16, torch.float16: _DTYPE_F16,
+             torch.float32: _DTYPE_F32}
+    if t.dtype not in codes:
+        raise FlashcError(4, f"{name} has dtype {t.dtype}; flashc kernels "
+                          "take bfloat16/float16 (float32 for lse)")
+    if t.dim() > 4:
+        raise FlashcError(4, f"{name} has {t.dim()} dimensions")
+    d = _Tensor()
+    d.data = t.data_ptr()
+    d.dtype = codes[t.dtype]
+    d.rank = t.dim()
+    for i in range(t.dim()):
+        d.sizes[i] = t.shape[i]
+        d.strides[i] = t.stride(i)
+    d.device = t.device.index
+    return d
+
+
+class Kernel:
+    """A flashc kernel, loaded lazily on each device it is called on."""
+
+    def __init__(self, path, device=None):
+        self.path = os.fspath(path)
+        self._handles = {}
+        self._lock = threading.Lock()
+        lib = runtime_library()
+        if device is None:
+            import torch
+            device = torch.cuda.current_device()
+        handle = self._handle(device)
+        info = _Info()
+        _check(lib.flashrt_kernel_get_info(handle, ctypes.byref(info)))
+        self.name = info.kernel.decode()
+        self.arch = info.arch.decode()
+        self.head_dim = info.head_dim
+        self.causal = bool(info.causal)
+        self.has_lse = bool(info.has_lse)
+        self.scale = info.scale
+        self._dtype_code = info.dtype
+
+    @property
+    def dtype(self):
+        import torch
+        return {_DTYPE_BF16: torch.bfloat16, _DTYPE_F16: torch.float16}[
+            self._dtype_code]
+
+    def _handle(self, device):
+        with self._lock:
+            h = self._handles.get(device)
+            if h is None:
+                h = ctypes.c_void_p()
+                _check(runtime_library().flashrt_kernel_load(
+                    self.path.encode(), device, ctypes.byref(h)))
+                self._handles[device] = h
+            return h
+
+    def __call__(self, q, k, v, out=None, lse=None):
+        """Returns O (B x H x Nq x D), or (O, LSE) if the kernel writes LSE."""
+        import torch
+        descs = [_describe(n, t) for n, t in (("q", q), ("k", k), ("v", v))]
+        if out is None:
+            out = torch.empty_like(q)
+        descs.append(_describe("o", out))
+        if self.has_lse and lse is None:
+            lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+        lse_desc = _describe("lse", lse) if lse is not None else None
+        handle = self._handle(q.device.index)
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        _check(runtime_library().flashrt_launch(
+            handle, *[ctypes.byref(d) for d in descs],
+            ctypes.byref(lse_desc) if lse_desc is not None else None,
+            ctypes.c_void_p(stream)))
+        return (out, lse) if self.has_lse else out
+
+    def __repr__(self):
+        return (f"flashc.Kernel({self.name!r}, {self.arch}, D={self.head_dim}"
+                f", causal={self.causal}, lse={self.has_lse})")
+
+    def __del__(self):
+        lib = _lib
+        for h in getattr(self, "_handles", {}).values():
+            if lib is not None:
+                lib.flashrt_kernel_destroy(h)
+
+
+def load(path, device=None):
+    """Loads kernel.cubin / kernel.ptx (kernel.json beside it) or kernel.json."""
+    return Kernel(path, device)
