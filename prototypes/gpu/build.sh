@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Generate, lower and assemble the prototype kernels.  Needs MLIR/LLVM 22 and CUDA 13 (ptxas).
+# Usage: prototypes/gpu/build.sh            (all variants below)
+#        VARIANTS="name:D:BM:BN:stages:causal:ws ..." prototypes/gpu/build.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+MLIR_OPT=${MLIR_OPT:-/usr/lib/llvm-22/bin/mlir-opt}
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+VARIANTS=${VARIANTS:-"ws_s2:128:128:128:2:0:1 ws_s3:128:128:128:3:0:1 nows_s2:128:128:128:2:0:0 ws_s2_causal:128:128:128:2:1:1"}
+mkdir -p build
+for v in $VARIANTS; do
+  IFS=: read -r name D BM BN ST CA WS <<<"$v"
+  python3 gen.py --D "$D" --block-m "$BM" --block-n "$BN" --stages "$ST" --causal "$CA" --ws "$WS" \
+      --name fa_fwd --meta "build/$name.json" > "build/$name.mlir"
+  "$MLIR_OPT" "build/$name.mlir" \
+      -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 opt-level=3 cubin-format=isa" \
+      -o "build/$name.lowered.mlir"
+  python3 extract_ptx.py "build/$name.lowered.mlir" "build/$name.ptx"
+  "$PTXAS" -arch=sm_90a -v "build/$name.ptx" -o "build/$name.cubin" 2> "build/$name.ptxas.txt"
+  echo "$name: $(grep -o 'Used [0-9]* registers' build/$name.ptxas.txt), $(grep -o '[0-9]* bytes spill stores' build/$name.ptxas.txt), wgmma=$(grep -c 'wgmma.mma_async' build/$name.ptx)"
+  grep -i warn "build/$name.ptxas.txt" || true
+done
