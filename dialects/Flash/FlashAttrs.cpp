@@ -32,3 +32,9 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "stages must be between 1 and 8, got " << stages;
   return success();
 }
+
+ConfigAttr ConfigAttr::getDefault(MLIRContext *context, int64_t headDim) {
+  int64_t blockN = headDim <= 128 ? 128 : 64;
+  return ConfigAttr::get(context, /*block_m=*/128, blockN, /*stages=*/2,
+                         /*warpgroups=*/2);
+}

@@ -46,6 +46,10 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     static constexpr int64_t kMmaK = 16;
     /// The largest N extent of one warpgroup-wide MMA.
     static constexpr int64_t kMaxMmaN = 256;
+    /// The config the lowering uses when a kernel names none: two consumer
+    /// warpgroups of 64 rows, and key tiles that keep K, V and S in budget.
+    static ConfigAttr getDefault(::mlir::MLIRContext *context,
+                                 int64_t headDim);
   }];
 }
 

@@ -200,6 +200,31 @@ LogicalResult ProgramIdOp::verify() {
   int64_t axis = getAxis();
   if (axis < 0 || axis > 2)
     return emitOpError() << "axis must be 0, 1 or 2, got " << axis;
+  auto grid = (*this)->getParentOfType<GridOp>();
+  if (grid && axis >= static_cast<int64_t>(grid.getSizes().size()))
+    return emitOpError() << "axis " << axis << " is outside the enclosing "
+                         << grid.getSizes().size() << "-d flash.grid";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GridOp
+//===----------------------------------------------------------------------===//
+
+void GridOp::build(OpBuilder &builder, OperationState &state,
+                   ValueRange sizes) {
+  state.addOperands(sizes);
+  Region *body = state.addRegion();
+  body->push_back(new Block());
+}
+
+LogicalResult GridOp::verify() {
+  size_t rank = getSizes().size();
+  if (rank < 1 || rank > 3)
+    return emitOpError() << "expects 1 to 3 grid sizes, got " << rank;
+  if (getBody().front().getNumArguments() != 0)
+    return emitOpError() << "body must take no arguments; read the "
+                            "coordinates with flash.program_id";
   return success();
 }
 

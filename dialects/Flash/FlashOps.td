@@ -75,12 +75,43 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
 // Tile level
 //===----------------------------------------------------------------------===//
 
+def Flash_GridOp : Flash_Op<"grid", [SingleBlock, NoTerminator,
+    RecursiveMemoryEffects]> {
+  let summary = "Run a tile program once for every point of a launch grid";
+  let description = [{
+    The body is one program; it runs once for every point of the grid whose
+    extents are the operands (one to three), in no particular order and with
+    no communication between programs. Inside, `flash.program_id` reads the
+    coordinates. On the GPU a program is a thread block and the grid the
+    launch grid; on the CPU reference path the grid becomes a loop nest.
+
+    Example:
+
+    ```mlir
+    flash.grid %query_tiles, %batch_heads {
+      %tile = flash.program_id 0
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Index>:$sizes);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sizes attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "ValueRange":$sizes)>
+  ];
+}
+
 def Flash_ProgramIdOp : Flash_Op<"program_id", [Pure]> {
   let summary = "Index of this program along one launch-grid axis";
   let description = [{
     One program computes one tile of the output. The launch grid has up to
     three axes; the attention tile program uses axis 0 for the query tile
-    and axis 1 for the (batch, head) pair, as Triton does.
+    and axis 1 for the (batch, head) pair, as Triton does. Inside a
+    `flash.grid` the axis must be one of the grid's; outside one (a kernel
+    function written by hand) the launcher defines the grid.
 
     Example:
 
@@ -91,6 +122,11 @@ def Flash_ProgramIdOp : Flash_Op<"program_id", [Pure]> {
   let arguments = (ins I64Attr:$axis);
   let results = (outs Index:$result);
   let assemblyFormat = "$axis attr-dict";
+  let builders = [
+    OpBuilder<(ins "int64_t":$axis), [{
+      build($_builder, $_state, $_builder.getIndexType(), axis);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -164,6 +200,12 @@ def Flash_DotOp : Flash_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     $a `,` $b `,` $acc (`transpose_b` $transpose_b^)? attr-dict `:`
     type($a) `,` type($b) `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$a, "Value":$b, "Value":$acc,
+                   "bool":$transposeB), [{
+      build($_builder, $_state, acc.getType(), a, b, acc, transposeB);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -191,6 +233,13 @@ def Flash_MaskOp : Flash_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]>
     $scores `,` $row_start `,` $col_start `,` $seq_q `,` $seq_k
     (`causal` $causal^)? attr-dict `:` type($scores)
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$scores, "Value":$rowStart, "Value":$colStart,
+                   "Value":$seqQ, "Value":$seqK, "bool":$causal), [{
+      build($_builder, $_state, scores.getType(), scores, rowStart, colStart,
+            seqQ, seqK, causal);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -226,6 +275,14 @@ def Flash_SoftmaxUpdateOp : Flash_Op<"softmax_update", [Pure,
     $scores `,` $row_max `,` $row_sum attr-dict `:` type($scores) `,`
     type($row_max)
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$scores, "Value":$rowMax, "Value":$rowSum,
+                   "FloatAttr":$scale), [{
+      Type rowType = rowMax.getType();
+      build($_builder, $_state, scores.getType(), rowType, rowType, rowType,
+            scores, rowMax, rowSum, scale);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -248,6 +305,11 @@ def Flash_RescaleOp : Flash_Op<"rescale", [Pure,
   let assemblyFormat = [{
     $acc `,` $alpha attr-dict `:` type($acc) `,` type($alpha)
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$acc, "Value":$alpha), [{
+      build($_builder, $_state, acc.getType(), acc, alpha);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -272,6 +334,12 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
   let assemblyFormat = [{
     $acc `,` $row_max `,` $row_sum attr-dict `:` type($acc) `,` type($row_max)
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$acc, "Value":$rowMax, "Value":$rowSum), [{
+      build($_builder, $_state, acc.getType(), rowMax.getType(), acc, rowMax,
+            rowSum);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

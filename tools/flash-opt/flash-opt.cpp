@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   flashc::registerAllDialects(registry);
   mlir::registerAllPasses();
+  flashc::registerAllPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "flashc optimizer driver\n", registry));
 }

@@ -1,0 +1,38 @@
+//===- Passes.h - flashc conversions ----------------------------*- C++ -*-===//
+//
+// Declarations and registration of the passes of Passes.td, and the pattern
+// families they are made of.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_CONVERSION_PASSES_H
+#define FLASHC_CONVERSION_PASSES_H
+
+#include "Flash/FlashDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::flash {
+
+#define GEN_PASS_DECL
+#include "flashc/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "flashc/Conversion/Passes.h.inc"
+
+/// load_tile and store_tile to bounds-checked linalg/scf on tensors.
+void populateTileMemoryToLinalgPatterns(RewritePatternSet &patterns);
+/// flash.dot to a linalg.generic contraction accumulating in f32.
+void populateDotToLinalgPatterns(RewritePatternSet &patterns);
+/// mask, softmax_update, rescale and finalize to linalg.generic.
+void populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::flash
+
+#endif // FLASHC_CONVERSION_PASSES_H

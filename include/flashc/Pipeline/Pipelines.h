@@ -1,0 +1,42 @@
+//===- Pipelines.h - the named pass pipelines -------------------*- C++ -*-===//
+//
+// The pipelines flashc, flash-tune and the tests share, so a kernel compiled
+// by any of them went through the same passes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_PIPELINE_PIPELINES_H
+#define FLASHC_PIPELINE_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace flashc {
+
+/// Tile-size overrides: 0 keeps the kernel's own #flash.config.
+struct TileOverrides {
+  int64_t blockM = 0;
+  int64_t blockN = 0;
+};
+
+/// flash.attention -> the tile program (kernel level -> tile level).
+void buildTilePipeline(mlir::OpPassManager &pm,
+                       const TileOverrides &overrides);
+
+/// flash.attention -> LLVM dialect for the host CPU: the tile program run as
+/// loops, for MLIR's execution engine. Functions that should be callable
+/// from C need the `llvm.emit_c_interface` attribute before this runs.
+void buildCpuReferencePipeline(mlir::OpPassManager &pm,
+                               const TileOverrides &overrides);
+
+/// The same pipelines as text, for --dump-pass-pipeline and error messages.
+std::string describeCpuReferencePipeline(const TileOverrides &overrides);
+
+/// Registers `flash-tile-pipeline` and `flash-cpu-pipeline` for flash-opt.
+void registerPipelines();
+
+} // namespace flashc
+
+#endif // FLASHC_PIPELINE_PIPELINES_H

@@ -1,0 +1,42 @@
+//===- Passes.td - flashc transforms ------------------------*- tablegen -*-===//
+//
+// Passes that stay within the flash dialect: kernel level -> tile level ->
+// fused tile program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_TRANSFORMS_PASSES_TD
+#define FLASHC_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
+  let summary = "Tile flash.attention into an online-softmax tile program";
+  let description = [{
+    Replaces each `flash.attention` by a `flash.grid` over (query tiles,
+    batch * heads) whose body is one program: load a block_m x D query tile,
+    loop over key/value tiles of block_n rows carrying (acc, m, l) through
+    `scf.for` iter_args with `flash.dot`, `flash.mask`,
+    `flash.softmax_update`, `flash.rescale`, then `flash.finalize` and store
+    O (and LSE). With `causal` the loop stops after the last key any row of
+    the tile can see. Every tile is masked here; `-flash-fuse` removes the
+    masks that cannot fire.
+
+    The tile sizes come from the op's `#flash.config`; the options override
+    it (flashc's --block-m/--block-n), and a default applies when neither
+    gives one. The chosen config is recorded on the enclosing function as
+    `flash.config`.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", "0",
+           "Query rows per program (0: from the op's config or default)">,
+    Option<"blockN", "block-n", "int64_t", "0",
+           "Keys per loop iteration (0: from the op's config or default)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::flash::FlashDialect"
+  ];
+}
+
+#endif // FLASHC_TRANSFORMS_PASSES_TD

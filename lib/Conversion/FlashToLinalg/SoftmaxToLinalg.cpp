@@ -1,0 +1,182 @@
+//===- SoftmaxToLinalg.cpp - online-softmax ops -> linalg.generic ---------===//
+//
+// mask, softmax_update, rescale and finalize as parallel and reduction
+// generics: the definitions of FlashOps.td written out, including the guards
+// that keep fully masked rows at p = 0, O = 0, LSE = -inf instead of NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Flash/FlashOps.h"
+#include "LinalgBuilders.h"
+#include "flashc/Conversion/Passes.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+Value f32Constant(ImplicitLocOpBuilder &b, float value) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
+}
+
+/// The max to subtract before exp: m itself, or 0 while m is -inf so that
+/// exp(-inf - -inf) never happens.
+Value safeMax(ImplicitLocOpBuilder &b, Value max) {
+  Value negInf = f32Constant(b, kNegInf);
+  Value isNegInf =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, max, negInf);
+  Value zero = f32Constant(b, 0.0f);
+  return arith::SelectOp::create(b, isNegInf, zero, max);
+}
+
+struct MaskToLinalg : OpRewritePattern<MaskOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MaskOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto type = cast<RankedTensorType>(op.getScores().getType());
+    bool causal = op.getCausal();
+    Value result = buildTileElementwise(
+        b, type, op.getScores(),
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value query = arith::AddIOp::create(
+              b, op.getRowStart(), linalg::IndexOp::create(b, 0));
+          Value key = arith::AddIOp::create(b, op.getColStart(),
+                                            linalg::IndexOp::create(b, 1));
+          Value hidden = arith::CmpIOp::create(b, arith::CmpIPredicate::uge,
+                                               key, op.getSeqK());
+          if (causal) {
+            // key > query + seq_k - seq_q, kept in unsigned range by moving
+            // seq_q to the left-hand side.
+            Value lhs = arith::AddIOp::create(b, key, op.getSeqQ());
+            Value rhs = arith::AddIOp::create(b, query, op.getSeqK());
+            Value future = arith::CmpIOp::create(
+                b, arith::CmpIPredicate::ugt, lhs, rhs);
+            hidden = arith::OrIOp::create(b, hidden, future);
+          }
+          Value negInf = f32Constant(b, kNegInf);
+          return arith::SelectOp::create(b, hidden, negInf, args[0]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SoftmaxUpdateToLinalg : OpRewritePattern<SoftmaxUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SoftmaxUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto tileType = cast<RankedTensorType>(op.getScores().getType());
+    auto rowType = cast<RankedTensorType>(op.getRowMax().getType());
+    float scaleValue = op.getScale().convertToFloat();
+    auto scaled = [&](ImplicitLocOpBuilder &b, Value score) -> Value {
+      return arith::MulFOp::create(b, score, f32Constant(b, scaleValue));
+    };
+
+    Value tileMax = buildRowReduction(
+        b, op.getScores(), kNegInf,
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value x = scaled(b, args[0]);
+          return arith::MaximumFOp::create(b, x, args[1]);
+        });
+    Value newMax = buildRowElementwise(
+        b, rowType, ValueRange{op.getRowMax(), tileMax},
+        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          return arith::MaximumFOp::create(b, args[0], args[1]);
+        });
+    Value p = buildTileElementwise(
+        b, tileType, ValueRange{op.getScores(), newMax},
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value x = scaled(b, args[0]);
+          Value max = safeMax(b, args[1]);
+          Value shifted = arith::SubFOp::create(b, x, max);
+          return math::ExpOp::create(b, shifted);
+        });
+    Value alpha = buildRowElementwise(
+        b, rowType, ValueRange{op.getRowMax(), newMax},
+        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value max = safeMax(b, args[1]);
+          Value shifted = arith::SubFOp::create(b, args[0], max);
+          return math::ExpOp::create(b, shifted);
+        });
+    Value tileSum = buildRowReduction(
+        b, p, 0.0f, [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          return arith::AddFOp::create(b, args[0], args[1]);
+        });
+    Value newSum = buildRowElementwise(
+        b, rowType, ValueRange{op.getRowSum(), alpha, tileSum},
+        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value kept = arith::MulFOp::create(b, args[0], args[1]);
+          return arith::AddFOp::create(b, kept, args[2]);
+        });
+    rewriter.replaceOp(op, {p, newMax, newSum, alpha});
+    return success();
+  }
+};
+
+struct RescaleToLinalg : OpRewritePattern<RescaleOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RescaleOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value result = buildTileElementwise(
+        b, cast<RankedTensorType>(op.getAcc().getType()),
+        ValueRange{op.getAcc(), op.getAlpha()},
+        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          return arith::MulFOp::create(b, args[0], args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct FinalizeToLinalg : OpRewritePattern<FinalizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(FinalizeOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto isEmptyRow = [](ImplicitLocOpBuilder &b, Value sum) -> Value {
+      Value zero = f32Constant(b, 0.0f);
+      return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum, zero);
+    };
+    Value output = buildTileElementwise(
+        b, cast<RankedTensorType>(op.getAcc().getType()),
+        ValueRange{op.getAcc(), op.getRowSum()},
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value normalised = arith::DivFOp::create(b, args[0], args[1]);
+          Value empty = isEmptyRow(b, args[1]);
+          Value zero = f32Constant(b, 0.0f);
+          return arith::SelectOp::create(b, empty, zero, normalised);
+        });
+    Value lse = buildRowElementwise(
+        b, cast<RankedTensorType>(op.getRowMax().getType()),
+        ValueRange{op.getRowMax(), op.getRowSum()},
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value logSum = math::LogOp::create(b, args[1]);
+          Value value = arith::AddFOp::create(b, args[0], logSum);
+          Value empty = isEmptyRow(b, args[1]);
+          Value negInf = f32Constant(b, kNegInf);
+          return arith::SelectOp::create(b, empty, negInf, value);
+        });
+    rewriter.replaceOp(op, {output, lse});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::flash::populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<MaskToLinalg, SoftmaxUpdateToLinalg, RescaleToLinalg,
+               FinalizeToLinalg>(patterns.getContext());
+}

@@ -1,0 +1,119 @@
+//===- TileMemoryToLinalg.cpp - load_tile/store_tile -> linalg and scf ----===//
+//
+// Boundary masking on the CPU path: a load checks each row against the
+// sequence length and reads zero past it; a store loops over the rows that
+// exist only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Flash/FlashOps.h"
+#include "LinalgBuilders.h"
+#include "flashc/Conversion/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+constexpr int64_t kSeqDim = 2;
+
+struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LoadTileOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto tileType = cast<RankedTensorType>(op.getResult().getType());
+    Value source = op.getSource();
+    Value batch = op.getIndices()[0], head = op.getIndices()[1],
+          rowStart = op.getIndices()[2];
+    Value rows = memref::DimOp::create(b, source, kSeqDim);
+    Type elementType = tileType.getElementType();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(2, b.getContext());
+    Value tile = buildGeneric(
+        b, ValueRange{}, buildEmpty(b, tileType), {identity},
+        {utils::IteratorType::parallel, utils::IteratorType::parallel},
+        [&](ImplicitLocOpBuilder &b, ValueRange) -> Value {
+          Value row = arith::AddIOp::create(b, rowStart,
+                                            linalg::IndexOp::create(b, 0));
+          Value col = linalg::IndexOp::create(b, 1);
+          Value inBounds =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows);
+          auto read = scf::IfOp::create(
+              b, inBounds,
+              [&](OpBuilder &nested, Location loc) {
+                Value value = memref::LoadOp::create(
+                    nested, loc, source, ValueRange{batch, head, row, col});
+                scf::YieldOp::create(nested, loc, value);
+              },
+              [&](OpBuilder &nested, Location loc) {
+                Value zero = arith::ConstantOp::create(
+                    nested, loc, nested.getFloatAttr(elementType, 0.0));
+                scf::YieldOp::create(nested, loc, zero);
+              });
+          return read.getResult(0);
+        });
+    rewriter.replaceOp(op, tile);
+    return success();
+  }
+};
+
+struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(StoreTileOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto tileType = cast<RankedTensorType>(op.getValue().getType());
+    Value dest = op.getDest();
+    Value batch = op.getIndices()[0], head = op.getIndices()[1],
+          rowStart = op.getIndices()[2];
+    Value c0 = arith::ConstantIndexOp::create(b, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, 1);
+
+    // Rows to write: min(tile rows, max(seq - rowStart, 0)).
+    Value rows = memref::DimOp::create(b, dest, kSeqDim);
+    Value left = arith::SubIOp::create(b, rows, rowStart);
+    Value available = arith::MaxSIOp::create(b, left, c0);
+    Value count = arith::MinSIOp::create(
+        b, available,
+        arith::ConstantIndexOp::create(b, tileType.getDimSize(0)));
+
+    Value tile = op.getValue();
+    scf::ForOp::create(
+        b, c0, count, c1, ValueRange{},
+        [&](OpBuilder &nested, Location loc, Value i, ValueRange) {
+          ImplicitLocOpBuilder rb(loc, nested);
+          Value row = arith::AddIOp::create(rb, rowStart, i);
+          if (tileType.getRank() == 1) {
+            Value value = tensor::ExtractOp::create(rb, tile, i);
+            memref::StoreOp::create(rb, value, dest,
+                                    ValueRange{batch, head, row});
+          } else {
+            Value cols =
+                arith::ConstantIndexOp::create(rb, tileType.getDimSize(1));
+            scf::ForOp::create(
+                rb, c0, cols, c1, ValueRange{},
+                [&](OpBuilder &inner, Location loc, Value j, ValueRange) {
+                  Value value = tensor::ExtractOp::create(
+                      inner, loc, tile, ValueRange{i, j});
+                  memref::StoreOp::create(inner, loc, value, dest,
+                                          ValueRange{batch, head, row, j});
+                  scf::YieldOp::create(inner, loc);
+                });
+          }
+          scf::YieldOp::create(rb);
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::flash::populateTileMemoryToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LoadTileToLinalg, StoreTileToLoops>(patterns.getContext());
+}

@@ -1,0 +1,169 @@
+//===- TileAttention.cpp - flash.attention -> tile program ----------------===//
+//
+// The -flash-tile pass: rewrites the kernel-level op into the tile program of
+// DESIGN.md section 1, one program per (query tile, batch * head).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Flash/FlashOps.h"
+#include "flashc/Transforms/Passes.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <limits>
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FLASHTILE
+#include "flashc/Transforms/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// Everything the body of one program needs from outside the grid.
+struct AttentionShape {
+  Value heads, seqQ, seqK;
+};
+
+/// Emits the body of one program of the grid at `b`'s insertion point.
+void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
+                  const AttentionShape &shape, ConfigAttr config) {
+  int64_t blockM = config.getBlockM();
+  int64_t blockN = config.getBlockN();
+  int64_t headDim = op.getHeadDim();
+  Type elementType = cast<MemRefType>(op.getQ().getType()).getElementType();
+  Type f32 = b.getF32Type();
+  auto accType = RankedTensorType::get({blockM, headDim}, f32);
+  auto rowType = RankedTensorType::get({blockM}, f32);
+  auto scoreType = RankedTensorType::get({blockM, blockN}, f32);
+  auto qTileType = RankedTensorType::get({blockM, headDim}, elementType);
+  auto kvTileType = RankedTensorType::get({blockN, headDim}, elementType);
+  auto pType = RankedTensorType::get({blockM, blockN}, elementType);
+
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value cBlockM = arith::ConstantIndexOp::create(b, blockM);
+  Value cBlockN = arith::ConstantIndexOp::create(b, blockN);
+
+  Value queryTile = ProgramIdOp::create(b, 0);
+  Value batchHead = ProgramIdOp::create(b, 1);
+  Value batch = arith::DivUIOp::create(b, batchHead, shape.heads);
+  Value head = arith::RemUIOp::create(b, batchHead, shape.heads);
+  Value row = arith::MulIOp::create(b, queryTile, cBlockM);
+
+  Value q = LoadTileOp::create(b, qTileType, op.getQ(),
+                               ValueRange{batch, head, row});
+
+  // With the bottom-right aligned causal mask, the last query row of this
+  // tile sees keys up to row + blockM - 1 + seqK - seqQ: stop there.
+  Value kvEnd = shape.seqK;
+  if (op.getCausal()) {
+    Value tileEnd = arith::AddIOp::create(b, row, cBlockM);
+    Value shift = arith::SubIOp::create(b, shape.seqK, shape.seqQ);
+    Value lastVisible = arith::AddIOp::create(b, tileEnd, shift);
+    Value clamped = arith::MaxSIOp::create(b, lastVisible, c0);
+    kvEnd = arith::MinSIOp::create(b, clamped, shape.seqK);
+  }
+
+  Value accInit = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
+  Value maxInit = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(
+             rowType, b.getF32FloatAttr(
+                          -std::numeric_limits<float>::infinity())));
+  Value sumInit = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(rowType, b.getF32FloatAttr(0.0f)));
+  Value scoreInit = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(scoreType, b.getF32FloatAttr(0.0f)));
+  FloatAttr scale = b.getF32FloatAttr(op.getEffectiveScale());
+  bool causal = op.getCausal();
+
+  auto loop = scf::ForOp::create(
+      b, c0, kvEnd, cBlockN, ValueRange{accInit, maxInit, sumInit},
+      [&](OpBuilder &nested, Location loc, Value col, ValueRange carried) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        Value k = LoadTileOp::create(lb, kvTileType, op.getK(),
+                                     ValueRange{batch, head, col});
+        Value v = LoadTileOp::create(lb, kvTileType, op.getV(),
+                                     ValueRange{batch, head, col});
+        Value scores =
+            DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
+        Value masked = MaskOp::create(lb, scores, row, col, shape.seqQ,
+                                      shape.seqK, causal);
+        auto update = SoftmaxUpdateOp::create(lb, masked, carried[1],
+                                              carried[2], scale);
+        Value rescaled =
+            RescaleOp::create(lb, carried[0], update.getAlpha());
+        Value p = arith::TruncFOp::create(lb, pType, update.getP());
+        Value acc = DotOp::create(lb, p, v, rescaled, /*transpose_b=*/false);
+        Value newMax = update.getNewMax(), newSum = update.getNewSum();
+        scf::YieldOp::create(lb, ValueRange{acc, newMax, newSum});
+      });
+
+  auto finalize = FinalizeOp::create(b, loop.getResult(0), loop.getResult(1),
+                                     loop.getResult(2));
+  Value out = arith::TruncFOp::create(
+      b, RankedTensorType::get({blockM, headDim}, elementType),
+      finalize.getOutput());
+  StoreTileOp::create(b, out, op.getO(), ValueRange{batch, head, row});
+  if (Value lse = op.getLse())
+    StoreTileOp::create(b, finalize.getLse(), lse,
+                        ValueRange{batch, head, row});
+}
+
+struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<AttentionOp> attentions;
+    func.walk([&](AttentionOp op) { attentions.push_back(op); });
+    for (AttentionOp op : attentions) {
+      FailureOr<ConfigAttr> config = chooseConfig(op);
+      if (failed(config))
+        return signalPassFailure();
+      func->setAttr("flash.config", *config);
+      tile(op, *config);
+    }
+  }
+
+  /// The op's config (or the default), with the pass options on top.
+  FailureOr<ConfigAttr> chooseConfig(AttentionOp op) {
+    ConfigAttr base = op.getConfigAttr();
+    if (!base)
+      base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
+    if (blockM == 0 && blockN == 0)
+      return base;
+    auto emitError = [&] { return op.emitOpError("with -flash-tile options: "); };
+    ConfigAttr config = ConfigAttr::getChecked(
+        emitError, op.getContext(), blockM ? blockM : base.getBlockM(),
+        blockN ? blockN : base.getBlockN(), base.getStages(),
+        base.getWarpgroups());
+    if (!config)
+      return failure();
+    return config;
+  }
+
+  void tile(AttentionOp op, ConfigAttr config) {
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Value c0 = arith::ConstantIndexOp::create(b, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, 1);
+    Value c2 = arith::ConstantIndexOp::create(b, 2);
+    Value batch = memref::DimOp::create(b, op.getQ(), c0);
+    AttentionShape shape;
+    shape.heads = memref::DimOp::create(b, op.getQ(), c1);
+    shape.seqQ = memref::DimOp::create(b, op.getQ(), c2);
+    shape.seqK = memref::DimOp::create(b, op.getK(), c2);
+    Value queryTiles = arith::CeilDivUIOp::create(
+        b, shape.seqQ, arith::ConstantIndexOp::create(b, config.getBlockM()));
+    Value batchHeads = arith::MulIOp::create(b, batch, shape.heads);
+
+    auto grid = GridOp::create(b, ValueRange{queryTiles, batchHeads});
+    b.setInsertionPointToStart(&grid.getBody().front());
+    buildProgram(b, op, shape, config);
+    op.erase();
+  }
+};
+
+} // namespace
