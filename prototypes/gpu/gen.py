@@ -78,9 +78,10 @@ class Emitter:
 
 
 def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
-        prod_regs=24, cons_regs=240):
+        prod_regs=24, cons_regs=240, overlap=0, pingpong=0, fence=1):
     assert D % 64 == 0 and BN % 64 == 0 and BM % 64 == 0
     n_cwg = BM // 64                     # one consumer warpgroup per 64 query rows
+    assert not pingpong or n_cwg == 2, "ping-pong needs two consumer warpgroups (block_m = 128)"
     nthreads = 128 * (n_cwg + ws)
     DC = D // 64                         # 64-column (128 B) boxes per row
     # smem layout (bytes, from a 1024-aligned base)
@@ -139,7 +140,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
     for s in range(stages):
         e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_FK + s)}], {ci(1)} : {barT}")
         e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_FV + s)}], {ci(1)} : {barT}")
-        e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_E + s)}], {ci(n_cwg)} : {barT}")
+        e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_E + s)}], {ci(128 * n_cwg)} : {barT}")
     e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_Q)}], {ci(1)} : {barT}")
     e.ind -= 2
     e.emit("}")
@@ -243,26 +244,9 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
         e.emit(f"nvgpu.mbarrier.try_wait.parity {bar}[{ci(B_Q)}], {e.cst(0, 'i1')}, {ci(10000000)} : {barT}")
 
         ninf = cf(float("-inf"))
-        init = [ninf, ninf, cf(0.0), cf(0.0)] + [cf(0.0)] * NO
 
-        def loop(lo, hi, masked, inits):
-            j = e.fresh("j")
-            its = [e.fresh("it") for _ in inits]
-            res = e.fresh("res")
-            types = ", ".join(["f32"] * len(inits))
-            args = ", ".join(f"{a} = {b}" for a, b in zip(its, inits))
-            e.emit(f"{res}:{len(inits)} = scf.for {j} = {lo} to {hi} step {ci(1)} iter_args({args}) -> ({types}) {{")
-            e.ind += 2
-            outs = iteration(j, its, masked)
-            e.emit(f"scf.yield {', '.join(outs)} : {types}")
-            e.ind -= 2
-            e.emit("}")
-            return [f"{res}#{i}" for i in range(len(inits))]
-
-        def iteration(j, its, masked):
-            m_old = its[0:2]
-            l_old = its[2:4]
-            acc = its[4:]
+        # ---------------- pieces of one K/V tile step
+        def slot_info(j):
             slot = e.op(f"arith.remui {j}, {ci(stages)} : index")
             rnd = e.op(f"arith.divui {j}, {ci(stages)} : index")
             r32 = e.op(f"arith.index_cast {rnd} : index to i32")
@@ -270,97 +254,56 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
             par = e.op(f"arith.trunci {pb} : i32 to i1")
             slot64 = e.op(f"arith.index_cast {slot} : index to i64")
             soff = e.op(f"arith.muli {slot64}, {c64(stage_bytes // 16)} : i64")
-            kd = e.op(f"arith.addi {kdesc0}, {soff} : i64")
-            vd = e.op(f"arith.addi {vdesc0}, {soff} : i64")
-            bk = e.op(f"arith.addi {slot}, {ci(B_FK)} : index")
+            return slot, par, soff
+
+        def wait_full(base_id, slot, par):
+            bk = e.op(f"arith.addi {slot}, {ci(base_id)} : index")
             e.emit(f"nvgpu.mbarrier.try_wait.parity {bar}[{bk}], {par}, {ci(10000000)} : {barT}")
-            # ---- S = Q K^T
+
+        def fence_vals(vals, ty="f32", cons="f"):
+            """CUTLASS warpgroup_fence_operand: pin values in registers at this point so no
+            arithmetic on wgmma accumulators is moved across wgmma.wait_group."""
+            if not fence:
+                return vals
+            return [e.op(f"llvm.inline_asm has_side_effects asm_dialect = att \"\", \"=f,0\" {v} : ({ty}) -> {ty}")
+                    for v in vals]
+
+        def sched_sync():
+            if pingpong:
+                bid = e.op(f"arith.addi {cw_i32}, {c32(1)} : i32")
+                e.emit(f"nvvm.barrier id = {bid} number_of_threads = {c32(256)}")
+
+        def sched_arrive():
+            if pingpong:
+                ot = e.op(f"arith.subi {c32(2)}, {cw_i32} : i32")   # other consumer's barrier: 1 + (1 - cw)
+                e.emit(f"nvvm.barrier.arrive id = {ot} number_of_threads = {c32(256)}")
+
+        def issue_s(slot, par, soff):
+            """wait K, S = Q K^T on wgmma (async, committed as one group); returns the struct."""
+            wait_full(B_FK, slot, par)
+            kd = e.op(f"arith.addi {kdesc0}, {soff} : i64")
             e.emit("nvvm.wgmma.fence.aligned")
-            s = e.op(f"llvm.mlir.undef : {sty}")
+            sacc = e.op(f"llvm.mlir.undef : {sty}")
             for k in range(D // 16):
                 c, kk = divmod(k, 4)
                 qa = e.op(f"arith.addi {qdesc}, {c64(c * q_box // 16 + kk * 2)} : i64")
                 kb = e.op(f"arith.addi {kd}, {c64(c * kv_box // 16 + kk * 2)} : i64")
                 sc = "zero" if k == 0 else "one"
-                s = e.op(f"nvvm.wgmma.mma_async {qa}, {kb}, {s}, #nvvm.shape<m = 64, n = {BN}, k = 16>, "
-                         f"D[<f32>, <{sc}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : {sty} -> {sty}")
+                sacc = e.op(f"nvvm.wgmma.mma_async {qa}, {kb}, {sacc}, #nvvm.shape<m = 64, n = {BN}, k = 16>, "
+                            f"D[<f32>, <{sc}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : {sty} -> {sty}")
             e.emit("nvvm.wgmma.commit.group.sync.aligned")
-            e.emit("nvvm.wgmma.wait.group.sync.aligned 0")
-            sv = [e.op(f"llvm.extractvalue {s}[{i}] : {sty}") for i in range(NS)]
-            # ---- masks
-            if masked:
-                jb = e.op(f"arith.index_cast {j} : index to i32")
-                cb0 = e.op(f"arith.muli {jb}, {c32(BN)} : i32")
-                cb = e.op(f"arith.addi {cb0}, {col0} : i32", "cb")
-                lim = []
-                for r, row in enumerate((row0, row1)):
-                    if causal:
-                        a = e.op(f"arith.addi {row}, %dd : i32".replace("%dd", dd))
-                        a1 = e.op(f"arith.addi {a}, {c32(1)} : i32")
-                        lim.append(e.op(f"arith.minsi {a1}, {nk} : i32"))
-                    else:
-                        lim.append(nk)
-                # compare (cb + coloff) < lim  <=>  coloff < lim - cb
-                rel = [e.op(f"arith.subi {lim[r]}, {cb} : i32") for r in range(2)]
-                nsv = []
-                for i, x in enumerate(sv):
-                    r = (i // 2) % 2
-                    coff = 8 * (i // 4) + (i % 2)
-                    ok = e.op(f"arith.cmpi sgt, {rel[r]}, {c32(coff)} : i32")
-                    nsv.append(e.op(f"arith.select {ok}, {x}, {ninf} : f32"))
-                sv = nsv
-            # ---- online softmax (rows r=0,1 of this thread)
-            m_new, m_use, alpha = [], [], []
-            for r in range(2):
-                xs = [sv[i] for i in range(NS) if (i // 2) % 2 == r]
-                # tree max
-                while len(xs) > 1:
-                    nx = []
-                    for a in range(0, len(xs) - 1, 2):
-                        nx.append(e.op(f"arith.maxnumf {xs[a]}, {xs[a + 1]} : f32"))
-                    if len(xs) % 2:
-                        nx.append(xs[-1])
-                    xs = nx
-                mx = xs[0]
-                for off in (1, 2):
-                    sh = e.op(f"nvvm.shfl.sync bfly {c32(-1)}, {mx}, {c32(off)}, {c32(31)} : f32 -> f32")
-                    mx = e.op(f"arith.maxnumf {mx}, {sh} : f32")
-                mxs = e.op(f"arith.mulf {mx}, %scale_log2 : f32")
-                mn = e.op(f"arith.maxnumf {m_old[r]}, {mxs} : f32")
-                isn = e.op(f"arith.cmpf oeq, {mn}, {ninf} : f32")
-                mu = e.op(f"arith.select {isn}, {cf(0.0)}, {mn} : f32")
-                d = e.op(f"arith.subf {m_old[r]}, {mu} : f32")
-                al = e.op(f"math.exp2 {d} : f32")
-                m_new.append(mn)
-                m_use.append(e.op(f"arith.negf {mu} : f32"))
-                alpha.append(al)
-            p = []
-            for i, x in enumerate(sv):
-                r = (i // 2) % 2
-                t = e.op(f"math.fma {x}, %scale_log2, {m_use[r]} : f32")
-                p.append(e.op(f"math.exp2 {t} : f32"))
-            l_new = []
-            for r in range(2):
-                xs = [p[i] for i in range(NS) if (i // 2) % 2 == r]
-                while len(xs) > 1:
-                    nx = []
-                    for a in range(0, len(xs) - 1, 2):
-                        nx.append(e.op(f"arith.addf {xs[a]}, {xs[a + 1]} : f32"))
-                    if len(xs) % 2:
-                        nx.append(xs[-1])
-                    xs = nx
-                l_new.append(e.op(f"math.fma {l_old[r]}, {alpha[r]}, {xs[0]} : f32"))
-            acc2 = [e.op(f"arith.mulf {a}, {alpha[(i // 2) % 2]} : f32") for i, a in enumerate(acc)]
-            # P -> bf16 A fragments: a[kk][q] = pack(p[8kk+2q], p[8kk+2q+1])
-            pk = []
-            for i in range(0, NS, 2):
-                pk.append(pack_bf16x2(p[i], p[i + 1]))
-            # ---- O += P V
+            return sacc
+
+        def s_values(sacc):
+            return fence_vals([e.op(f"llvm.extractvalue {sacc}[{i}] : {sty}") for i in range(NS)])
+
+        def issue_pv(pk, acc, slot, par, soff):
+            """wait V, O += P V on wgmma with P (bf16x2 regs) as the A operand; returns the struct."""
             o = e.op(f"llvm.mlir.undef : {oty}")
-            for i, a in enumerate(acc2):
+            for i, a in enumerate(acc):
                 o = e.op(f"llvm.insertvalue {a}, {o}[{i}] : {oty}")
-            bv = e.op(f"arith.addi {slot}, {ci(B_FV)} : index")
-            e.emit(f"nvgpu.mbarrier.try_wait.parity {bar}[{bv}], {par}, {ci(10000000)} : {barT}")
+            wait_full(B_FV, slot, par)
+            vd = e.op(f"arith.addi {vdesc0}, {soff} : i64")
             e.emit("nvvm.wgmma.fence.aligned")
             outs = ", ".join(f"${i}" for i in range(NO))
             asm = ("{\\n.reg .pred p;\\nsetp.ne.b32 p, $" + str(NO + 5) + ", 0;\\n"
@@ -376,33 +319,220 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                 o = e.op(f"llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"{cons}\" "
                          f"{', '.join(ins)} : ({', '.join(tys)}) -> {oty}")
             e.emit("nvvm.wgmma.commit.group.sync.aligned")
-            e.emit("nvvm.wgmma.wait.group.sync.aligned 0")
-            acc3 = [e.op(f"llvm.extractvalue {o}[{i}] : {oty}") for i in range(NO)]
-            # release the slot (one thread per consumer warpgroup)
-            isl = e.op(f"arith.cmpi eq, {wtid32}, {c32(0)} : i32")
-            e.emit(f"scf.if {isl} {{")
-            e.ind += 2
+            return o
+
+        def o_values(o):
+            return fence_vals([e.op(f"llvm.extractvalue {o}[{i}] : {oty}") for i in range(NO)])
+
+        def wg_wait(n):
+            e.emit(f"nvvm.wgmma.wait.group.sync.aligned {n}")
+
+        def release(slot):
+            # every consumer thread arrives (count 128 * n_cwg): no divergent branch before
+            # the next .aligned wgmma
             be = e.op(f"arith.addi {slot}, {ci(B_E)} : index")
             e.op(f"nvgpu.mbarrier.arrive {bar}[{be}] : {barT} -> !nvgpu.mbarrier.token")
+
+        def refill(j):
+            """ws=0 only: thread 0 refills the slot of tile j with tile j + stages."""
+            if ws:
+                return
+            jn = e.op(f"arith.addi {j}, {ci(stages)} : index")
+            inr = e.op(f"arith.cmpi ult, {jn}, {nhi_i} : index")
+            isp = e.op(f"arith.cmpi eq, {tid}, {ci(0)} : index")
+            cnd = e.op(f"arith.andi {inr}, {isp} : i1")
+            e.emit(f"scf.if {cnd} {{")
+            e.ind += 2
+            wait_empty(jn)
+            issue_kv(jn)
             e.ind -= 2
             e.emit("}")
-            if not ws:
-                # thread 0 refills the slot with tile j + stages once both consumers released it
-                jn = e.op(f"arith.addi {j}, {ci(stages)} : index")
-                inr = e.op(f"arith.cmpi ult, {jn}, {nhi_i} : index")
-                isp = e.op(f"arith.cmpi eq, {tid}, {ci(0)} : index")
-                cnd = e.op(f"arith.andi {inr}, {isp} : i1")
-                e.emit(f"scf.if {cnd} {{")
-                e.ind += 2
-                wait_empty(jn)
-                issue_kv(jn)
-                e.ind -= 2
-                e.emit("}")
-            return m_new + l_new + acc3
+            e.emit(f"nvvm.bar.warp.sync {c32(-1)} : i32")   # reconverge warp 0 before the next .aligned wgmma
 
-        st = loop(ci(0), nfull_i, False, init)
-        st = loop(nfull_i, nhi_i, True, st)
-        m_f, l_f, acc_f = st[0:2], st[2:4], st[4:]
+        def softmax(sv, m_old, l_old, masked, j):
+            """online softmax on one S tile; returns (m_new, l_new, alpha, packed bf16x2 P)."""
+            if masked:
+                jb = e.op(f"arith.index_cast {j} : index to i32")
+                cb0 = e.op(f"arith.muli {jb}, {c32(BN)} : i32")
+                cb = e.op(f"arith.addi {cb0}, {col0} : i32", "cb")
+                lim = []
+                for r, row in enumerate((row0, row1)):
+                    if causal:
+                        a = e.op(f"arith.addi {row}, {dd} : i32")
+                        a1 = e.op(f"arith.addi {a}, {c32(1)} : i32")
+                        lim.append(e.op(f"arith.minsi {a1}, {nk} : i32"))
+                    else:
+                        lim.append(nk)
+                # (cb + coff) < lim  <=>  coff < lim - cb
+                rel = [e.op(f"arith.subi {lim[r]}, {cb} : i32") for r in range(2)]
+                nsv = []
+                for i, x in enumerate(sv):
+                    r = (i // 2) % 2
+                    coff = 8 * (i // 4) + (i % 2)
+                    ok = e.op(f"arith.cmpi sgt, {rel[r]}, {c32(coff)} : i32")
+                    nsv.append(e.op(f"arith.select {ok}, {x}, {ninf} : f32"))
+                sv = nsv
+            m_new, m_neg, alpha = [], [], []
+            for r in range(2):
+                xs = [sv[i] for i in range(NS) if (i // 2) % 2 == r]
+                while len(xs) > 1:
+                    nx = [e.op(f"arith.maxnumf {xs[a]}, {xs[a + 1]} : f32") for a in range(0, len(xs) - 1, 2)]
+                    if len(xs) % 2:
+                        nx.append(xs[-1])
+                    xs = nx
+                mx = xs[0]
+                for off in (1, 2):
+                    sh = e.op(f"nvvm.shfl.sync bfly {c32(-1)}, {mx}, {c32(off)}, {c32(31)} : f32 -> f32")
+                    mx = e.op(f"arith.maxnumf {mx}, {sh} : f32")
+                mxs = e.op(f"arith.mulf {mx}, %scale_log2 : f32")
+                mn = e.op(f"arith.maxnumf {m_old[r]}, {mxs} : f32")
+                isn = e.op(f"arith.cmpf oeq, {mn}, {ninf} : f32")
+                mu = e.op(f"arith.select {isn}, {cf(0.0)}, {mn} : f32")
+                d = e.op(f"arith.subf {m_old[r]}, {mu} : f32")
+                alpha.append(e.op(f"math.exp2 {d} : f32"))
+                m_new.append(mn)
+                m_neg.append(e.op(f"arith.negf {mu} : f32"))
+            p = []
+            for i, x in enumerate(sv):
+                r = (i // 2) % 2
+                t = e.op(f"math.fma {x}, %scale_log2, {m_neg[r]} : f32")
+                p.append(e.op(f"math.exp2 {t} : f32"))
+            l_new = []
+            for r in range(2):
+                xs = [p[i] for i in range(NS) if (i // 2) % 2 == r]
+                while len(xs) > 1:
+                    nx = [e.op(f"arith.addf {xs[a]}, {xs[a + 1]} : f32") for a in range(0, len(xs) - 1, 2)]
+                    if len(xs) % 2:
+                        nx.append(xs[-1])
+                    xs = nx
+                l_new.append(e.op(f"math.fma {l_old[r]}, {alpha[r]}, {xs[0]} : f32"))
+            pk = [pack_bf16x2(p[i], p[i + 1]) for i in range(0, NS, 2)]
+            return m_new, l_new, alpha, pk
+
+        def scale_acc(acc, alpha):
+            return [e.op(f"arith.mulf {a}, {alpha[(i // 2) % 2]} : f32") for i, a in enumerate(acc)]
+
+        def for_loop(lo, hi, inits, types, body_fn):
+            j = e.fresh("j")
+            its = [e.fresh("it") for _ in inits]
+            res = e.fresh("res")
+            tys = ", ".join(types)
+            args = ", ".join(f"{a} = {b}" for a, b in zip(its, inits))
+            e.emit(f"{res}:{len(inits)} = scf.for {j} = {lo} to {hi} step {ci(1)} iter_args({args}) -> ({tys}) {{")
+            e.ind += 2
+            outs = body_fn(j, its)
+            e.emit(f"scf.yield {', '.join(outs)} : {tys}")
+            e.ind -= 2
+            e.emit("}")
+            return [f"{res}#{i}" for i in range(len(inits))]
+
+        def if_op(cond, types, then_fn, else_vals):
+            res = e.fresh("if")
+            tys = ", ".join(types)
+            e.emit(f"{res}:{len(types)} = scf.if {cond} -> ({tys}) {{")
+            e.ind += 2
+            outs = then_fn()
+            e.emit(f"scf.yield {', '.join(outs)} : {tys}")
+            e.ind -= 2
+            e.emit("} else {")
+            e.emit(f"  scf.yield {', '.join(else_vals)} : {tys}")
+            e.emit("}")
+            return [f"{res}#{i}" for i in range(len(types))]
+
+        # wait for Q
+        e.emit(f"nvgpu.mbarrier.try_wait.parity {bar}[{ci(B_Q)}], {e.cst(0, 'i1')}, {ci(10000000)} : {barT}")
+        if pingpong:
+            # consumer 1 lets consumer 0 issue its GEMMs first
+            c1 = e.op(f"arith.cmpi eq, {cw_i32}, {c32(1)} : i32")
+            e.emit(f"scf.if {c1} {{")
+            e.emit(f"  nvvm.barrier.arrive id = {c32(1)} number_of_threads = {c32(256)}")
+            e.emit("}")
+
+        if not overlap:
+            # S_j -> softmax -> PV_j, all waited within the iteration
+            def body(masked):
+                def fn(j, its):
+                    m_old, l_old, acc = its[0:2], its[2:4], its[4:]
+                    slot, par, soff = slot_info(j)
+                    sched_sync()
+                    sacc = issue_s(slot, par, soff)
+                    sched_arrive()
+                    wg_wait(0)
+                    sv = s_values(sacc)
+                    m_new, l_new, alpha, pk = softmax(sv, m_old, l_old, masked, j)
+                    acc2 = scale_acc(acc, alpha)
+                    sched_sync()
+                    o = issue_pv(pk, acc2, slot, par, soff)
+                    sched_arrive()
+                    wg_wait(0)
+                    acc3 = o_values(o)
+                    release(slot)
+                    refill(j)
+                    return m_new + l_new + acc3
+                return fn
+            init = [ninf, ninf, cf(0.0), cf(0.0)] + [cf(0.0)] * NO
+            types = ["f32"] * len(init)
+            st = for_loop(ci(0), nfull_i, init, types, body(False))
+            st = for_loop(nfull_i, nhi_i, st, types, body(True))
+            m_f, l_f, acc_f = st[0:2], st[2:4], st[4:]
+        else:
+            # FA3 intra-warpgroup overlap: issue S_{j} and PV_{j-1} back to back, softmax(S_j)
+            # runs while PV_{j-1} is still in the tensor cores.
+            NP = NS // 2
+            types_state = ["f32"] * 4 + ["i32"] * NP
+            zero_i = c32(0)
+            has = e.op(f"arith.cmpi sgt, {nhi}, {c32(0)} : i32")
+
+            def prologue():
+                slot, par, soff = slot_info(ci(0))
+                sched_sync()
+                sacc = issue_s(slot, par, soff)
+                sched_arrive()
+                wg_wait(0)
+                sv = s_values(sacc)
+                m_new, l_new, alpha, pk = softmax(sv, [ninf, ninf], [cf(0.0), cf(0.0)], True, ci(0))
+                return m_new + l_new + pk
+            st0 = if_op(has, types_state, prologue, [ninf, ninf, cf(0.0), cf(0.0)] + [zero_i] * NP)
+
+            def body(masked):
+                def fn(j, its):
+                    m_old, l_old, pk_old, acc = its[0:2], its[2:4], its[4:4 + NP], its[4 + NP:]
+                    jm1 = e.op(f"arith.subi {j}, {ci(1)} : index")
+                    slot, par, soff = slot_info(j)
+                    pslot, ppar, psoff = slot_info(jm1)
+                    sched_sync()
+                    sacc = issue_s(slot, par, soff)
+                    o = issue_pv(pk_old, acc, pslot, ppar, psoff)
+                    sched_arrive()
+                    wg_wait(1)
+                    sv = s_values(sacc)
+                    m_new, l_new, alpha, pk = softmax(sv, m_old, l_old, masked, j)
+                    wg_wait(0)
+                    acc2 = o_values(o)
+                    release(pslot)
+                    refill(jm1)
+                    acc3 = scale_acc(acc2, alpha)
+                    return m_new + l_new + pk + acc3
+                return fn
+            init = st0 + [cf(0.0)] * NO
+            types = types_state + ["f32"] * NO
+            one_ = ci(1)
+            lo2 = e.op(f"arith.maxui {nfull_i}, {one_} : index")
+            st = for_loop(one_, lo2, init, types, body(False))
+            st = for_loop(lo2, nhi_i, st, types, body(True))
+
+            def last_pv():
+                jl = e.op(f"arith.subi {nhi_i}, {ci(1)} : index")
+                slot, par, soff = slot_info(jl)
+                sched_sync()
+                o = issue_pv(st[4:4 + NP], st[4 + NP:], slot, par, soff)
+                sched_arrive()
+                wg_wait(0)
+                acc = o_values(o)
+                release(slot)
+                return acc
+            acc_f = if_op(has, ["f32"] * NO, last_pv, st[4 + NP:])
+            m_f, l_f = st[0:2], st[2:4]
         # ---- epilogue
         inv, lse = [], []
         ln2 = cf(math.log(2.0))
@@ -494,6 +624,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
         e.emit("}")
         e.ind -= 2
         e.emit("}")
+        e.emit(f"nvvm.bar.warp.sync {c32(-1)} : i32")
         consumer(wg, wtid)
     e.emit("gpu.return")
 
@@ -513,7 +644,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
     body_lines = casts + ["  " + c for c in e.const_lines] + e.lines
     return "\n".join(hdr + body_lines + ["}", "}", "}"]) + "\n", dict(
         threads=nthreads, smem=smem_dyn, block_m=BM, block_n=BN, D=D, stages=stages,
-        causal=int(causal), ws=ws, name=name)
+        causal=int(causal), ws=ws, name=name, overlap=overlap, pingpong=pingpong)
 
 
 def main():
@@ -524,10 +655,14 @@ def main():
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--causal", type=int, default=0)
     ap.add_argument("--ws", type=int, default=1)
+    ap.add_argument("--overlap", type=int, default=0, help="FA3 intra-warpgroup S/PV overlap")
+    ap.add_argument("--pingpong", type=int, default=0, help="named-barrier ping-pong of the 2 consumers")
+    ap.add_argument("--fence", type=int, default=1, help="fence wgmma results (CUTLASS fence_operand)")
     ap.add_argument("--name", default="fa_fwd")
     ap.add_argument("--meta", help="write launch metadata json here")
     a = ap.parse_args()
-    txt, meta = gen(a.D, a.block_m, a.block_n, a.stages, bool(a.causal), a.ws, a.name)
+    txt, meta = gen(a.D, a.block_m, a.block_n, a.stages, bool(a.causal), a.ws, a.name,
+                    overlap=a.overlap, pingpong=a.pingpong, fence=a.fence)
     print(txt, end="")
     if a.meta:
         import json
