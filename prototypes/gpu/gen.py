@@ -79,7 +79,7 @@ class Emitter:
 
 def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
         prod_regs=24, cons_regs=240, overlap=0, pingpong=0, fence=1):
-    assert D % 64 == 0 and BN % 64 == 0 and BM % 64 == 0
+    assert D % 64 == 0 and BN % 16 == 0 and BM % 64 == 0 and BN <= 256
     n_cwg = BM // 64                     # one consumer warpgroup per 64 query rows
     assert not pingpong or n_cwg == 2, "ping-pong needs two consumer warpgroups (block_m = 128)"
     nthreads = 128 * (n_cwg + ws)
