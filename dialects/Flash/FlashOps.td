@@ -259,6 +259,12 @@ def Flash_SoftmaxUpdateOp : Flash_Op<"softmax_update", [Pure,
     A row whose logits are all -inf so far (m_new = -inf) gets p = 0,
     alpha = 0 and l_new = 0, never NaN. Start with m = -inf and l = 0.
 
+    With `base2` the running max is kept in base-2 units, as the GPU's exp2
+    wants: `scale` already includes log2(e), `x = scale * scores` is one
+    multiply-add with the max, and `exp` above reads `exp2`. p, alpha and
+    l_new are unchanged; m and m_new are log2(e) times larger. The
+    `flash.finalize` that consumes such a max must have `base2` too.
+
     Example:
 
     ```mlir
@@ -268,19 +274,20 @@ def Flash_SoftmaxUpdateOp : Flash_Op<"softmax_update", [Pure,
   }];
   let arguments = (ins AnyRankedTensor:$scores, AnyRankedTensor:$row_max,
                        AnyRankedTensor:$row_sum,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       UnitAttr:$base2);
   let results = (outs AnyRankedTensor:$p, AnyRankedTensor:$new_max,
                       AnyRankedTensor:$new_sum, AnyRankedTensor:$alpha);
   let assemblyFormat = [{
-    $scores `,` $row_max `,` $row_sum attr-dict `:` type($scores) `,`
-    type($row_max)
+    $scores `,` $row_max `,` $row_sum (`base2` $base2^)? attr-dict `:`
+    type($scores) `,` type($row_max)
   }];
   let builders = [
     OpBuilder<(ins "Value":$scores, "Value":$rowMax, "Value":$rowSum,
                    "FloatAttr":$scale), [{
       Type rowType = rowMax.getType();
       build($_builder, $_state, scores.getType(), rowType, rowType, rowType,
-            scores, rowMax, rowSum, scale);
+            scores, rowMax, rowSum, scale, /*base2=*/UnitAttr());
     }]>
   ];
   let hasVerifier = 1;
@@ -319,7 +326,9 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
   let summary = "Normalise the accumulator and form the row log-sum-exp";
   let description = [{
     After the last tile: `output = acc / l` and `lse = m + log(l)` per row.
-    A row that saw no key (l = 0) gets output 0 and lse -inf.
+    A row that saw no key (l = 0) gets output 0 and lse -inf. With `base2`
+    the max is in base-2 units (see `flash.softmax_update`) and
+    `lse = (m + log2(l)) * ln(2)`: the LSE is always in natural log.
 
     Example:
 
@@ -329,15 +338,16 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
     ```
   }];
   let arguments = (ins AnyRankedTensor:$acc, AnyRankedTensor:$row_max,
-                       AnyRankedTensor:$row_sum);
+                       AnyRankedTensor:$row_sum, UnitAttr:$base2);
   let results = (outs AnyRankedTensor:$output, AnyRankedTensor:$lse);
   let assemblyFormat = [{
-    $acc `,` $row_max `,` $row_sum attr-dict `:` type($acc) `,` type($row_max)
+    $acc `,` $row_max `,` $row_sum (`base2` $base2^)? attr-dict `:`
+    type($acc) `,` type($row_max)
   }];
   let builders = [
     OpBuilder<(ins "Value":$acc, "Value":$rowMax, "Value":$rowSum), [{
       build($_builder, $_state, acc.getType(), rowMax.getType(), acc, rowMax,
-            rowSum);
+            rowSum, /*base2=*/false);
     }]>
   ];
   let hasVerifier = 1;

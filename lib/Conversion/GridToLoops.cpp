@@ -40,13 +40,14 @@ void lowerGrid(GridOp grid) {
     return WalkResult::advance();
   });
   Operation *insertBefore = b.getInsertionBlock()->getTerminator();
-  insertBefore->getBlock()->getOperations().splice(
-      insertBefore->getIterator(), body.getOperations());
+  insertBefore->getBlock()->getOperations().splice(insertBefore->getIterator(),
+                                                   body.getOperations());
   grid.erase();
 }
 
 struct ConvertFlashGridToLoopsPass
-    : public mlir::flash::impl::ConvertFlashGridToLoopsBase<ConvertFlashGridToLoopsPass> {
+    : public mlir::flash::impl::ConvertFlashGridToLoopsBase<
+          ConvertFlashGridToLoopsPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -43,6 +43,7 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   options.blockM = overrides.blockM;
   options.blockN = overrides.blockN;
   pm.addNestedPass<func::FuncOp>(flash::createFlashTile(options));
+  pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
 }
 
 void buildCpuReferencePipeline(OpPassManager &pm,
@@ -80,7 +81,8 @@ std::string describeCpuReferencePipeline(const TileOverrides &overrides) {
 
 void registerPipelines() {
   PassPipelineRegistration<PipelineOptions>(
-      "flash-tile-pipeline", "flash.attention to the tile program",
+      "flash-tile-pipeline",
+      "flash.attention to the fused tile program (flash-tile, flash-fuse)",
       [](OpPassManager &pm, const PipelineOptions &options) {
         buildTilePipeline(pm, options.overrides());
       });

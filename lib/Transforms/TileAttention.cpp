@@ -52,8 +52,8 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
   Value head = arith::RemUIOp::create(b, batchHead, shape.heads);
   Value row = arith::MulIOp::create(b, queryTile, cBlockM);
 
-  Value q = LoadTileOp::create(b, qTileType, op.getQ(),
-                               ValueRange{batch, head, row});
+  Value q =
+      LoadTileOp::create(b, qTileType, op.getQ(), ValueRange{batch, head, row});
 
   // With the bottom-right aligned causal mask, the last query row of this
   // tile sees keys up to row + blockM - 1 + seqK - seqQ: stop there.
@@ -69,9 +69,9 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
   Value accInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
   Value maxInit = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(
-             rowType, b.getF32FloatAttr(
-                          -std::numeric_limits<float>::infinity())));
+      b,
+      DenseElementsAttr::get(
+          rowType, b.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
   Value sumInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(rowType, b.getF32FloatAttr(0.0f)));
   Value scoreInit = arith::ConstantOp::create(
@@ -87,14 +87,12 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
                                      ValueRange{batch, head, col});
         Value v = LoadTileOp::create(lb, kvTileType, op.getV(),
                                      ValueRange{batch, head, col});
-        Value scores =
-            DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
+        Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
         Value masked = MaskOp::create(lb, scores, row, col, shape.seqQ,
                                       shape.seqK, causal);
-        auto update = SoftmaxUpdateOp::create(lb, masked, carried[1],
-                                              carried[2], scale);
-        Value rescaled =
-            RescaleOp::create(lb, carried[0], update.getAlpha());
+        auto update =
+            SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
+        Value rescaled = RescaleOp::create(lb, carried[0], update.getAlpha());
         Value p = arith::TruncFOp::create(lb, pType, update.getP());
         Value acc = DotOp::create(lb, p, v, rescaled, /*transpose_b=*/false);
         Value newMax = update.getNewMax(), newSum = update.getNewSum();
@@ -135,7 +133,9 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
     if (blockM == 0 && blockN == 0)
       return base;
-    auto emitError = [&] { return op.emitOpError("with -flash-tile options: "); };
+    auto emitError = [&] {
+      return op.emitOpError("with -flash-tile options: ");
+    };
     ConfigAttr config = ConfigAttr::getChecked(
         emitError, op.getContext(), blockM ? blockM : base.getBlockM(),
         blockN ? blockN : base.getBlockN(), base.getStages(),

@@ -44,7 +44,9 @@ struct Case {
   int64_t blockM = 64, blockN = 32;
 };
 
-std::ostream &operator<<(std::ostream &os, const Case &c) { return os << c.name; }
+std::ostream &operator<<(std::ostream &os, const Case &c) {
+  return os << c.name;
+}
 
 /// Host copy of a B x H x N x D tensor: the bits the kernel sees and the
 /// same values widened to double for the reference.
@@ -71,8 +73,8 @@ HostTensor randomTensor(std::mt19937 &rng, const Case &c, int64_t rows,
   return t;
 }
 
-StridedMemRefType<uint16_t, 4> view4(std::vector<uint16_t> &data,
-                                     const Case &c, int64_t rows) {
+StridedMemRefType<uint16_t, 4> view4(std::vector<uint16_t> &data, const Case &c,
+                                     int64_t rows) {
   StridedMemRefType<uint16_t, 4> m;
   m.basePtr = m.data = data.data();
   m.offset = 0;
@@ -199,8 +201,8 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   double relErr = std::sqrt(errSq / refSq);
   double lseRelErr = lseRefSq > 0 ? std::sqrt(lseErrSq / lseRefSq) : 0.0;
   double tolerance = c.dtype == DType::BF16 ? 1e-2 : 5e-3;
-  std::cout << "[ numerics ] " << c.name << ": rel err O " << relErr
-            << ", LSE " << lseRelErr << ", fully masked rows " << maskedRows
+  std::cout << "[ numerics ] " << c.name << ": rel err O " << relErr << ", LSE "
+            << lseRelErr << ", fully masked rows " << maskedRows
             << " (tolerance " << tolerance << ")\n";
   EXPECT_LT(relErr, tolerance);
   EXPECT_LT(lseRelErr, tolerance);
@@ -212,8 +214,7 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuReferenceTest,
     ::testing::Values(
         Case{"d64_bf16_ragged", 2, 3, 150, 150, 64, false, DType::BF16},
-        Case{"d128_bf16_causal_ragged", 1, 2, 130, 130, 128, true,
-             DType::BF16},
+        Case{"d128_bf16_causal_ragged", 1, 2, 130, 130, 128, true, DType::BF16},
         Case{"d64_f16_causal_more_queries_than_keys", 1, 2, 200, 77, 64, true,
              DType::F16},
         Case{"d128_f16_more_keys_than_queries", 2, 1, 77, 190, 128, false,

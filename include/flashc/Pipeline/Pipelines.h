@@ -21,9 +21,8 @@ struct TileOverrides {
   int64_t blockN = 0;
 };
 
-/// flash.attention -> the tile program (kernel level -> tile level).
-void buildTilePipeline(mlir::OpPassManager &pm,
-                       const TileOverrides &overrides);
+/// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).
+void buildTilePipeline(mlir::OpPassManager &pm, const TileOverrides &overrides);
 
 /// flash.attention -> LLVM dialect for the host CPU: the tile program run as
 /// loops, for MLIR's execution engine. Functions that should be callable

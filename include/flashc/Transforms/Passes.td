@@ -39,4 +39,27 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
   ];
 }
 
+def FlashFuse : Pass<"flash-fuse", "func::FuncOp"> {
+  let summary = "Fold the softmax scale into exp2 and peel masks off the loop";
+  let description = [{
+    Two rewrites of the tile program that the GPU code depends on:
+
+    1. exp2: every `flash.softmax_update` and `flash.finalize` of a function
+       moves to base 2 (`base2`, scale multiplied by log2(e)), so each
+       exponent is one multiply-add and one exp2. It applies only when every
+       running max reaching a finalize comes from a softmax_update or the
+       -inf start value, so the units cannot mix.
+    2. Masked-loop split: a key loop `for j = 0 to end step block_n` whose
+       body masks the logits of tile j becomes two loops: the tiles every
+       row of the query tile sees whole (below the diagonal and inside
+       seq_k) run without `flash.mask`; the rest (the causal diagonal and the
+       ragged tail) keep it. Tiles above the diagonal were already dropped
+       by `-flash-tile`, so no work is left on fully masked tiles.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+    "::mlir::flash::FlashDialect"
+  ];
+}
+
 #endif // FLASHC_TRANSFORMS_PASSES_TD

@@ -30,11 +30,11 @@ struct DotToLinalg : OpRewritePattern<DotOp> {
     MLIRContext *ctx = op.getContext();
     AffineExpr i = b.getAffineDimExpr(0), j = b.getAffineDimExpr(1),
                k = b.getAffineDimExpr(2);
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(3, 0, {i, k}, ctx),
-        op.getTransposeB() ? AffineMap::get(3, 0, {j, k}, ctx)
-                           : AffineMap::get(3, 0, {k, j}, ctx),
-        AffineMap::get(3, 0, {i, j}, ctx)};
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {i, k}, ctx),
+                                   op.getTransposeB()
+                                       ? AffineMap::get(3, 0, {j, k}, ctx)
+                                       : AffineMap::get(3, 0, {k, j}, ctx),
+                                   AffineMap::get(3, 0, {i, j}, ctx)};
     Value result = buildGeneric(
         b, ValueRange{op.getA(), op.getB()}, op.getAcc(), maps,
         {utils::IteratorType::parallel, utils::IteratorType::parallel,

@@ -62,16 +62,15 @@ inline Value buildTileElementwise(ImplicitLocOpBuilder &b,
                        ? tileMap
                        : rowMap);
   maps.push_back(tileMap);
-  return buildGeneric(b, inputs, buildEmpty(b, resultType), maps,
-                      {utils::IteratorType::parallel,
-                       utils::IteratorType::parallel},
-                      body);
+  return buildGeneric(
+      b, inputs, buildEmpty(b, resultType), maps,
+      {utils::IteratorType::parallel, utils::IteratorType::parallel}, body);
 }
 
 /// Elementwise over row vectors of `resultType`.
 inline Value buildRowElementwise(ImplicitLocOpBuilder &b,
-                                 RankedTensorType resultType,
-                                 ValueRange inputs, GenericBody body) {
+                                 RankedTensorType resultType, ValueRange inputs,
+                                 GenericBody body) {
   AffineMap map = AffineMap::getMultiDimIdentityMap(1, b.getContext());
   SmallVector<AffineMap> maps(inputs.size() + 1, map);
   return buildGeneric(b, inputs, buildEmpty(b, resultType), maps,
@@ -89,10 +88,9 @@ inline Value buildRowReduction(ImplicitLocOpBuilder &b, Value tile,
   SmallVector<AffineMap> maps = {
       AffineMap::getMultiDimIdentityMap(2, ctx),
       AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx)};
-  return buildGeneric(b, tile, buildFilled(b, rowType, initValue), maps,
-                      {utils::IteratorType::parallel,
-                       utils::IteratorType::reduction},
-                      body);
+  return buildGeneric(
+      b, tile, buildFilled(b, rowType, initValue), maps,
+      {utils::IteratorType::parallel, utils::IteratorType::reduction}, body);
 }
 
 } // namespace mlir::flash

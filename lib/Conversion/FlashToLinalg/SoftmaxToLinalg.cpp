@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -46,8 +47,8 @@ struct MaskToLinalg : OpRewritePattern<MaskOp> {
     Value result = buildTileElementwise(
         b, type, op.getScores(),
         [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value query = arith::AddIOp::create(
-              b, op.getRowStart(), linalg::IndexOp::create(b, 0));
+          Value query = arith::AddIOp::create(b, op.getRowStart(),
+                                              linalg::IndexOp::create(b, 0));
           Value key = arith::AddIOp::create(b, op.getColStart(),
                                             linalg::IndexOp::create(b, 1));
           Value hidden = arith::CmpIOp::create(b, arith::CmpIPredicate::uge,
@@ -57,8 +58,8 @@ struct MaskToLinalg : OpRewritePattern<MaskOp> {
             // seq_q to the left-hand side.
             Value lhs = arith::AddIOp::create(b, key, op.getSeqQ());
             Value rhs = arith::AddIOp::create(b, query, op.getSeqK());
-            Value future = arith::CmpIOp::create(
-                b, arith::CmpIPredicate::ugt, lhs, rhs);
+            Value future =
+                arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, lhs, rhs);
             hidden = arith::OrIOp::create(b, hidden, future);
           }
           Value negInf = f32Constant(b, kNegInf);
@@ -78,8 +79,15 @@ struct SoftmaxUpdateToLinalg : OpRewritePattern<SoftmaxUpdateOp> {
     auto tileType = cast<RankedTensorType>(op.getScores().getType());
     auto rowType = cast<RankedTensorType>(op.getRowMax().getType());
     float scaleValue = op.getScale().convertToFloat();
+    bool base2 = op.getBase2();
     auto scaled = [&](ImplicitLocOpBuilder &b, Value score) -> Value {
-      return arith::MulFOp::create(b, score, f32Constant(b, scaleValue));
+      Value scale = f32Constant(b, scaleValue);
+      return arith::MulFOp::create(b, score, scale);
+    };
+    auto exponential = [&](ImplicitLocOpBuilder &b, Value x) -> Value {
+      if (base2)
+        return math::Exp2Op::create(b, x);
+      return math::ExpOp::create(b, x);
     };
 
     Value tileMax = buildRowReduction(
@@ -96,17 +104,24 @@ struct SoftmaxUpdateToLinalg : OpRewritePattern<SoftmaxUpdateOp> {
     Value p = buildTileElementwise(
         b, tileType, ValueRange{op.getScores(), newMax},
         [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value x = scaled(b, args[0]);
           Value max = safeMax(b, args[1]);
+          if (base2) {
+            // scale * s - m as the single fma the GPU path uses.
+            Value scale = f32Constant(b, scaleValue);
+            Value negMax = arith::NegFOp::create(b, max);
+            Value shifted = math::FmaOp::create(b, args[0], scale, negMax);
+            return exponential(b, shifted);
+          }
+          Value x = scaled(b, args[0]);
           Value shifted = arith::SubFOp::create(b, x, max);
-          return math::ExpOp::create(b, shifted);
+          return exponential(b, shifted);
         });
     Value alpha = buildRowElementwise(
         b, rowType, ValueRange{op.getRowMax(), newMax},
-        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
           Value max = safeMax(b, args[1]);
           Value shifted = arith::SubFOp::create(b, args[0], max);
-          return math::ExpOp::create(b, shifted);
+          return exponential(b, shifted);
         });
     Value tileSum = buildRowReduction(
         b, p, 0.0f, [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
@@ -163,8 +178,16 @@ struct FinalizeToLinalg : OpRewritePattern<FinalizeOp> {
         b, cast<RankedTensorType>(op.getRowMax().getType()),
         ValueRange{op.getRowMax(), op.getRowSum()},
         [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value logSum = math::LogOp::create(b, args[1]);
-          Value value = arith::AddFOp::create(b, args[0], logSum);
+          Value value;
+          if (op.getBase2()) {
+            Value log2Sum = math::Log2Op::create(b, args[1]);
+            Value sum = arith::AddFOp::create(b, args[0], log2Sum);
+            Value ln2 = f32Constant(b, static_cast<float>(M_LN2));
+            value = arith::MulFOp::create(b, sum, ln2);
+          } else {
+            Value logSum = math::LogOp::create(b, args[1]);
+            value = arith::AddFOp::create(b, args[0], logSum);
+          }
           Value empty = isEmptyRow(b, args[1]);
           Value negInf = f32Constant(b, kNegInf);
           return arith::SelectOp::create(b, empty, negInf, value);

@@ -36,8 +36,8 @@ struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
         b, ValueRange{}, buildEmpty(b, tileType), {identity},
         {utils::IteratorType::parallel, utils::IteratorType::parallel},
         [&](ImplicitLocOpBuilder &b, ValueRange) -> Value {
-          Value row = arith::AddIOp::create(b, rowStart,
-                                            linalg::IndexOp::create(b, 0));
+          Value row =
+              arith::AddIOp::create(b, rowStart, linalg::IndexOp::create(b, 0));
           Value col = linalg::IndexOp::create(b, 1);
           Value inBounds =
               arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows);
@@ -97,8 +97,8 @@ struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
             scf::ForOp::create(
                 rb, c0, cols, c1, ValueRange{},
                 [&](OpBuilder &inner, Location loc, Value j, ValueRange) {
-                  Value value = tensor::ExtractOp::create(
-                      inner, loc, tile, ValueRange{i, j});
+                  Value value = tensor::ExtractOp::create(inner, loc, tile,
+                                                          ValueRange{i, j});
                   memref::StoreOp::create(inner, loc, value, dest,
                                           ValueRange{batch, head, row, j});
                   scf::YieldOp::create(inner, loc);
