@@ -265,7 +265,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
             arithmetic on wgmma accumulators is moved across wgmma.wait_group."""
             if not fence:
                 return vals
-            return [e.op(f"llvm.inline_asm has_side_effects asm_dialect = att \"\", \"=f,0\" {v} : ({ty}) -> {ty}")
+            return [e.op(f"llvm.inline_asm has_side_effects asm_dialect = att \"\", \"={cons},0\" {v} : ({ty}) -> {ty}")
                     for v in vals]
 
         def sched_sync():
@@ -278,33 +278,50 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                 ot = e.op(f"arith.subi {c32(2)}, {cw_i32} : i32")   # other consumer's barrier: 1 + (1 - cw)
                 e.emit(f"nvvm.barrier.arrive id = {ot} number_of_threads = {c32(256)}")
 
-        def issue_s(slot, par, soff):
-            """wait K, S = Q K^T on wgmma (async, committed as one group); returns the struct."""
+        def prep_s(slot, par, soff):
+            """wait K; all S descriptors (before any wgmma.fence: ptxas serialises the wgmma chain,
+            C7513, if a non-wgmma instruction defines a wgmma input between fence and commit)."""
             wait_full(B_FK, slot, par)
             kd = e.op(f"arith.addi {kdesc0}, {soff} : i64")
-            e.emit("nvvm.wgmma.fence.aligned")
-            sacc = e.op(f"llvm.mlir.undef : {sty}")
+            qas, kbs = [], []
             for k in range(D // 16):
                 c, kk = divmod(k, 4)
-                qa = e.op(f"arith.addi {qdesc}, {c64(c * q_box // 16 + kk * 2)} : i64")
-                kb = e.op(f"arith.addi {kd}, {c64(c * kv_box // 16 + kk * 2)} : i64")
+                qas.append(e.op(f"arith.addi {qdesc}, {c64(c * q_box // 16 + kk * 2)} : i64"))
+                kbs.append(e.op(f"arith.addi {kd}, {c64(c * kv_box // 16 + kk * 2)} : i64"))
+            return qas, kbs
+
+        def emit_s(prep, do_fence=True):
+            """S = Q K^T on wgmma (async, one commit group); returns the struct."""
+            qas, kbs = prep
+            if do_fence:
+                e.emit("nvvm.wgmma.fence.aligned")
+            sacc = e.op(f"llvm.mlir.undef : {sty}")
+            for k in range(D // 16):
                 sc = "zero" if k == 0 else "one"
-                sacc = e.op(f"nvvm.wgmma.mma_async {qa}, {kb}, {sacc}, #nvvm.shape<m = 64, n = {BN}, k = 16>, "
+                sacc = e.op(f"nvvm.wgmma.mma_async {qas[k]}, {kbs[k]}, {sacc}, #nvvm.shape<m = 64, n = {BN}, k = 16>, "
                             f"D[<f32>, <{sc}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : {sty} -> {sty}")
             e.emit("nvvm.wgmma.commit.group.sync.aligned")
             return sacc
 
+        def issue_s(slot, par, soff):
+            return emit_s(prep_s(slot, par, soff))
+
         def s_values(sacc):
             return fence_vals([e.op(f"llvm.extractvalue {sacc}[{i}] : {sty}") for i in range(NS)])
 
-        def issue_pv(pk, acc, slot, par, soff):
-            """wait V, O += P V on wgmma with P (bf16x2 regs) as the A operand; returns the struct."""
+        def prep_pv(slot, par, soff):
+            """wait V; all V descriptors."""
+            wait_full(B_FV, slot, par)
+            vd = e.op(f"arith.addi {vdesc0}, {soff} : i64")
+            return [e.op(f"arith.addi {vd}, {c64(kk * 16 * 128 // 16)} : i64") for kk in range(BN // 16)]
+
+        def emit_pv(pk, acc, vdks, do_fence=True):
+            """O += P V on wgmma with P (bf16x2 regs) as the A operand; returns the struct."""
             o = e.op(f"llvm.mlir.undef : {oty}")
             for i, a in enumerate(acc):
                 o = e.op(f"llvm.insertvalue {a}, {o}[{i}] : {oty}")
-            wait_full(B_FV, slot, par)
-            vd = e.op(f"arith.addi {vdesc0}, {soff} : i64")
-            e.emit("nvvm.wgmma.fence.aligned")
+            if do_fence:
+                e.emit("nvvm.wgmma.fence.aligned")
             outs = ", ".join(f"${i}" for i in range(NO))
             asm = ("{\\n.reg .pred p;\\nsetp.ne.b32 p, $" + str(NO + 5) + ", 0;\\n"
                    f"wgmma.mma_async.sync.aligned.m64n{D}k16.f32.bf16.bf16 "
@@ -312,14 +329,16 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                    ", p, 1, 1, 1;\\n}")
             cons = ",".join(["=f"] * NO + ["r"] * 4 + ["l", "n"] + [str(i) for i in range(NO)])
             for kk in range(BN // 16):
-                vdk = e.op(f"arith.addi {vd}, {c64(kk * 16 * 128 // 16)} : i64")
-                ops = [pk[4 * kk + q] for q in range(4)] + [vdk, c32(1)]
+                ops = [pk[4 * kk + q] for q in range(4)] + [vdks[kk], c32(1)]
                 ins = ops + [e.op(f"llvm.extractvalue {o}[{i}] : {oty}") for i in range(NO)]
                 tys = ["i32"] * 4 + ["i64", "i32"] + ["f32"] * NO
                 o = e.op(f"llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"{cons}\" "
                          f"{', '.join(ins)} : ({', '.join(tys)}) -> {oty}")
             e.emit("nvvm.wgmma.commit.group.sync.aligned")
             return o
+
+        def issue_pv(pk, acc, slot, par, soff):
+            return emit_pv(pk, acc, prep_pv(slot, par, soff))
 
         def o_values(o):
             return fence_vals([e.op(f"llvm.extractvalue {o}[{i}] : {oty}") for i in range(NO)])
@@ -500,14 +519,21 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                     jm1 = e.op(f"arith.subi {j}, {ci(1)} : index")
                     slot, par, soff = slot_info(j)
                     pslot, ppar, psoff = slot_info(jm1)
+                    # waits and descriptors first, then one fence and both GEMMs back to back
+                    sp = prep_s(slot, par, soff)
+                    vp = prep_pv(pslot, ppar, psoff)
                     sched_sync()
-                    sacc = issue_s(slot, par, soff)
-                    o = issue_pv(pk_old, acc, pslot, ppar, psoff)
+                    e.emit("nvvm.wgmma.fence.aligned")
+                    sacc = emit_s(sp, do_fence=False)
+                    o = emit_pv(pk_old, acc, vp, do_fence=False)
                     sched_arrive()
                     wg_wait(1)
                     sv = s_values(sacc)
                     m_new, l_new, alpha, pk = softmax(sv, m_old, l_old, masked, j)
                     wg_wait(0)
+                    # keep P_{j-1} alive until PV_{j-1} retired, so P_j is not given the same
+                    # registers while the wgmma still reads them (else ptxas serialises, C7513)
+                    fence_vals(pk_old, "i32", "r")
                     acc2 = o_values(o)
                     release(pslot)
                     refill(jm1)
