@@ -11,6 +11,8 @@
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <optional>
+
 using namespace llvm;
 
 namespace flashc::rt {
@@ -32,31 +34,94 @@ Error badCubin(const Twine &why) {
   return makeError(ErrorCode::InvalidKernel, "kernel binary: " + why);
 }
 
-/// Section names of a 64-bit little-endian ELF; empty if unreadable.
-SmallVector<StringRef> sectionNames(StringRef b) {
-  SmallVector<StringRef> names;
+struct Section {
+  StringRef name;
+  StringRef contents;
+};
+
+/// Sections of a 64-bit little-endian ELF; empty if unreadable.
+SmallVector<Section> sections(StringRef b) {
+  SmallVector<Section> result;
   uint64_t shoff = read64(b, 40);
   uint16_t shentsize = read16(b, 58), shnum = read16(b, 60),
            shstrndx = read16(b, 62);
   if (shentsize < 64 || shstrndx >= shnum ||
       shoff + uint64_t(shnum) * shentsize > b.size())
-    return names;
+    return result;
   auto sec = [&](unsigned i) { return shoff + uint64_t(i) * shentsize; };
   uint64_t strOff = read64(b, sec(shstrndx) + 24);
   uint64_t strSize = read64(b, sec(shstrndx) + 32);
   if (strOff + strSize > b.size())
-    return names;
+    return result;
   StringRef strtab = b.substr(strOff, strSize);
   for (unsigned i = 0; i < shnum; ++i) {
     uint32_t nameOff = read32(b, sec(i));
     if (nameOff >= strtab.size())
       continue;
-    StringRef name = strtab.substr(nameOff);
-    names.push_back(name.take_until([](char c) { return c == 0; }));
+    Section s;
+    s.name = strtab.substr(nameOff).take_until([](char c) { return c == 0; });
+    uint32_t type = read32(b, sec(i) + 4);
+    uint64_t off = read64(b, sec(i) + 24), size = read64(b, sec(i) + 32);
+    if (type != 8 /*SHT_NOBITS*/ && off + size <= b.size())
+      s.contents = b.substr(off, size);
+    result.push_back(s);
   }
-  return names;
+  return result;
+}
+
+/// Parameter sizes from a kernel's .nv.info.<kernel> section (EIATTR_KPARAM_
+/// INFO records), in ordinal order; std::nullopt if the section has none.
+std::optional<SmallVector<unsigned, 32>> paramSizes(StringRef info) {
+  constexpr uint8_t kFmtNoValue = 1, kFmtSized = 4, kAttrKParamInfo = 0x17;
+  SmallVector<unsigned, 32> sizes;
+  bool any = false;
+  size_t i = 0;
+  while (i + 4 <= info.size()) {
+    uint8_t fmt = uint8_t(info[i]), attr = uint8_t(info[i + 1]);
+    if (fmt == kFmtNoValue) {
+      i += 2;
+      continue;
+    }
+    if (fmt != kFmtSized) {
+      i += 4;
+      continue;
+    }
+    uint16_t size = read16(info, i + 2);
+    if (i + 4 + size > info.size())
+      break;
+    if (attr == kAttrKParamInfo && size >= 12) {
+      uint16_t ordinal = read16(info, i + 8);
+      uint32_t flags = read32(info, i + 12);
+      if (ordinal >= sizes.size())
+        sizes.resize(ordinal + 1, 0);
+      sizes[ordinal] = (flags >> 18) & 0x3fff;
+      any = true;
+    }
+    i += 4 + size;
+  }
+  if (!any)
+    return std::nullopt;
+  return sizes;
 }
 } // namespace
+
+Error checkParamSizes(const KernelMetadata &meta, ArrayRef<unsigned> have) {
+  SmallVector<unsigned, 32> want = meta.paramSizes();
+  for (size_t i = 0; i < std::min(want.size(), have.size()); ++i)
+    if (want[i] != have[i])
+      return makeError(ErrorCode::InvalidKernel,
+                       formatv("metadata does not match kernel {0}: parameter "
+                               "{1} is {2} bytes in the binary, {3} in the "
+                               "metadata",
+                               meta.kernel, i, have[i], want[i]));
+  if (want.size() != have.size())
+    return makeError(ErrorCode::InvalidKernel,
+                     formatv("metadata does not match kernel {0}: the binary "
+                             "has {1} parameters, the metadata {2} (after "
+                             "memref expansion)",
+                             meta.kernel, have.size(), want.size()));
+  return Error::success();
+}
 
 Expected<std::string> cubinArch(StringRef b) {
   if (b.size() < 64 || !b.starts_with("\x7f"
@@ -98,14 +163,22 @@ Error checkBinary(const KernelMetadata &meta, StringRef bytes) {
                        formatv("kernel binary was built for {0} but its "
                                "metadata says {1}",
                                *arch, meta.arch));
-    std::string section = ".text." + meta.kernel;
-    for (StringRef name : sectionNames(bytes))
-      if (name == section)
-        return Error::success();
-    return makeError(ErrorCode::InvalidKernel,
-                     formatv("kernel binary has no kernel '{0}' (the symbol "
-                             "the metadata names)",
-                             meta.kernel));
+    std::string text = ".text." + meta.kernel, info = ".nv.info." + meta.kernel;
+    bool found = false;
+    std::optional<SmallVector<unsigned, 32>> have;
+    for (const Section &s : sections(bytes)) {
+      found |= s.name == text;
+      if (s.name == info)
+        have = paramSizes(s.contents);
+    }
+    if (!found)
+      return makeError(ErrorCode::InvalidKernel,
+                       formatv("kernel binary has no kernel '{0}' (the symbol "
+                               "the metadata names)",
+                               meta.kernel));
+    if (have)
+      return checkParamSizes(meta, *have);
+    return Error::success();
   }
   // PTX: text with a .target directive and the entry.
   size_t at = bytes.find(".target");

@@ -30,8 +30,21 @@ flashrt_status fail(flashrt_status status, const char *message) {
   return status;
 }
 
+/// Stands in for the null data pointer of an empty tensor (PyTorch gives
+/// numel() == 0 tensors address 0) so that validation names the empty
+/// dimension instead of calling the tensor missing. An empty tensor never
+/// passes validation, so this address never reaches the GPU.
+constexpr uint64_t kEmptyTensorAddress = 256;
+
+bool isEmpty(const flashrt_tensor *in) {
+  for (int i = 0; i < in->rank && i < 4; ++i)
+    if (in->sizes[i] == 0)
+      return true;
+  return false;
+}
+
 bool toTensor(const flashrt_tensor *in, const char *name, TensorArg &out) {
-  if (!in || !in->data)
+  if (!in || (!in->data && !isEmpty(in)))
     return true; // absent
   if (in->dtype < FLASHRT_DTYPE_BF16 || in->dtype > FLASHRT_DTYPE_F32) {
     lastError = std::string("invalid launch arguments:\n  ") + name +
@@ -43,7 +56,8 @@ bool toTensor(const flashrt_tensor *in, const char *name, TensorArg &out) {
                 " has rank " + std::to_string(in->rank) + " (at most 4)";
     return false;
   }
-  out.data = reinterpret_cast<uint64_t>(in->data);
+  out.data =
+      in->data ? reinterpret_cast<uint64_t>(in->data) : kEmptyTensorAddress;
   out.dtype = in->dtype == FLASHRT_DTYPE_BF16  ? DType::BF16
               : in->dtype == FLASHRT_DTYPE_F16 ? DType::F16
                                                : DType::F32;

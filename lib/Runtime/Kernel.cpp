@@ -133,28 +133,22 @@ Expected<std::unique_ptr<Kernel>> Kernel::load(StringRef path, int ordinal) {
                     "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
       return std::move(err);
 
-  // The parameter layout the binary declares must be the metadata's.
-  if (cu.cuFuncGetParamInfo) {
-    SmallVector<unsigned, 32> want = m.paramSizes();
-    unsigned count = 0;
-    for (;; ++count) {
+  // The parameter layout the binary declares must be the metadata's. For a
+  // cubin checkBinary already compared it offline (.nv.info); for PTX ask
+  // the driver, for the listed parameters only (probing past the last one
+  // is an API error that sanitizers report), so extra trailing parameters
+  // of a PTX kernel go unnoticed.
+  if (cu.cuFuncGetParamInfo && m.binaryFormat == BinaryFormat::Ptx) {
+    SmallVector<unsigned, 32> want = m.paramSizes(), have;
+    for (unsigned i = 0; i < want.size(); ++i) {
       size_t offset = 0, size = 0;
-      if (cu.cuFuncGetParamInfo(kernel->function, count, &offset, &size) !=
+      if (cu.cuFuncGetParamInfo(kernel->function, i, &offset, &size) !=
           CUDA_SUCCESS)
         break;
-      if (count < want.size() && size != want[count])
-        return makeError(ErrorCode::InvalidKernel,
-                         formatv("metadata does not match kernel {0}: "
-                                 "parameter {1} is {2} bytes in the binary, "
-                                 "{3} in the metadata",
-                                 m.kernel, count, size, want[count]));
+      have.push_back(unsigned(size));
     }
-    if (count != want.size())
-      return makeError(ErrorCode::InvalidKernel,
-                       formatv("metadata does not match kernel {0}: the "
-                               "binary has {1} parameters, the metadata {2} "
-                               "(after memref expansion)",
-                               m.kernel, count, want.size()));
+    if (Error err = checkParamSizes(m, have))
+      return std::move(err);
   }
   if (m.cluster[0] * m.cluster[1] * m.cluster[2] > 1 && !cu.cuLaunchKernelEx)
     return makeError(ErrorCode::NoDriver,

@@ -92,6 +92,15 @@ TEST_F(ArgValidation, Misaligned) {
   expectError("is not 16-byte aligned");
 }
 
+TEST_F(ArgValidation, LseNeedsOnlyNaturalAlignment) {
+  args = validArgs(meta, 2, 3, 77, 50); // lse strides 231, 77: 924, 308 bytes
+  args[TensorId::LSE].data += 4;
+  EXPECT_EQ(error(), "<ok>");
+  args[TensorId::LSE].data += 2;
+  expectError("lse data pointer");
+  expectError("is not 4-byte aligned");
+}
+
 TEST_F(ArgValidation, StrideNotMultipleOf16Bytes) {
   args[TensorId::K].strides[2] = 130; // 260 bytes
   expectError("k stride 130 of dimension 2 (seq) is 260 bytes, not a multiple "

@@ -77,6 +77,19 @@ TEST(CApi, ValidateOkAndErrors) {
   sys::fs::remove(path);
 }
 
+TEST(CApi, EmptyTensorIsNamedNotMissing) {
+  std::string path = writeMetadata();
+  flashrt_tensor q = tensor(1, 2, 64, 128, 0x10000),
+                 o = tensor(1, 2, 64, 128, 0x40000);
+  flashrt_tensor k = tensor(1, 2, 0, 128, 0), v = tensor(1, 2, 0, 128, 0);
+  EXPECT_EQ(flashrt_validate(path.c_str(), &q, &k, &v, &o, nullptr),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  std::string err = flashrt_last_error();
+  EXPECT_NE(err.find("has seq_k = 0"), std::string::npos) << err;
+  EXPECT_EQ(err.find("k is missing"), std::string::npos) << err;
+  sys::fs::remove(path);
+}
+
 TEST(CApi, MissingMetadataFile) {
   flashrt_tensor q = {};
   EXPECT_EQ(flashrt_validate("/nonexistent/k.json", &q, &q, &q, &q, nullptr),

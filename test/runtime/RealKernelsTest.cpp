@@ -10,6 +10,7 @@
 #include "flashc/Runtime/KernelMetadata.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -42,6 +43,17 @@ TEST(RealKernels, MetadataMatchesCubins) {
     ASSERT_TRUE(bool(bytes)) << bin.str().str();
     Error err = checkBinary(*meta, (*bytes)->getBuffer());
     EXPECT_FALSE(bool(err)) << path.str() << ": " << toString(std::move(err));
+    // One parameter fewer in the metadata than in the binary is named.
+    size_t count = meta->paramSizes().size();
+    meta->params.pop_back();
+    err = checkBinary(*meta, (*bytes)->getBuffer());
+    std::string msg = err ? toString(std::move(err)) : "<ok>";
+    EXPECT_NE(msg.find(formatv("the binary has {0} parameters, the metadata "
+                               "{1}",
+                               count, count - 1)
+                           .str()),
+              std::string::npos)
+        << msg;
     ++checked;
   }
   if (!checked)

@@ -23,7 +23,13 @@ namespace flashc::rt {
 /// Arch of a cubin, "sm_90a" or "sm_80"; error if it is not a CUDA ELF.
 llvm::Expected<std::string> cubinArch(llvm::StringRef bytes);
 
-/// Checks format, arch and kernel symbol of `bytes` against `meta`.
+/// Compares the parameter sizes a binary declares (in order) with the
+/// metadata's list after memref expansion.
+llvm::Error checkParamSizes(const KernelMetadata &meta,
+                            llvm::ArrayRef<unsigned> have);
+
+/// Checks format, arch, kernel symbol and (cubin) parameter layout of
+/// `bytes` against `meta`.
 llvm::Error checkBinary(const KernelMetadata &meta, llvm::StringRef bytes);
 
 /// Can code for `arch` run on a device of compute capability major.minor?

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Times flashc kernels beside PyTorch SDPA (cuDNN and FlashAttention-2).
+
+In one process on one GPU, for the FlashAttention-3 paper's shapes (hidden
+2048, 16k tokens: batch = 16384 / N, heads = 2048 / D; N = 512..16384,
+D = 64/128/256, causal and not), each backend is timed with
+triton.testing.do_bench (median; it flushes L2 between calls) or, without
+Triton, CUDA events with warm-up, rotating input sets and the median.
+Prints a table of TFLOP/s and ratios, writes a PNG plot, and appends a dated
+entry to bench/RESULTS.md.
+
+    python3 bench/compare.py --kernels DIR [--dtype bf16] [--quick]
+
+DIR holds kernel.cubin + kernel.json pairs; a shape/dtype/causal with no
+matching kernel shows '-' for flashc. FLOPs: 4 * B * H * N^2 * D, halved
+for causal.
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kernels", required=True, help="directory of cubin+json")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
+    p.add_argument("--quick", action="store_true",
+                   help="N in {1024, 4096}, all D, causal and not")
+    p.add_argument("--seqs", default=None, help="comma list of N")
+    p.add_argument("--dims", default=None, help="comma list of D")
+    p.add_argument("--rep-ms", type=float, default=100, help="do_bench rep")
+    p.add_argument("--plot", default=os.path.join(HERE, "compare.png"))
+    p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
+    p.add_argument("--no-record", action="store_true",
+                   help="do not append to RESULTS.md")
+    return p.parse_args()
+
+
+def find_kernels(kdir):
+    """(dtype, head_dim, causal) -> (path, metadata), first by name."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(kdir, "*.json"))):
+        try:
+            meta = json.load(open(path))
+        except (OSError, ValueError):
+            continue
+        if meta.get("format") != "flashc-kernel":
+            continue
+        key = (meta["dtype"], meta["head_dim"], bool(meta["causal"]))
+        found.setdefault(key, (path, meta))
+    return found
+
+
+def bench_fn(fn, rep_ms):
+    import torch
+    try:
+        from triton.testing import do_bench
+        return do_bench(fn, warmup=max(1, rep_ms / 4), rep=rep_ms,
+                        return_mode="median")
+    except ImportError:
+        pass
+    # CUDA events: warm-up, then the median of per-call times.
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(20):
+        s, e = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def main():
+    args = parse_args()
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import flashc
+
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
+    seqs = [512, 1024, 2048, 4096, 8192, 16384]
+    dims = [64, 128, 256]
+    if args.quick:
+        seqs = [1024, 4096]
+    if args.seqs:
+        seqs = [int(x) for x in args.seqs.split(",")]
+    if args.dims:
+        dims = [int(x) for x in args.dims.split(",")]
+    kernels = find_kernels(args.kernels)
+    loaded = {}
+    gpu = torch.cuda.get_device_name()
+    print(f"GPU: {gpu}; torch {torch.__version__}; dtype {args.dtype}; "
+          f"kernels: {args.kernels} ({len(kernels)} found)")
+    fixture = any("hand-written" in m.get("source_hash", "")
+                  for _, m in kernels.values())
+
+    rows = []
+    for causal in (False, True):
+        for d in dims:
+            for n in seqs:
+                b, h = 16384 // n, 2048 // d
+                flops = 4 * b * h * n * n * d / (2 if causal else 1)
+                torch.manual_seed(0)
+                # Rotating input sets so L2 does not serve them (do_bench
+                # also flushes L2 before each call).
+                nsets = 3
+                sets = [[torch.randn(b, h, n, d, device="cuda", dtype=dt)
+                         for _ in range(3)] for _ in range(nsets)]
+                row = {"N": n, "D": d, "causal": causal, "B": b, "H": h}
+                ref_out = None
+
+                def peer(backend):
+                    it = [0]
+
+                    def fn():
+                        q, k, v = sets[it[0] % nsets]
+                        it[0] += 1
+                        with sdpa_kernel(backend):
+                            return F.scaled_dot_product_attention(
+                                q, k, v, is_causal=causal)
+                    return fn
+
+                for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                                       ("fa2", SDPBackend.FLASH_ATTENTION)):
+                    try:
+                        out = peer(backend)()
+                        if ref_out is None:
+                            ref_out = out
+                        ms = bench_fn(peer(backend), args.rep_ms)
+                        row[label] = flops / (ms * 1e-3) / 1e12
+                    except Exception as e:  # backend does not support shape
+                        row[label] = None
+                        row[label + "_why"] = str(e).splitlines()[0][:80]
+                key = (args.dtype, d, causal)
+                row["flashc"] = None
+                if key in kernels:
+                    path = kernels[key][0]
+                    try:
+                        if path not in loaded:
+                            loaded[path] = flashc.load(path)
+                        kern = loaded[path]
+                        it = [0]
+
+                        def fl():
+                            q, k, v = sets[it[0] % nsets]
+                            it[0] += 1
+                            return kern(q, k, v)
+                        out = fl()
+                        out = out[0] if isinstance(out, tuple) else out
+                        if ref_out is not None:
+                            row["err"] = ((out.float() - ref_out.float()).norm()
+                                          / ref_out.float().norm()).item()
+                        ms = bench_fn(fl, args.rep_ms)
+                        row["flashc"] = flops / (ms * 1e-3) / 1e12
+                        row["kernel"] = kern.name
+                    except Exception as e:
+                        row["flashc_why"] = str(e).splitlines()[0][:80]
+                rows.append(row)
+                del sets
+                torch.cuda.empty_cache()
+                print(format_row(row), flush=True)
+
+    table = format_table(rows)
+    print()
+    print(table)
+    plot(rows, args.plot, gpu, args.dtype)
+    if not args.no_record:
+        record(args, rows, table, gpu, torch.__version__, fixture)
+    return 0
+
+
+def fmt(x, spec="{:.1f}"):
+    return "-" if x is None else spec.format(x)
+
+
+def ratio(a, b):
+    return "-" if a is None or not b else f"{a / b:.2f}"
+
+
+HEADER = ("| N | D | causal | B | H | flashc TFLOP/s | cuDNN TFLOP/s | "
+          "FA2 TFLOP/s | flashc/cuDNN | flashc/FA2 | flashc rel err vs SDPA |")
+
+
+def format_row(r):
+    return (f"| {r['N']} | {r['D']} | {'yes' if r['causal'] else 'no'} | "
+            f"{r['B']} | {r['H']} | {fmt(r['flashc'])} | {fmt(r['cudnn'])} | "
+            f"{fmt(r['fa2'])} | {ratio(r['flashc'], r['cudnn'])} | "
+            f"{ratio(r['flashc'], r['fa2'])} | {fmt(r.get('err'), '{:.1e}')} |")
+
+
+def format_table(rows):
+    lines = [HEADER, "|" + "---|" * 11]
+    lines += [format_row(r) for r in rows]
+    notes = sorted({f"{k}: {r[k]}" for r in rows for k in r
+                    if k.endswith("_why")})
+    if notes:
+        lines.append("")
+        lines += [f"- '-' because {n}" for n in notes]
+    return "\n".join(lines)
+
+
+def plot(rows, path, gpu, dtype):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no matplotlib: plot skipped")
+        return
+    dims = sorted({r["D"] for r in rows})
+    fig, axes = plt.subplots(2, len(dims), figsize=(5 * len(dims), 8),
+                             squeeze=False)
+    for i, causal in enumerate((False, True)):
+        for j, d in enumerate(dims):
+            ax = axes[i][j]
+            sel = [r for r in rows if r["D"] == d and r["causal"] == causal]
+            for key, label in (("flashc", "flashc"), ("cudnn", "cuDNN"),
+                               ("fa2", "FlashAttention-2")):
+                pts = [(r["N"], r[key]) for r in sel if r.get(key)]
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"D={d} {'causal' if causal else 'non-causal'}")
+            ax.set_xlabel("sequence length N")
+            ax.set_ylabel("TFLOP/s")
+            ax.legend()
+    fig.suptitle(f"attention forward, {dtype}, {gpu}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    print(f"plot: {path}")
+
+
+def record(args, rows, table, gpu, torch_version, fixture):
+    date = datetime.date.today().isoformat()
+    cmd = "python3 " + " ".join(sys.argv)
+    note = ("flashc column: the hand-written test fixture "
+            "test/gpu/kernels/ref_attention.cu (a correctness reference, one "
+            "row per thread, not a flashc-compiled kernel)" if fixture else
+            f"flashc column: kernels in {args.kernels}")
+    with open(args.results, "a") as f:
+        f.write(f"\n## {date} — {gpu}, {args.dtype}\n\n")
+        f.write(f"- command: `{cmd}`\n- torch {torch_version}; timing: "
+                "triton.testing.do_bench median (L2 flushed), peers in the "
+                "same process\n")
+        f.write(f"- {note}\n\n{table}\n")
+    print(f"recorded in {args.results}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
