@@ -6,12 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 MLIR_OPT=${MLIR_OPT:-/usr/lib/llvm-22/bin/mlir-opt}
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
-# name:D:block_m:block_n:stages:causal:ws:overlap:pingpong
+# name:D:block_m:block_n:stages:causal:ws:overlap:pingpong[:split]
 VARIANTS=${VARIANTS:-"ws_s2:128:128:128:2:0:1:0:0 ov_s2:128:128:128:2:0:1:1:0 pp_s2:128:128:128:2:0:1:0:1 ovpp_s2:128:128:128:2:0:1:1:1 ovpp_s3:128:128:128:3:0:1:1:1 ov_s2_causal:128:128:128:2:1:1:1:0 ovpp_s2_causal:128:128:128:2:1:1:1:1 ovpp_n176:128:128:176:2:0:1:1:1 ovpp_n192:128:128:192:2:0:1:1:1 pp_s2_causal:128:128:128:2:1:1:0:1 ov_n176:128:128:176:2:0:1:1:0"}
 mkdir -p build
 for v in $VARIANTS; do
-  IFS=: read -r name D BM BN ST CA WS OV PP <<<"$v"
-  python3 gen.py --D "$D" --block-m "$BM" --block-n "$BN" --stages "$ST" --causal "$CA" --ws "$WS" --overlap "${OV:-0}" --pingpong "${PP:-0}" \
+  IFS=: read -r name D BM BN ST CA WS OV PP SP <<<"$v"
+  python3 gen.py --D "$D" --block-m "$BM" --block-n "$BN" --stages "$ST" --causal "$CA" --ws "$WS" --overlap "${OV:-0}" --pingpong "${PP:-0}" --split "${SP:-0}" \
       --name fa_fwd --meta "build/$name.json" > "build/$name.mlir"
   "$MLIR_OPT" "build/$name.mlir" \
       -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 opt-level=3 cubin-format=isa" \

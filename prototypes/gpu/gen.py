@@ -78,7 +78,7 @@ class Emitter:
 
 
 def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
-        prod_regs=24, cons_regs=240, overlap=0, pingpong=0, fence=1):
+        prod_regs=24, cons_regs=240, overlap=0, pingpong=0, fence=1, split=0):
     assert D % 64 == 0 and BN % 16 == 0 and BM % 64 == 0 and BN <= 256
     n_cwg = BM // 64                     # one consumer warpgroup per 64 query rows
     assert not pingpong or n_cwg == 2, "ping-pong needs two consumer warpgroups (block_m = 128)"
@@ -93,8 +93,10 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
     off_v = off_k + stages * stage_bytes
     smem_total = off_v + stages * stage_bytes
     smem_dyn = smem_total + 1024
-    NB = 3 * stages + 1                  # full_k[s], full_v[s], empty[s], q
-    B_FK, B_FV, B_E, B_Q = 0, stages, 2 * stages, 3 * stages
+    # full_k[s], full_v[s], empty[s] (V, or K+V when not split), empty_k[s] (split), q
+    NB = (4 if split else 3) * stages + 1
+    B_FK, B_FV, B_E, B_EK, B_Q = 0, stages, 2 * stages, 3 * stages, NB - 1
+    assert ws or not split, "split release needs the producer warpgroup"
     NS = BN // 2                         # f32 accumulator regs of S per thread
     NO = D // 2                          # f32 accumulator regs of O per thread
     sty = "!llvm.struct<(" + ", ".join(["f32"] * NS) + ")>"
@@ -141,6 +143,8 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
         e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_FK + s)}], {ci(1)} : {barT}")
         e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_FV + s)}], {ci(1)} : {barT}")
         e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_E + s)}], {ci(128 * n_cwg)} : {barT}")
+        if split:
+            e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_EK + s)}], {ci(128 * n_cwg)} : {barT}")
     e.emit(f"nvgpu.mbarrier.init {bar}[{ci(B_Q)}], {ci(1)} : {barT}")
     e.ind -= 2
     e.emit("}")
@@ -190,12 +194,14 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
             v = view(o, BM)
             e.emit(f"nvgpu.tma.async.load %tmQ[{ci(64 * c)}, {m0_i}, {bidy}], {bar}[{ci(B_Q)}] to {v} : {tmQT}, {barT} -> memref<1x{BM}x64xbf16, {W3}>")
 
-    def issue_kv(j_idx):
-        """Issue TMA for K and V tile j (index) into slot j % stages (caller checked the slot is free)."""
+    def issue_kv(j_idx, only=None):
+        """Issue TMA for K and V (or only one) of tile j into slot j % stages (caller checked the slot is free)."""
         slot = e.op(f"arith.remui {j_idx}, {ci(stages)} : index")
         row = e.op(f"arith.muli {j_idx}, {ci(BN)} : index")
         sb = e.op(f"arith.muli {slot}, {ci(stage_bytes)} : index")
         for which, boff, bid in (("K", off_k, B_FK), ("V", off_v, B_FV)):
+            if only and which != only:
+                continue
             bi = e.op(f"arith.addi {slot}, {ci(bid)} : index")
             e.emit(f"nvgpu.mbarrier.arrive.expect_tx {bar}[{bi}], {ci(BN * D * 2)} : {barT}")
             tm = "%tmK" if which == "K" else "%tmV"
@@ -205,7 +211,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                 v = view(o2, BN)
                 e.emit(f"nvgpu.tma.async.load {tm}[{ci(64 * c)}, {row}, {bidy}], {bar}[{bi}] to {v} : {tmKVT}, {barT} -> memref<1x{BN}x64xbf16, {W3}>")
 
-    def wait_empty(j_idx):
+    def wait_empty(j_idx, base=B_E):
         """Wait until tile j's slot was released for tile j - stages (j >= stages)."""
         slot = e.op(f"arith.remui {j_idx}, {ci(stages)} : index")
         rnd = e.op(f"arith.divui {j_idx}, {ci(stages)} : index")
@@ -213,7 +219,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
         r32 = e.op(f"arith.index_cast {rm1} : index to i32")
         pb = e.op(f"arith.andi {r32}, {c32(1)} : i32")
         par = e.op(f"arith.trunci {pb} : i32 to i1")
-        bi = e.op(f"arith.addi {slot}, {ci(B_E)} : index")
+        bi = e.op(f"arith.addi {slot}, {ci(base)} : index")
         e.emit(f"nvgpu.mbarrier.try_wait.parity {bar}[{bi}], {par}, {ci(10000000)} : {barT}")
 
     # ----------------------------------------------------------- consumer
@@ -345,6 +351,12 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
 
         def wg_wait(n):
             e.emit(f"nvvm.wgmma.wait.group.sync.aligned {n}")
+
+        def release_k(slot):
+            """split=1: K slot free as soon as S = Q K^T retired."""
+            if split:
+                be = e.op(f"arith.addi {slot}, {ci(B_EK)} : index")
+                e.op(f"nvgpu.mbarrier.arrive {bar}[{be}] : {barT} -> !nvgpu.mbarrier.token")
 
         def release(slot):
             # every consumer thread arrives (count 128 * n_cwg): no divergent branch before
@@ -478,6 +490,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                     sched_arrive()
                     wg_wait(0)
                     sv = s_values(sacc)
+                    release_k(slot)
                     m_new, l_new, alpha, pk = softmax(sv, m_old, l_old, masked, j)
                     acc2 = scale_acc(acc, alpha)
                     sched_sync()
@@ -509,6 +522,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                 sched_arrive()
                 wg_wait(0)
                 sv = s_values(sacc)
+                release_k(slot)
                 m_new, l_new, alpha, pk = softmax(sv, [ninf, ninf], [cf(0.0), cf(0.0)], True, ci(0))
                 return m_new + l_new + pk
             st0 = if_op(has, types_state, prologue, [ninf, ninf, cf(0.0), cf(0.0)] + [zero_i] * NP)
@@ -529,6 +543,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
                     sched_arrive()
                     wg_wait(1)
                     sv = s_values(sacc)
+                    release_k(slot)
                     m_new, l_new, alpha, pk = softmax(sv, m_old, l_old, masked, j)
                     wg_wait(0)
                     # keep P_{j-1} alive until PV_{j-1} retired, so P_j is not given the same
@@ -619,12 +634,21 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
         e.emit(f"scf.for {jj} = {ci(0)} to {nhi_i} step {ci(1)} {{")
         e.ind += 2
         ge = e.op(f"arith.cmpi uge, {jj}, {ci(stages)} : index")
-        e.emit(f"scf.if {ge} {{")
-        e.ind += 2
-        wait_empty(jj)
-        e.ind -= 2
-        e.emit("}")
-        issue_kv(jj)
+        if split:
+            for which, base in (("K", B_EK), ("V", B_E)):
+                e.emit(f"scf.if {ge} {{")
+                e.ind += 2
+                wait_empty(jj, base)
+                e.ind -= 2
+                e.emit("}")
+                issue_kv(jj, which)
+        else:
+            e.emit(f"scf.if {ge} {{")
+            e.ind += 2
+            wait_empty(jj)
+            e.ind -= 2
+            e.emit("}")
+            issue_kv(jj)
         e.ind -= 2
         e.emit("}")
         e.ind -= 2
@@ -656,7 +680,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
 
     hdr = [
         f"// flashc prototype: FA fwd sm_90a  D={D} block_m={BM} block_n={BN} stages={stages} "
-        f"causal={int(causal)} ws={ws}",
+        f"causal={int(causal)} ws={ws} overlap={overlap} pingpong={pingpong} split={split}",
         f"// launch: grid=(ceil(Nq/{BM}), B*H, 1) block=({nthreads},1,1) dynamic_smem={smem_dyn}",
         "module attributes {gpu.container_module} {",
         "gpu.module @flash {",
@@ -670,7 +694,7 @@ def gen(D=128, BM=128, BN=128, stages=2, causal=False, ws=1, name="fa_fwd",
     body_lines = casts + ["  " + c for c in e.const_lines] + e.lines
     return "\n".join(hdr + body_lines + ["}", "}", "}"]) + "\n", dict(
         threads=nthreads, smem=smem_dyn, block_m=BM, block_n=BN, D=D, stages=stages,
-        causal=int(causal), ws=ws, name=name, overlap=overlap, pingpong=pingpong)
+        causal=int(causal), ws=ws, name=name, overlap=overlap, pingpong=pingpong, split=split)
 
 
 def main():
@@ -684,11 +708,12 @@ def main():
     ap.add_argument("--overlap", type=int, default=0, help="FA3 intra-warpgroup S/PV overlap")
     ap.add_argument("--pingpong", type=int, default=0, help="named-barrier ping-pong of the 2 consumers")
     ap.add_argument("--fence", type=int, default=1, help="fence wgmma results (CUTLASS fence_operand)")
+    ap.add_argument("--split", type=int, default=0, help="release K slots after S, V slots after PV")
     ap.add_argument("--name", default="fa_fwd")
     ap.add_argument("--meta", help="write launch metadata json here")
     a = ap.parse_args()
     txt, meta = gen(a.D, a.block_m, a.block_n, a.stages, bool(a.causal), a.ws, a.name,
-                    overlap=a.overlap, pingpong=a.pingpong, fence=a.fence)
+                    overlap=a.overlap, pingpong=a.pingpong, fence=a.fence, split=a.split)
     print(txt, end="")
     if a.meta:
         import json
