@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Generate, lower and assemble the prototype kernels.  Needs MLIR/LLVM 22 and CUDA 13 (ptxas).
 # Usage: prototypes/gpu/build.sh            (all variants below)
-#        VARIANTS="name:D:BM:BN:stages:causal:ws ..." prototypes/gpu/build.sh
+#        VARIANTS="name:D:BM:BN:stages:causal:ws:overlap:pingpong:split ..." prototypes/gpu/build.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 MLIR_OPT=${MLIR_OPT:-/usr/lib/llvm-22/bin/mlir-opt}
 PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
 # name:D:block_m:block_n:stages:causal:ws:overlap:pingpong[:split]
-VARIANTS=${VARIANTS:-"ws_s2:128:128:128:2:0:1:0:0 ov_s2:128:128:128:2:0:1:1:0 pp_s2:128:128:128:2:0:1:0:1 ovpp_s2:128:128:128:2:0:1:1:1 ovpp_s3:128:128:128:3:0:1:1:1 ov_s2_causal:128:128:128:2:1:1:1:0 ovpp_s2_causal:128:128:128:2:1:1:1:1 ovpp_n176:128:128:176:2:0:1:1:1 ovpp_n192:128:128:192:2:0:1:1:1 pp_s2_causal:128:128:128:2:1:1:0:1 ov_n176:128:128:176:2:0:1:1:0"}
+VARIANTS=${VARIANTS:-"ovpps_s2:128:128:128:2:0:1:1:1:1 ovpps_n176_causal:128:128:176:2:1:1:1:1:1 ovpps_s3:128:128:128:3:0:1:1:1:1 ovpps_n176:128:128:176:2:0:1:1:1:1 ovpps_s3_causal:128:128:128:3:1:1:1:1:1 ovpp_s3:128:128:128:3:0:1:1:1:0 ovpp_s3_causal:128:128:128:3:1:1:1:1:0 ws_s2:128:128:128:2:0:1:0:0:0 ws_s2_causal:128:128:128:2:1:1:0:0:0"}
 mkdir -p build
 for v in $VARIANTS; do
   IFS=: read -r name D BM BN ST CA WS OV PP SP <<<"$v"

@@ -21,4 +21,4 @@ for v in $VARS; do
   cuobjdump --dump-sass "build/$v.cubin" > "/tmp/$v.sass" 2>&1
   echo "SASS $v: HGMMA=$(grep -c HGMMA /tmp/$v.sass) UTMALDG=$(grep -c UTMALDG /tmp/$v.sass) SYNCS=$(grep -c SYNCS /tmp/$v.sass) MUFU.EX2=$(grep -c MUFU.EX2 /tmp/$v.sass) F2FP.BF16=$(grep -c 'F2FP.BF16' /tmp/$v.sass) USETMAXREG=$(grep -c USETMAXREG /tmp/$v.sass) LDL/STL=$(grep -cE 'LDL|STL' /tmp/$v.sass)" | tee -a "$OUT/run_log.txt"
 done
-for s in ${SASS_SAVE:-ovpp_s2}; do [ -f "/tmp/$s.sass" ] && cp "/tmp/$s.sass" "$OUT/$s.sass"; done
+for s in ${SASS_SAVE:-ovpps_s2}; do [ -f "/tmp/$s.sass" ] && cp "/tmp/$s.sass" "$OUT/$s.sass"; done

@@ -705,13 +705,17 @@ def main():
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--causal", type=int, default=0)
     ap.add_argument("--ws", type=int, default=1)
-    ap.add_argument("--overlap", type=int, default=0, help="FA3 intra-warpgroup S/PV overlap")
-    ap.add_argument("--pingpong", type=int, default=0, help="named-barrier ping-pong of the 2 consumers")
+    ap.add_argument("--overlap", type=int, default=1, help="FA3 intra-warpgroup S/PV overlap")
+    ap.add_argument("--pingpong", type=int, default=1, help="named-barrier ping-pong of the 2 consumers")
     ap.add_argument("--fence", type=int, default=1, help="fence wgmma results (CUTLASS fence_operand)")
-    ap.add_argument("--split", type=int, default=0, help="release K slots after S, V slots after PV")
+    ap.add_argument("--split", type=int, default=1, help="release K slots after S, V slots after PV")
     ap.add_argument("--name", default="fa_fwd")
     ap.add_argument("--meta", help="write launch metadata json here")
     a = ap.parse_args()
+    if not a.ws:
+        import sys
+        print("gen.py: warning: --ws 0 (thread 0 of consumer warpgroup 0 issues TMA) FAILED the GPU "
+              "checks on 2026-12-02 (wrong rows); use the default --ws 1", file=sys.stderr)
     txt, meta = gen(a.D, a.block_m, a.block_n, a.stages, bool(a.causal), a.ws, a.name,
                     overlap=a.overlap, pingpong=a.pingpong, fence=a.fence, split=a.split)
     print(txt, end="")
