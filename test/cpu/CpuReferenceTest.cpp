@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostData.h"
-#include "Reference.h"
+#include "flashc/Reference/HostData.h"
+#include "flashc/Reference/Reference.h"
 #include "flashc/InitAll.h"
 #include "flashc/Pipeline/Pipelines.h"
 
@@ -67,8 +67,8 @@ HostTensor randomTensor(std::mt19937 &rng, const Case &c, int64_t rows,
     float x = uniform(rng);
     if (row % 3 == 0)
       x *= hotRowFactor;
-    t.bits[i] = flashrun::floatToHalfBits(x, c.dtype);
-    t.values[i] = flashrun::halfBitsToFloat(t.bits[i], c.dtype);
+    t.bits[i] = flashc::ref::floatToHalfBits(x, c.dtype);
+    t.values[i] = flashc::ref::halfBitsToFloat(t.bits[i], c.dtype);
   }
   return t;
 }
@@ -154,7 +154,7 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   HostTensor v = randomTensor(rng, c, c.seqK, 1.0f);
   // Poison: a row the kernel forgets to write stays NaN and fails below.
   std::vector<uint16_t> o(c.batch * c.heads * c.seqQ * c.headDim,
-                          flashrun::halfNaNBits(c.dtype));
+                          flashc::ref::halfNaNBits(c.dtype));
   std::vector<float> lse(c.batch * c.heads * c.seqQ,
                          std::numeric_limits<float>::quiet_NaN());
 
@@ -168,12 +168,12 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   int64_t maskedRows = 0;
   std::vector<double> expected(c.headDim), scratch;
   for (int64_t bh = 0; bh < c.batch * c.heads; ++bh) {
-    flashrun::HeadView head{q.values.data() + bh * c.seqQ * c.headDim,
+    flashc::ref::HeadView head{q.values.data() + bh * c.seqQ * c.headDim,
                             k.values.data() + bh * c.seqK * c.headDim,
                             v.values.data() + bh * c.seqK * c.headDim};
     for (int64_t i = 0; i < c.seqQ; ++i) {
       double expectedLse =
-          flashrun::referenceRow(head, i, c.seqQ, c.seqK, c.headDim, scale,
+          flashc::ref::referenceRow(head, i, c.seqQ, c.seqK, c.headDim, scale,
                                  c.causal, expected.data(), scratch);
       float gotLse = lse[bh * c.seqQ + i];
       const uint16_t *row = o.data() + (bh * c.seqQ + i) * c.headDim;
@@ -182,7 +182,7 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
         ASSERT_TRUE(std::isinf(gotLse) && gotLse < 0)
             << "fully masked row " << i << " has LSE " << gotLse;
         for (int64_t d = 0; d < c.headDim; ++d)
-          ASSERT_EQ(flashrun::halfBitsToFloat(row[d], c.dtype), 0.0f)
+          ASSERT_EQ(flashc::ref::halfBitsToFloat(row[d], c.dtype), 0.0f)
               << "fully masked row " << i << " column " << d;
         continue;
       }
@@ -190,7 +190,7 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
       lseErrSq += (gotLse - expectedLse) * (gotLse - expectedLse);
       lseRefSq += expectedLse * expectedLse;
       for (int64_t d = 0; d < c.headDim; ++d) {
-        float got = flashrun::halfBitsToFloat(row[d], c.dtype);
+        float got = flashc::ref::halfBitsToFloat(row[d], c.dtype);
         ASSERT_TRUE(std::isfinite(got))
             << "row " << i << " column " << d << " is " << got;
         errSq += (got - expected[d]) * (got - expected[d]);

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostData.h"
-#include "Reference.h"
+#include "flashc/Reference/HostData.h"
+#include "flashc/Reference/Reference.h"
 
 #include "flashc/Runtime/Kernel.h"
 
@@ -30,7 +30,7 @@
 
 using namespace llvm;
 using namespace flashc::rt;
-using namespace flashrun;
+using namespace flashc::ref;
 
 static cl::OptionCategory category("flash-run options");
 static cl::opt<std::string> kernelPath(cl::Positional, cl::Required,

@@ -1,17 +1,17 @@
-//===- Reference.h - float64 attention reference for one row ---*- C++ -*-===//
+//===- Reference.h - float64 attention reference for one row ----*- C++ -*-===//
 //
 // softmax(scale * q K^T) V and its log-sum-exp for a single query row, in
 // double precision, with flashc's causal convention (bottom-right aligned).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHRUN_REFERENCE_H
-#define FLASHRUN_REFERENCE_H
+#ifndef FLASHC_REFERENCE_REFERENCE_H
+#define FLASHC_REFERENCE_REFERENCE_H
 
 #include <cstdint>
 #include <vector>
 
-namespace flashrun {
+namespace flashc::ref {
 
 /// Host copy of one (b, h) slice: rows of D doubles, row-major.
 struct HeadView {
@@ -26,6 +26,6 @@ double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
                     int64_t headDim, double scale, bool causal, double *out,
                     std::vector<double> &scratch);
 
-} // namespace flashrun
+} // namespace flashc::ref
 
-#endif // FLASHRUN_REFERENCE_H
+#endif // FLASHC_REFERENCE_REFERENCE_H

@@ -1,20 +1,20 @@
-//===- HostData.h - Host-side tensors and half-precision conversion -*- C++
-//-*-===//
+//===- HostData.h - half-precision values on the host -----------*- C++ -*-===//
 //
-// flash-run keeps inputs on the host as the exact values the GPU sees (after
-// rounding to bf16/f16), stored as doubles for the reference.
+// flash-run and the CPU numerics test keep inputs on the host as the exact
+// values the kernel sees (after rounding to bf16/f16), stored as doubles for
+// the reference.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHRUN_HOSTDATA_H
-#define FLASHRUN_HOSTDATA_H
+#ifndef FLASHC_REFERENCE_HOSTDATA_H
+#define FLASHC_REFERENCE_HOSTDATA_H
 
 #include "flashc/Runtime/KernelMetadata.h"
 
 #include <cstdint>
 #include <vector>
 
-namespace flashrun {
+namespace flashc::ref {
 
 /// Rounds a float to bf16/f16 bits (round to nearest even).
 uint16_t floatToHalfBits(float x, flashc::rt::DType dtype);
@@ -30,6 +30,6 @@ inline int64_t offsetOf(const int64_t strides[4], int64_t b, int64_t h,
   return b * strides[0] + h * strides[1] + n * strides[2] + d * strides[3];
 }
 
-} // namespace flashrun
+} // namespace flashc::ref
 
-#endif // FLASHRUN_HOSTDATA_H
+#endif // FLASHC_REFERENCE_HOSTDATA_H

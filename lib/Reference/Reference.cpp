@@ -5,12 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Reference.h"
+#include "flashc/Reference/Reference.h"
 
 #include <cmath>
 #include <limits>
 
-namespace flashrun {
+namespace flashc::ref {
 
 double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
                     int64_t headDim, double scale, bool causal, double *out,
@@ -44,4 +44,4 @@ double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
   return m + std::log(l);
 }
 
-} // namespace flashrun
+} // namespace flashc::ref

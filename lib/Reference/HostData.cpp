@@ -4,14 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostData.h"
+#include "flashc/Reference/HostData.h"
 
 #include <cmath>
 #include <cstring>
 
 using flashc::rt::DType;
 
-namespace flashrun {
+namespace flashc::ref {
 
 static uint32_t bitsOf(float x) {
   uint32_t u;
@@ -74,4 +74,4 @@ uint16_t halfNaNBits(DType dtype) {
   return dtype == DType::BF16 ? 0x7fc0 : 0x7e00;
 }
 
-} // namespace flashrun
+} // namespace flashc::ref
