@@ -8,11 +8,14 @@
 #include "flashc/InitAll.h"
 
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   flashc::registerAllDialects(registry);
+  // -gpu-lower-to-nvvm-pipeline serialises gpu.modules through LLVM IR.
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::registerAllPasses();
   flashc::registerAllPasses();
   return mlir::asMainReturnCode(

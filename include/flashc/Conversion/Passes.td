@@ -39,4 +39,32 @@ def ConvertFlashTilesToLinalg : Pass<"convert-flash-tiles-to-linalg"> {
   ];
 }
 
+def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
+  let summary = "Lower attention tile programs to a Hopper gpu.module kernel";
+  let description = [{
+    Each function holding a `flash.grid` attention tile program (the form
+    `-flash-tile -flash-fuse` produce, with its `flash.config`) becomes a
+    `gpu.func` kernel in a `gpu.module` of upstream dialects (gpu, nvgpu,
+    nvvm, llvm, arith, math, scf, memref): TMA loads of Q, K and V into
+    swizzled shared-memory rings completed on mbarriers, `wgmma` for both
+    products with P fed from registers, a producer warpgroup and consumer
+    warpgroups with `setmaxnreg`, the online softmax on the accumulator
+    layout with exp2. The kernel carries its launch contract (threads,
+    shared memory, grid rule, parameters) as the `flash.launch` attribute,
+    which the target layer writes into the kernel's metadata JSON. The host
+    function is removed: launching is the runtime's job.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "GPU architecture the kernel is written for">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // FLASHC_CONVERSION_PASSES_TD

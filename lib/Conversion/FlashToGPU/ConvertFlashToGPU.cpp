@@ -1,0 +1,152 @@
+//===- ConvertFlashToGPU.cpp - the -convert-flash-to-gpu pass -------------===//
+//
+// Replaces each function holding an attention tile program with
+// `gpu.module @<func>_kernels { gpu.func @<func>(...) kernel }`, the module
+// becoming a `gpu.container_module`. The kernel's launch contract is the
+// `flash.launch` dictionary on the gpu.func (docs/kernel-metadata.md minus
+// provenance); launching is the runtime's job, so no host code remains.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashToGPU.h"
+
+#include "Flash/FlashOps.h"
+#include "flashc/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_CONVERTFLASHTOGPU
+#include "flashc/Conversion/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::gpu_lowering;
+
+DictionaryAttr
+mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
+                                           const KernelSpec &spec) {
+  Builder b(ctx);
+  auto dict = [&](ArrayRef<std::pair<StringRef, Attribute>> entries) {
+    SmallVector<NamedAttribute> attrs;
+    for (auto [name, value] : entries)
+      attrs.push_back(b.getNamedAttr(name, value));
+    return b.getDictionaryAttr(attrs);
+  };
+  auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+  auto str = [&](StringRef s) { return b.getStringAttr(s); };
+  auto tmaPtr = [&](StringRef tensor, int64_t rows) {
+    return dict({{"kind", str("tma_ptr")},
+                 {"tensor", str(tensor)},
+                 {"box", b.getDenseI64ArrayAttr({rows, 64})},
+                 {"swizzle", i64(128)},
+                 {"rank", i64(3)}});
+  };
+  SmallVector<Attribute> params = {
+      tmaPtr("q", spec.blockM), tmaPtr("k", spec.blockN),
+      tmaPtr("v", spec.blockN),
+      dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
+  if (spec.hasLse)
+    params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));
+  params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
+  params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_k")}}));
+  params.push_back(dict({{"kind", str("f32")}, {"value", str("scale_log2")}}));
+
+  return dict(
+      {{"dtype", str(isa<BFloat16Type>(spec.elementType) ? "bf16" : "f16")},
+       {"head_dim", i64(spec.headDim)},
+       {"causal", b.getBoolAttr(spec.causal)},
+       {"scale", b.getF64FloatAttr(spec.scale)},
+       {"has_lse", b.getBoolAttr(spec.hasLse)},
+       {"block", b.getDenseI64ArrayAttr({spec.threads(), 1, 1})},
+       {"cluster", b.getDenseI64ArrayAttr({1, 1, 1})},
+       {"shared_memory_bytes", i64(spec.sharedMemoryBytes())},
+       {"grid", dict({{"kind", str("tiles")}, {"block_m", i64(spec.blockM)}})},
+       {"config", dict({{"block_m", i64(spec.blockM)},
+                        {"block_n", i64(spec.blockN)},
+                        {"stages", i64(spec.stages)},
+                        {"warpgroups", i64(spec.warpgroups)},
+                        {"producer_warpgroups", i64(1)},
+                        {"producer_regs", i64(KernelSpec::kProducerRegs)},
+                        {"consumer_regs", i64(spec.consumerRegs())},
+                        {"overlap", i64(0)},
+                        {"pingpong", i64(0)}})},
+       {"params", b.getArrayAttr(params)}});
+}
+
+/// Builds the gpu.module holding the kernel of `spec` next to `func`.
+static void buildKernelModule(func::FuncOp func, const KernelSpec &spec) {
+  MLIRContext *ctx = func.getContext();
+  ImplicitLocOpBuilder b(func.getLoc(), func);
+  auto module =
+      gpu::GPUModuleOp::create(b, b.getStringAttr(spec.name + "_kernels"));
+  b.setInsertionPointToStart(module.getBody());
+
+  auto genericPtr = LLVM::LLVMPointerType::get(ctx);
+  auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  SmallVector<Type> args = {genericPtr, genericPtr, genericPtr, globalPtr};
+  if (spec.hasLse)
+    args.push_back(globalPtr);
+  args.append({b.getI32Type(), b.getI32Type(), b.getF32Type()});
+  auto kernel =
+      gpu::GPUFuncOp::create(b, spec.name, b.getFunctionType(args, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                  b.getDenseI32ArrayAttr({int32_t(spec.threads()), 1, 1}));
+  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(1));
+  kernel->setAttr("flash.launch", buildLaunchAttr(ctx, spec));
+
+  ImplicitLocOpBuilder kb(func.getLoc(), ctx);
+  KernelEmitter emitter(kb, spec, &kernel.getBody().front());
+  emitter.emitKernel();
+}
+
+namespace {
+
+struct ConvertFlashToGPUPass
+    : public mlir::flash::impl::ConvertFlashToGPUBase<ConvertFlashToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (chip != "sm_90a") {
+      module.emitError("flash-to-gpu: chip ")
+          << chip << " is not supported (the kernel uses wgmma, TMA and "
+          << "setmaxnreg: sm_90a only)";
+      return signalPassFailure();
+    }
+    // Functions that hold flash ops; others are left alone.
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      bool hasFlash = func.walk([](Operation *op) {
+                            return isa<FlashDialect>(op->getDialect())
+                                       ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+                          })
+                          .wasInterrupted();
+      if (hasFlash)
+        funcs.push_back(func);
+    }
+    bool failedAny = false;
+    for (func::FuncOp func : funcs) {
+      FailureOr<KernelSpec> spec = matchAttentionTileProgram(func);
+      if (failed(spec)) {
+        failedAny = true;
+        continue;
+      }
+      buildKernelModule(func, *spec);
+      func.erase();
+    }
+    if (failedAny)
+      return signalPassFailure();
+    if (!funcs.empty())
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(&getContext()));
+  }
+};
+
+} // namespace

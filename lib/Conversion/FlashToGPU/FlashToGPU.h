@@ -1,0 +1,193 @@
+//===- FlashToGPU.h - pieces of -convert-flash-to-gpu -----------*- C++ -*-===//
+//
+// Internal interface of the FlashToGPU conversion: the kernel description the
+// matcher extracts from a canonical attention tile program, and the emitter
+// whose member families (shared memory and TMA, wgmma, softmax, epilogue,
+// inline PTX) live in one file each. The emitted kernel follows
+// prototypes/gpu/gen.py (its default variant: warp specialised, one producer
+// warpgroup and one consumer warpgroup per 64 query rows, no intra-warpgroup
+// overlap, no ping-pong).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H
+#define FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Support/LLVM.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+
+namespace mlir::flash::gpu_lowering {
+
+/// What the canonical tile program asks for, and the resources the kernel
+/// that implements it uses. Everything the emitters need is derived here.
+struct KernelSpec {
+  std::string name;
+  Type elementType;   // bf16 or f16
+  int64_t headDim;    // 64, 128 or 256
+  int64_t blockM;     // query rows per block = 64 * warpgroups
+  int64_t blockN;     // keys per iteration
+  int64_t stages;     // K/V ring depth
+  int64_t warpgroups; // consumer warpgroups
+  bool causal;
+  bool hasLse;
+  double scale;    // natural softmax scale
+  float scaleLog2; // scale * log2(e), as the tile program has it
+
+  /// Registers per thread after setmaxnreg, producer and consumers.
+  static constexpr int64_t kProducerRegs = 24;
+  int64_t consumerRegs() const;
+
+  int64_t threads() const { return 128 * (warpgroups + 1); }
+  /// 64-column (128-byte) boxes per tile row.
+  int64_t boxesPerRow() const { return headDim / 64; }
+  int64_t qBoxBytes() const { return blockM * 128; }
+  int64_t kvBoxBytes() const { return blockN * 128; }
+  int64_t stageBytes() const { return boxesPerRow() * kvBoxBytes(); }
+  int64_t offQ() const { return 0; }
+  int64_t offK() const { return boxesPerRow() * qBoxBytes(); }
+  int64_t offV() const { return offK() + stages * stageBytes(); }
+  /// Dynamic shared memory: the tiles plus 1 KiB to align the base by hand.
+  int64_t sharedMemoryBytes() const {
+    return offV() + stages * stageBytes() + 1024;
+  }
+  /// mbarrier indices: full_k[s], full_v[s], empty[s], q.
+  int64_t numBarriers() const { return 3 * stages + 1; }
+  int64_t barFullK() const { return 0; }
+  int64_t barFullV() const { return stages; }
+  int64_t barEmpty() const { return 2 * stages; }
+  int64_t barQ() const { return 3 * stages; }
+  /// f32 accumulator registers per thread of S and of O.
+  int64_t sRegs() const { return blockN / 2; }
+  int64_t oRegs() const { return headDim / 2; }
+};
+
+/// Recognises the tile program `-flash-tile -flash-fuse` produce in `func`
+/// (one flash.grid, the Q load, one or two key loops, finalize, stores) and
+/// returns its description, or emits an error naming what is unsupported.
+FailureOr<KernelSpec> matchAttentionTileProgram(func::FuncOp func);
+
+/// The kernel's launch contract (`flash.launch`).
+DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
+
+/// Builds the kernel body into the entry block of a gpu.func. Member families
+/// are defined in SharedMemory.cpp, Wgmma.cpp, Softmax.cpp, Epilogue.cpp and
+/// KernelBody.cpp; inline PTX is in InlinePtx.cpp.
+class KernelEmitter {
+public:
+  KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec, Block *entry);
+
+  /// Emits the whole kernel, ending with gpu.return.
+  void emitKernel();
+
+  //===--- constants (hoisted to the entry block, one per value) ----------===//
+  Value cIndex(int64_t v);
+  Value cI32(int64_t v);
+  Value cI64(int64_t v);
+  Value cI1(bool v);
+  Value cF32(float v);
+
+  //===--- control flow helpers ------------------------------------------===//
+  /// scf.for lb..ub step 1 carrying `inits`; `body` returns the yielded values.
+  SmallVector<Value>
+  forLoop(Value lb, Value ub, ValueRange inits,
+          function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  /// scf.if without results.
+  void ifThen(Value cond, function_ref<void()> thenFn);
+  /// scf.if with results: `thenFn` yields, the else branch yields `elseVals`.
+  SmallVector<Value> ifThenElse(Value cond, TypeRange types,
+                                function_ref<SmallVector<Value>()> thenFn,
+                                ValueRange elseVals);
+
+  //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
+  void emitSharedMemoryAndBarriers();
+  void emitTileBounds();
+  void issueQ();
+  void issueKV(Value j);
+  void waitEmpty(Value j);
+  void emitProducer();
+  struct Slot {
+    Value slot, parity, descOffset;
+  };
+  Slot slotInfo(Value j);
+  void waitFull(int64_t baseBarrier, Value slot, Value parity);
+
+  //===--- Wgmma.cpp: descriptors and both products ----------------------===//
+  void emitDescriptors(Value consumerIdx);
+  struct SOperands {
+    SmallVector<Value> a, b;
+  };
+  SOperands prepS(const Slot &s);
+  Value emitS(const SOperands &ops);
+  SmallVector<Value> sValues(Value sAcc);
+  SmallVector<Value> prepPV(const Slot &s);
+  Value emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
+               ArrayRef<Value> vDescs);
+  SmallVector<Value> oValues(Value oAcc);
+  void wgWait(int64_t pending);
+  void release(Value slot);
+
+  //===--- Softmax.cpp: online softmax on the accumulator layout ---------===//
+  struct SoftmaxResult {
+    SmallVector<Value> mNew, lNew, alpha, packedP;
+  };
+  SoftmaxResult softmax(SmallVector<Value> s, ArrayRef<Value> mOld,
+                        ArrayRef<Value> lOld, bool masked, Value j);
+  SmallVector<Value> scaleAcc(ArrayRef<Value> acc, ArrayRef<Value> alpha);
+  /// Two f32 -> one i32 holding two 16-bit floats (cvt.rn.{bf16,f16}x2.f32).
+  Value packPair(Value lo, Value hi);
+
+  //===--- Epilogue.cpp -----------------------------------------------===//
+  void emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
+                    ArrayRef<Value> accFinal);
+
+  //===--- KernelBody.cpp: roles and the consumer main loop ---------------===//
+  void emitConsumer(Value consumerIdx, Value threadInGroup);
+
+private:
+  Value constant(TypedAttr attr);
+
+public:
+  ImplicitLocOpBuilder &b;
+  const KernelSpec &spec;
+  MLIRContext *ctx;
+  OpBuilder constBuilder;
+  DenseMap<Attribute, Value> constants;
+
+  // Types.
+  Type f32, i32, i64, i1, indexTy;
+  nvgpu::MBarrierGroupType barType;
+  nvgpu::TensorMapDescriptorType tmQType, tmKVType;
+  MemRefType qBoxType, kvBoxType;
+
+  // Kernel arguments (after the casts of the tensor-map pointers).
+  Value tmQ, tmK, tmV, outPtr, lsePtr, seqQ, seqK, scaleLog2;
+
+  // Prologue values.
+  Value smem, shift, baseDesc, tid, tid32, blockX32, blockY, bar, isThread0;
+  // Tile bounds (i32 block level, index loop bounds).
+  Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
+  // Consumer thread geometry and descriptors.
+  Value quad, row0, row1, col0, qDesc, kDesc0, vDesc0;
+};
+
+//===--- InlinePtx.cpp: the only inline PTX of the kernel
+//------------------===//
+
+/// wgmma.mma_async m64n{N}k16 with A from registers (4 x b32 of P) and B from
+/// a shared-memory descriptor, accumulating into `acc` (a struct of f32).
+Value createWgmmaRegA(ImplicitLocOpBuilder &b, Type accType, Type elementType,
+                      int64_t n, ArrayRef<Value> aRegs, Value descB,
+                      ValueRange accIn, Value scaleD);
+/// CUTLASS's warpgroup_fence_operand: an empty asm that pins `v` in a
+/// register at this point.
+Value fenceOperand(ImplicitLocOpBuilder &b, Value v);
+
+} // namespace mlir::flash::gpu_lowering
+
+#endif // FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H

@@ -1,0 +1,285 @@
+//===- MatchTileProgram.cpp - recognise the canonical attention tile program //
+//
+// The GPU kernel is not derived op by op: it is one hand-scheduled kernel
+// (TMA ring, warp specialisation, wgmma, register softmax) parameterised by
+// what the tile program says. This file checks that a function is the tile
+// program `-flash-tile -flash-fuse` produce and extracts those parameters,
+// with an error naming the first thing the kernel does not implement:
+//
+//   func @f(%q, %k, %v, %o[, %lse]) attributes {flash.config = ...} {
+//     flash.grid %query_tiles, %batch_heads {
+//       %qt = flash.load_tile %q[...]
+//       scf.for (unmasked keys) { load K, V; dot transpose_b; softmax_update
+//                                 base2; rescale; truncf; dot }
+//       scf.for (masked keys)   { ... flash.mask [causal] ... }
+//       %o, %lse = flash.finalize ... base2
+//       flash.store_tile (truncf %o), %o[...]; [flash.store_tile %lse, ...]
+//     }
+//   }
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashToGPU.h"
+
+#include "Flash/FlashAttrs.h"
+#include "Flash/FlashOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::gpu_lowering;
+
+/// Shared memory an sm_90a block may opt in to (227 KiB).
+static constexpr int64_t kMaxSharedMemory = 232448;
+
+int64_t KernelSpec::consumerRegs() const {
+  // 64K registers per SM for one block: the producer keeps kProducerRegs,
+  // the consumers share the rest (setmaxnreg wants multiples of 8, <= 240
+  // leaves headroom under the 255 limit).
+  int64_t perThread = (65536 / 128 - kProducerRegs) / warpgroups;
+  return std::min<int64_t>(240, perThread / 8 * 8);
+}
+
+namespace {
+
+/// Checks one key loop's body: K and V loads, S = Q K^T, optional mask,
+/// base-2 softmax update, rescale, P cast, O += P V.
+struct LoopInfo {
+  MaskOp mask;
+  SoftmaxUpdateOp softmax;
+};
+
+} // namespace
+
+static FailureOr<LoopInfo> matchKeyLoop(scf::ForOp loop, Value q, Value k,
+                                        Value v, const KernelSpec &spec) {
+  LoopInfo info;
+  int numLoads = 0, numDots = 0, numRescales = 0, numTruncs = 0;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto load = dyn_cast<LoadTileOp>(op)) {
+      if (load.getSource() != k && load.getSource() != v)
+        return load.emitError("flash-to-gpu: a key loop may load only K and "
+                              "V tiles");
+      auto type = cast<RankedTensorType>(load.getType());
+      if (type.getShape() != ArrayRef<int64_t>{spec.blockN, spec.headDim})
+        return load.emitError("flash-to-gpu: K/V tiles must be block_n x "
+                              "head_dim = ")
+               << spec.blockN << "x" << spec.headDim << ", got " << type;
+      ++numLoads;
+    } else if (isa<DotOp>(op)) {
+      ++numDots;
+    } else if (auto mask = dyn_cast<MaskOp>(op)) {
+      if (info.mask)
+        return mask.emitError("flash-to-gpu: more than one flash.mask in a "
+                              "key loop");
+      info.mask = mask;
+    } else if (auto sm = dyn_cast<SoftmaxUpdateOp>(op)) {
+      if (info.softmax)
+        return sm.emitError("flash-to-gpu: more than one "
+                            "flash.softmax_update in a key loop");
+      if (!sm.getBase2())
+        return sm.emitError("flash-to-gpu: the GPU kernel needs the base-2 "
+                            "online softmax (run -flash-fuse)");
+      info.softmax = sm;
+    } else if (isa<RescaleOp>(op)) {
+      ++numRescales;
+    } else if (isa<arith::TruncFOp>(op)) {
+      ++numTruncs;
+    } else if (!isa<arith::ArithDialect>(op.getDialect()) ||
+               !llvm::all_of(op.getResultTypes(),
+                             [](Type t) { return t.isIntOrIndexOrFloat(); })) {
+      return op.emitError("flash-to-gpu: unsupported op in a key loop of the "
+                          "tile program: ")
+             << op.getName();
+    }
+  }
+  if (numLoads != 2 || numDots != 2 || !info.softmax || numRescales != 1 ||
+      numTruncs != 1 || loop.getNumRegionIterArgs() != 3)
+    return loop.emitError(
+        "flash-to-gpu: not a canonical key loop (expected load K, load V, "
+        "dot transpose_b, [mask], softmax_update, rescale, truncf, dot "
+        "carrying acc, max, sum)");
+  // S = Q K^T must read the Q tile.
+  for (DotOp dot : loop.getBody()->getOps<DotOp>())
+    if (dot.getTransposeB() && dot.getA() != q)
+      return dot.emitError("flash-to-gpu: S = Q K^T must read the Q tile");
+  return info;
+}
+
+FailureOr<KernelSpec>
+mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
+  auto grids = llvm::to_vector(func.getOps<GridOp>());
+  if (grids.size() != 1) {
+    if (grids.empty()) {
+      WalkResult r = func.walk([](AttentionOp op) {
+        op.emitError("flash-to-gpu: flash.attention must be tiled first "
+                     "(run -flash-tile -flash-fuse)");
+        return WalkResult::interrupt();
+      });
+      if (r.wasInterrupted())
+        return failure();
+    }
+    return func.emitError("flash-to-gpu: expected exactly one flash.grid in "
+                          "the function, found ")
+           << grids.size();
+  }
+  GridOp grid = grids.front();
+
+  auto config = func->getAttrOfType<ConfigAttr>("flash.config");
+  if (!config)
+    return func.emitError(
+        "flash-to-gpu: missing the flash.config tile configuration");
+
+  // Arguments: q, k, v, o [, lse].
+  if (func.getNumArguments() != 4 && func.getNumArguments() != 5)
+    return func.emitError("flash-to-gpu: expected arguments (q, k, v, o[, "
+                          "lse]), got ")
+           << func.getNumArguments();
+  SmallVector<MemRefType> types;
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type)
+      return func.emitError("flash-to-gpu: argument #")
+             << arg.getArgNumber() << " is not a memref";
+    types.push_back(type);
+  }
+  for (int i = 0; i < 4; ++i)
+    if (types[i].getRank() != 4)
+      return func.emitError("flash-to-gpu: q, k, v and o must be rank-4 "
+                            "(batch x heads x seq x head_dim), argument #")
+             << i << " is " << types[i];
+
+  KernelSpec spec;
+  spec.name = func.getSymName().str();
+  spec.elementType = types[0].getElementType();
+  if (spec.elementType.isF32())
+    return func.emitError("flash-to-gpu: f32 attention is not supported: "
+                          "the wgmma kernel takes bf16 or f16 operands");
+  if (!isa<BFloat16Type, Float16Type>(spec.elementType))
+    return func.emitError("flash-to-gpu: element type ")
+           << spec.elementType << " is not supported (bf16 or f16)";
+  spec.headDim = types[0].getDimSize(3);
+  if (spec.headDim != 64 && spec.headDim != 128 && spec.headDim != 256)
+    return func.emitError("flash-to-gpu: head dim ")
+           << (ShapedType::isDynamic(spec.headDim)
+                   ? std::string("?")
+                   : std::to_string(spec.headDim))
+           << " is not supported (64, 128 or 256: whole 128-byte TMA boxes)";
+  for (int i = 1; i < 4; ++i)
+    if (types[i].getElementType() != spec.elementType ||
+        types[i].getDimSize(3) != spec.headDim)
+      return func.emitError("flash-to-gpu: q, k, v and o must share element "
+                            "type and head dim, argument #")
+             << i << " is " << types[i];
+  if (types.size() == 5 &&
+      (types[4].getRank() != 3 || !types[4].getElementType().isF32()))
+    return func.emitError("flash-to-gpu: lse must be a rank-3 f32 memref, "
+                          "got ")
+           << types[4];
+
+  spec.blockM = config.getBlockM();
+  spec.blockN = config.getBlockN();
+  spec.stages = config.getStages();
+  spec.warpgroups = config.getWarpgroups();
+  if (spec.blockM != 64 * spec.warpgroups)
+    return func.emitError("flash-to-gpu: block_m = ")
+           << spec.blockM << " with warpgroups = " << spec.warpgroups
+           << " is not supported: each consumer warpgroup owns 64 query rows "
+              "(block_m = 64 * warpgroups)";
+  if (spec.sharedMemoryBytes() > kMaxSharedMemory)
+    return func.emitError("flash-to-gpu: the config needs ")
+           << spec.sharedMemoryBytes()
+           << " bytes of shared memory, more than the " << kMaxSharedMemory
+           << " an sm_90a block may use (lower stages or block_n)";
+
+  // The grid body.
+  Value q = func.getArgument(0), k = func.getArgument(1),
+        v = func.getArgument(2), o = func.getArgument(3);
+  Value lse = types.size() == 5 ? func.getArgument(4) : Value();
+  LoadTileOp qLoad;
+  SmallVector<scf::ForOp> loops;
+  FinalizeOp finalize;
+  StoreTileOp oStore, lseStore;
+  for (Operation &op : grid.getBody().front()) {
+    if (auto load = dyn_cast<LoadTileOp>(op)) {
+      if (qLoad || load.getSource() != q)
+        return load.emitError("flash-to-gpu: outside the key loops only the "
+                              "Q tile may be loaded");
+      auto type = cast<RankedTensorType>(load.getType());
+      if (type.getShape() != ArrayRef<int64_t>{spec.blockM, spec.headDim})
+        return load.emitError("flash-to-gpu: the Q tile must be block_m x "
+                              "head_dim = ")
+               << spec.blockM << "x" << spec.headDim << ", got " << type;
+      qLoad = load;
+    } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      loops.push_back(loop);
+    } else if (auto fin = dyn_cast<FinalizeOp>(op)) {
+      if (finalize)
+        return fin.emitError("flash-to-gpu: more than one flash.finalize");
+      finalize = fin;
+    } else if (auto store = dyn_cast<StoreTileOp>(op)) {
+      if (store.getDest() == o && !oStore) {
+        oStore = store;
+      } else if (lse && store.getDest() == lse && !lseStore) {
+        lseStore = store;
+      } else {
+        return store.emitError("flash-to-gpu: unexpected flash.store_tile "
+                               "(one store of O and at most one of LSE)");
+      }
+    } else if (!isa<ProgramIdOp>(op) &&
+               !isa<arith::ArithDialect>(op.getDialect())) {
+      return op.emitError("flash-to-gpu: unsupported op in the tile "
+                          "program: ")
+             << op.getName();
+    }
+  }
+  if (!qLoad || loops.empty() || loops.size() > 2 || !finalize || !oStore)
+    return grid.emitError(
+        "flash-to-gpu: not a canonical attention tile program (expected a Q "
+        "load, one or two key loops, flash.finalize and the store of O)");
+
+  std::optional<bool> maskCausal;
+  std::optional<float> scaleLog2;
+  for (scf::ForOp loop : loops) {
+    FailureOr<LoopInfo> info = matchKeyLoop(loop, qLoad, k, v, spec);
+    if (failed(info))
+      return failure();
+    if (info->mask) {
+      if (maskCausal && *maskCausal != info->mask.getCausal())
+        return info->mask.emitError(
+            "flash-to-gpu: the key loops disagree on causal masking");
+      maskCausal = info->mask.getCausal();
+    }
+    float scale = info->softmax.getScale().convertToFloat();
+    if (scaleLog2 && *scaleLog2 != scale)
+      return info->softmax.emitError(
+          "flash-to-gpu: the key loops disagree on the softmax scale");
+    scaleLog2 = scale;
+  }
+  if (!finalize.getBase2())
+    return finalize.emitError("flash-to-gpu: the GPU kernel needs the base-2 "
+                              "flash.finalize (run -flash-fuse)");
+  spec.causal = maskCausal.value_or(false);
+  spec.scaleLog2 = *scaleLog2;
+  spec.scale = double(spec.scaleLog2) / M_LOG2E;
+
+  // O is the finalized output cast to the element type; LSE, if stored, is
+  // finalize's second result.
+  auto trunc = oStore.getValue().getDefiningOp<arith::TruncFOp>();
+  if (!trunc || trunc.getIn() != finalize.getOutput())
+    return oStore.emitError("flash-to-gpu: O must be the truncated output of "
+                            "flash.finalize");
+  if (lseStore && lseStore.getValue() != finalize.getLse())
+    return lseStore.emitError("flash-to-gpu: LSE must be flash.finalize's "
+                              "lse result");
+  if (lse && !lseStore)
+    return func.emitError("flash-to-gpu: the lse argument is never stored");
+  spec.hasLse = static_cast<bool>(lseStore);
+  return spec;
+}

@@ -1,0 +1,179 @@
+//===- SharedMemory.cpp - smem layout, mbarriers, TMA producer ------------===//
+//
+// The shared-memory side of the kernel: the dynamic shared memory window
+// aligned to 1 KiB by hand, the mbarrier group (full_k[s], full_v[s],
+// empty[s], q), the block's key-tile bounds, and the producer warpgroup that
+// issues the TMA loads of Q once and of K/V tile j into ring slot j % stages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashToGPU.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::flash::gpu_lowering;
+
+/// Spin budget of one mbarrier try_wait (the op loops until the phase flips).
+static constexpr int64_t kWaitTicks = 10000000;
+
+void KernelEmitter::emitSharedMemoryAndBarriers() {
+  auto smemType = MemRefType::get(
+      {ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  smem = gpu::DynamicSharedMemoryOp::create(b, smemType);
+  // 128B-swizzled TMA boxes and wgmma descriptors want a 1024-B aligned base;
+  // the dynamic window only guarantees 16 B, so shift it by hand (the kernel
+  // asks for 1 KiB more than the tiles need).
+  Value raw = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
+  Value mod = arith::RemUIOp::create(b, raw, cIndex(1024));
+  Value up = arith::SubIOp::create(b, cIndex(1024), mod);
+  shift = arith::RemUIOp::create(b, up, cIndex(1024));
+  Value base = arith::AddIOp::create(b, raw, shift);
+  Value base64 = arith::IndexCastOp::create(b, i64, base);
+  Value lo = arith::AndIOp::create(b, base64, cI64(0x3FFFF));
+  // The wgmma descriptor's start-address field is the address >> 4.
+  baseDesc = arith::ShRUIOp::create(b, lo, cI64(4));
+
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  tid32 = arith::IndexCastOp::create(b, i32, tid);
+  Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  blockX32 = arith::IndexCastOp::create(b, i32, blockX);
+  bar = nvgpu::MBarrierCreateOp::create(b, barType);
+
+  isThread0 =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cIndex(0));
+  ifThen(isThread0, [&] {
+    for (int64_t s = 0; s < spec.stages; ++s) {
+      nvgpu::MBarrierInitOp::create(b, bar, cIndex(1),
+                                    cIndex(spec.barFullK() + s), Value());
+      nvgpu::MBarrierInitOp::create(b, bar, cIndex(1),
+                                    cIndex(spec.barFullV() + s), Value());
+      // Every consumer thread arrives once it is done with the slot.
+      nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
+                                    cIndex(spec.barEmpty() + s), Value());
+    }
+    nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ()),
+                                  Value());
+  });
+  gpu::BarrierOp::create(b);
+}
+
+void KernelEmitter::emitTileBounds() {
+  m0 = arith::MulIOp::create(b, blockX32, cI32(spec.blockM));
+  Value hi;
+  if (spec.causal) {
+    // Bottom-right aligned: the last key row i sees is i + seq_k - seq_q.
+    diag = arith::SubIOp::create(b, seqK, seqQ);
+    Value hi0 = arith::AddIOp::create(b, m0, cI32(spec.blockM));
+    Value hi1 = arith::AddIOp::create(b, hi0, diag);
+    Value hi2 = arith::MinSIOp::create(b, hi1, seqK);
+    hi = arith::MaxSIOp::create(b, hi2, cI32(0));
+    Value lo0 = arith::AddIOp::create(b, m0, diag);
+    Value lo1 = arith::AddIOp::create(b, lo0, cI32(1));
+    Value lo2 = arith::MinSIOp::create(b, lo1, seqK);
+    Value lo3 = arith::MaxSIOp::create(b, lo2, cI32(0));
+    nFull = arith::DivSIOp::create(b, lo3, cI32(spec.blockN));
+  } else {
+    hi = seqK;
+    nFull = arith::DivSIOp::create(b, seqK, cI32(spec.blockN));
+  }
+  Value hi4 = arith::AddIOp::create(b, hi, cI32(spec.blockN - 1));
+  nHi = arith::DivSIOp::create(b, hi4, cI32(spec.blockN));
+  nFullIdx = arith::IndexCastOp::create(b, indexTy, nFull);
+  nHiIdx = arith::IndexCastOp::create(b, indexTy, nHi);
+  m0Idx = arith::IndexCastOp::create(b, indexTy, m0);
+}
+
+void KernelEmitter::issueQ() {
+  nvgpu::MBarrierArriveExpectTxOp::create(
+      b, bar, cIndex(spec.blockM * spec.headDim * 2), cIndex(spec.barQ()),
+      Value());
+  for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
+    Value off = arith::AddIOp::create(
+        b, shift, cIndex(spec.offQ() + c * spec.qBoxBytes()));
+    Value view = memref::ViewOp::create(b, qBoxType, smem, off, ValueRange());
+    nvgpu::TmaAsyncLoadOp::create(b, view, bar, tmQ,
+                                  ValueRange{cIndex(64 * c), m0Idx, blockY},
+                                  cIndex(spec.barQ()), Value(), Value());
+  }
+}
+
+void KernelEmitter::issueKV(Value j) {
+  Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
+  Value row = arith::MulIOp::create(b, j, cIndex(spec.blockN));
+  Value slotBytes = arith::MulIOp::create(b, slot, cIndex(spec.stageBytes()));
+  struct Operand {
+    Value map;
+    int64_t offset, barrier;
+  };
+  for (Operand op : {Operand{tmK, spec.offK(), spec.barFullK()},
+                     Operand{tmV, spec.offV(), spec.barFullV()}}) {
+    Value barId = arith::AddIOp::create(b, slot, cIndex(op.barrier));
+    nvgpu::MBarrierArriveExpectTxOp::create(
+        b, bar, cIndex(spec.blockN * spec.headDim * 2), barId, Value());
+    for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
+      Value o1 = arith::AddIOp::create(
+          b, slotBytes, cIndex(op.offset + c * spec.kvBoxBytes()));
+      Value o2 = arith::AddIOp::create(b, o1, shift);
+      Value view = memref::ViewOp::create(b, kvBoxType, smem, o2, ValueRange());
+      nvgpu::TmaAsyncLoadOp::create(b, view, bar, op.map,
+                                    ValueRange{cIndex(64 * c), row, blockY},
+                                    barId, Value(), Value());
+    }
+  }
+}
+
+void KernelEmitter::waitEmpty(Value j) {
+  // Tile j reuses the slot of tile j - stages: wait for that round's release.
+  Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
+  Value round = arith::DivUIOp::create(b, j, cIndex(spec.stages));
+  Value prev = arith::SubIOp::create(b, round, cIndex(1));
+  Value prev32 = arith::IndexCastOp::create(b, i32, prev);
+  Value bit = arith::AndIOp::create(b, prev32, cI32(1));
+  Value parity = arith::TruncIOp::create(b, i1, bit);
+  Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmpty()));
+  nvgpu::MBarrierTryWaitParityOp::create(b, bar, parity, cIndex(kWaitTicks),
+                                         barId);
+}
+
+void KernelEmitter::emitProducer() {
+  NVVM::SetMaxRegisterOp::create(b, KernelSpec::kProducerRegs,
+                                 NVVM::SetMaxRegisterAction::decrease);
+  // One thread issues every copy; the others of the warpgroup idle.
+  ifThen(isThread0, [&] {
+    nvgpu::TmaPrefetchOp::create(b, tmK, Value());
+    nvgpu::TmaPrefetchOp::create(b, tmV, Value());
+    issueQ();
+    forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
+      Value reuse = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, j,
+                                          cIndex(spec.stages));
+      ifThen(reuse, [&] { waitEmpty(j); });
+      issueKV(j);
+      return SmallVector<Value>();
+    });
+  });
+}
+
+KernelEmitter::Slot KernelEmitter::slotInfo(Value j) {
+  Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
+  Value round = arith::DivUIOp::create(b, j, cIndex(spec.stages));
+  Value round32 = arith::IndexCastOp::create(b, i32, round);
+  Value bit = arith::AndIOp::create(b, round32, cI32(1));
+  Value parity = arith::TruncIOp::create(b, i1, bit);
+  Value slot64 = arith::IndexCastOp::create(b, i64, slot);
+  Value descOffset =
+      arith::MulIOp::create(b, slot64, cI64(spec.stageBytes() / 16));
+  return {slot, parity, descOffset};
+}
+
+void KernelEmitter::waitFull(int64_t baseBarrier, Value slot, Value parity) {
+  Value barId = arith::AddIOp::create(b, slot, cIndex(baseBarrier));
+  nvgpu::MBarrierTryWaitParityOp::create(b, bar, parity, cIndex(kWaitTicks),
+                                         barId);
+}

@@ -1,0 +1,134 @@
+//===- Softmax.cpp - the online softmax on the wgmma accumulator layout ---===//
+//
+// flash.mask, flash.softmax_update (base2) and flash.rescale for one S tile
+// held in registers. In the m64nNk16 accumulator layout thread t of a
+// warpgroup holds rows warp*16 + lane/4 (r = 0) and +8 (r = 1), columns
+// 8i + 2(lane%4) + {0,1}: register i belongs to row (i/2)%2, column
+// 8(i/4) + i%2 of the thread's 8-column group. A row is spread over the four
+// threads of a quad, so row reductions are a register tree plus two
+// butterfly shuffles. The running max m is kept in log2 units and
+// p = exp2(s * scale_log2 - m) is one fma plus ex2.approx; the row sum l is
+// kept per thread and quad-reduced once, in the epilogue. A row that saw no
+// key yet (m = -inf) subtracts 0 instead, so nothing becomes NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashToGPU.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash::gpu_lowering;
+
+/// Pairwise tree reduction of `xs` with `combine`.
+template <typename OpTy>
+static Value treeReduce(ImplicitLocOpBuilder &b, SmallVector<Value> xs) {
+  while (xs.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t a = 0; a + 1 < xs.size(); a += 2)
+      next.push_back(OpTy::create(b, xs[a], xs[a + 1]));
+    if (xs.size() % 2)
+      next.push_back(xs.back());
+    xs = std::move(next);
+  }
+  return xs.front();
+}
+
+KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
+                                                    ArrayRef<Value> mOld,
+                                                    ArrayRef<Value> lOld,
+                                                    bool masked, Value j) {
+  const int64_t numS = spec.sRegs();
+  Value negInf = cF32(-std::numeric_limits<float>::infinity());
+  if (masked) {
+    // flash.mask: key column c of row i is visible iff c < seq_k and, when
+    // causal, c <= i + seq_k - seq_q. Compared as coff < limit - colBase.
+    Value j32 = arith::IndexCastOp::create(b, i32, j);
+    Value colBase0 = arith::MulIOp::create(b, j32, cI32(spec.blockN));
+    Value colBase = arith::AddIOp::create(b, colBase0, col0);
+    SmallVector<Value, 2> rel;
+    for (Value row : {row0, row1}) {
+      Value limit = seqK;
+      if (spec.causal) {
+        Value a = arith::AddIOp::create(b, row, diag);
+        Value a1 = arith::AddIOp::create(b, a, cI32(1));
+        limit = arith::MinSIOp::create(b, a1, seqK);
+      }
+      rel.push_back(limit);
+    }
+    for (Value &r : rel)
+      r = arith::SubIOp::create(b, r, colBase);
+    for (int64_t i = 0; i < numS; ++i) {
+      int64_t r = (i / 2) % 2;
+      int64_t colOff = 8 * (i / 4) + (i % 2);
+      Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, rel[r],
+                                       cI32(colOff));
+      s[i] = arith::SelectOp::create(b, ok, s[i], negInf);
+    }
+  }
+
+  SoftmaxResult res;
+  SmallVector<Value, 2> mNeg;
+  for (int64_t r = 0; r < 2; ++r) {
+    SmallVector<Value> xs;
+    for (int64_t i = 0; i < numS; ++i)
+      if ((i / 2) % 2 == r)
+        xs.push_back(s[i]);
+    Value mx = treeReduce<arith::MaxNumFOp>(b, xs);
+    for (int64_t off : {1, 2}) {
+      Value sh = NVVM::ShflOp::create(b, f32, cI32(-1), mx, cI32(off), cI32(31),
+                                      NVVM::ShflKind::bfly, UnitAttr());
+      mx = arith::MaxNumFOp::create(b, mx, sh);
+    }
+    Value mxScaled = arith::MulFOp::create(b, mx, scaleLog2);
+    Value mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled);
+    Value isNegInf =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
+    Value mUse = arith::SelectOp::create(b, isNegInf, cF32(0.0f), mNew);
+    Value d = arith::SubFOp::create(b, mOld[r], mUse);
+    res.alpha.push_back(math::Exp2Op::create(b, d));
+    res.mNew.push_back(mNew);
+    mNeg.push_back(arith::NegFOp::create(b, mUse));
+  }
+  SmallVector<Value> p;
+  for (int64_t i = 0; i < numS; ++i) {
+    Value t = math::FmaOp::create(b, s[i], scaleLog2, mNeg[(i / 2) % 2]);
+    p.push_back(math::Exp2Op::create(b, t));
+  }
+  for (int64_t r = 0; r < 2; ++r) {
+    SmallVector<Value> xs;
+    for (int64_t i = 0; i < numS; ++i)
+      if ((i / 2) % 2 == r)
+        xs.push_back(p[i]);
+    Value sum = treeReduce<arith::AddFOp>(b, xs);
+    res.lNew.push_back(math::FmaOp::create(b, lOld[r], res.alpha[r], sum));
+  }
+  for (int64_t i = 0; i < numS; i += 2)
+    res.packedP.push_back(packPair(p[i], p[i + 1]));
+  return res;
+}
+
+SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,
+                                           ArrayRef<Value> alpha) {
+  SmallVector<Value> out;
+  for (auto [i, a] : llvm::enumerate(acc))
+    out.push_back(arith::MulFOp::create(b, a, alpha[(i / 2) % 2]));
+  return out;
+}
+
+Value KernelEmitter::packPair(Value lo, Value hi) {
+  // llvm.fptrunc of a vector<2xf32> becomes one cvt.rn.{bf16,f16}x2.f32;
+  // vector.from_elements/bitcast would not be lowered inside gpu-to-nvvm.
+  auto v2f32 = VectorType::get({2}, f32);
+  auto v2half = VectorType::get({2}, spec.elementType);
+  Value u = LLVM::UndefOp::create(b, v2f32);
+  Value v0 = LLVM::InsertElementOp::create(b, u, lo, cI32(0));
+  Value v1 = LLVM::InsertElementOp::create(b, v0, hi, cI32(1));
+  Value t = LLVM::FPTruncOp::create(b, v2half, v1);
+  return LLVM::BitcastOp::create(b, i32, t);
+}

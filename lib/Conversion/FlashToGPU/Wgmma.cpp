@@ -1,0 +1,139 @@
+//===- Wgmma.cpp - wgmma descriptors, S = Q K^T and O += P V --------------===//
+//
+// The tensor-core side of a consumer warpgroup. Tiles sit in shared memory as
+// D/64 boxes of [rows x 64] 16-bit elements with the 128-byte swizzle, so:
+//   * Q and K are K-major operands: SW128, SBO = 1024 B (8 rows of 128 B);
+//     the k-step of 16 elements is +32 B, the next 64-column box +rows*128 B;
+//   * V is the MN-major (transposed) B operand of P V: SW128, LBO = one box
+//     (block_n * 128 B), SBO = 1024 B, the k-step of 16 keys is +2048 B.
+// S = Q K^T is `nvvm.wgmma.mma_async` with both operands in shared memory;
+// O += P V keeps P in registers (InlinePtx.cpp, MLIR 22 has no such op).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashToGPU.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::flash::gpu_lowering;
+
+/// wgmma shared-memory descriptor bits: swizzle mode 128B (bit 62), stride
+/// byte offset 1024 B >> 4 (bits 32..45), leading byte offset (bits 16..29).
+static constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
+static constexpr uint64_t kSbo1024 = uint64_t(64) << 32;
+
+void KernelEmitter::emitDescriptors(Value consumerIdx) {
+  // K-major: LBO is unused with the 128B swizzle (conventionally 1).
+  const uint64_t kMajor = kSwizzle128 | kSbo1024 | (uint64_t(1) << 16);
+  const uint64_t vMajor =
+      kSwizzle128 | kSbo1024 | (uint64_t(spec.kvBoxBytes() >> 4) << 16);
+  // This warpgroup's 64 query rows start 64 * 128 B into each Q box.
+  Value cw64 = arith::ExtUIOp::create(b, i64, consumerIdx);
+  Value qOff = arith::MulIOp::create(b, cw64, cI64(64 * 128 / 16));
+  Value qd0 = arith::AddIOp::create(b, baseDesc, qOff);
+  // The address field is below 2^14, so or-ing in the mode bits cannot carry.
+  qDesc = arith::OrIOp::create(b, qd0, cI64(kMajor));
+  kDesc0 = arith::AddIOp::create(b, baseDesc, cI64(kMajor + spec.offK() / 16));
+  vDesc0 = arith::AddIOp::create(b, baseDesc, cI64(vMajor + spec.offV() / 16));
+}
+
+KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
+  // Wait for K and compute every descriptor before the wgmma fence: ptxas
+  // serialises the wgmma chain (C7513) if a non-wgmma instruction defines a
+  // wgmma input between fence and commit.
+  waitFull(spec.barFullK(), s.slot, s.parity);
+  Value kd = arith::AddIOp::create(b, kDesc0, s.descOffset);
+  SOperands ops;
+  for (int64_t k = 0; k < spec.headDim / 16; ++k) {
+    int64_t box = k / 4, kk = k % 4;
+    ops.a.push_back(arith::AddIOp::create(
+        b, qDesc, cI64(box * spec.qBoxBytes() / 16 + kk * 2)));
+    ops.b.push_back(arith::AddIOp::create(
+        b, kd, cI64(box * spec.kvBoxBytes() / 16 + kk * 2)));
+  }
+  return ops;
+}
+
+Value KernelEmitter::emitS(const SOperands &ops) {
+  auto sType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(spec.sRegs(), f32));
+  NVVM::WGMMATypes inType = isa<BFloat16Type>(spec.elementType)
+                                ? NVVM::WGMMATypes::bf16
+                                : NVVM::WGMMATypes::f16;
+  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, spec.blockN, 16);
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  Value acc = LLVM::UndefOp::create(b, sType);
+  for (int64_t k = 0; k < spec.headDim / 16; ++k) {
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, sType, acc, ops.a[k], ops.b[k], shape, inType, inType,
+        NVVM::WGMMATypes::f32,
+        k == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col,
+        /*satfinite=*/NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  return acc;
+}
+
+SmallVector<Value> KernelEmitter::sValues(Value sAcc) {
+  SmallVector<Value> vals;
+  for (int64_t i = 0; i < spec.sRegs(); ++i)
+    vals.push_back(LLVM::ExtractValueOp::create(b, sAcc, i));
+  for (Value &v : vals)
+    v = fenceOperand(b, v);
+  return vals;
+}
+
+SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
+  waitFull(spec.barFullV(), s.slot, s.parity);
+  Value vd = arith::AddIOp::create(b, vDesc0, s.descOffset);
+  SmallVector<Value> descs;
+  for (int64_t kk = 0; kk < spec.blockN / 16; ++kk)
+    descs.push_back(arith::AddIOp::create(b, vd, cI64(kk * 16 * 128 / 16)));
+  return descs;
+}
+
+Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
+                            ArrayRef<Value> vDescs) {
+  auto oType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(spec.oRegs(), f32));
+  Value o = LLVM::UndefOp::create(b, oType);
+  for (auto [i, a] : llvm::enumerate(acc))
+    o = LLVM::InsertValueOp::create(b, o, a, i);
+  NVVM::WgmmaFenceAlignedOp::create(b);
+  for (int64_t kk = 0; kk < spec.blockN / 16; ++kk) {
+    SmallVector<Value> in;
+    for (int64_t i = 0; i < spec.oRegs(); ++i)
+      in.push_back(LLVM::ExtractValueOp::create(b, o, i));
+    o = createWgmmaRegA(b, oType, spec.elementType, spec.headDim,
+                        packedP.slice(4 * kk, 4), vDescs[kk], in, cI32(1));
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+  return o;
+}
+
+SmallVector<Value> KernelEmitter::oValues(Value oAcc) {
+  SmallVector<Value> vals;
+  for (int64_t i = 0; i < spec.oRegs(); ++i)
+    vals.push_back(LLVM::ExtractValueOp::create(b, oAcc, i));
+  for (Value &v : vals)
+    v = fenceOperand(b, v);
+  return vals;
+}
+
+void KernelEmitter::wgWait(int64_t pending) {
+  NVVM::WgmmaWaitGroupSyncOp::create(b, pending);
+}
+
+void KernelEmitter::release(Value slot) {
+  // Every consumer thread arrives (count 128 x warpgroups): no divergent
+  // branch before the next .aligned wgmma.
+  Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmpty()));
+  nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,
+                                  barId);
+}

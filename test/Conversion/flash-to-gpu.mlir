@@ -1,0 +1,145 @@
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL
+// RUN: flash-opt %s -convert-flash-to-gpu | FileCheck %s --check-prefix=SMALL
+
+// The shipped kernels (bf16, D = 128, block 128 x 128, 2 stages, 2 consumer
+// warpgroups) become one gpu.module each; the host function is gone.
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK-NOT: func.func
+// CHECK-LABEL: gpu.module @attention_kernels
+// CHECK: gpu.func @attention(%[[TMQ:.*]]: !llvm.ptr, %[[TMK:.*]]: !llvm.ptr, %[[TMV:.*]]: !llvm.ptr, %[[O:.*]]: !llvm.ptr<1>, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %[[SCALE:.*]]: f32) kernel
+// CHECK-SAME: flash.launch = {block = array<i64: 384, 1, 1>, causal = false, cluster = array<i64: 1, 1, 1>,
+// CHECK-SAME: config = {block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64},
+// CHECK-SAME: dtype = "bf16", grid = {block_m = 128 : i64, kind = "tiles"}, has_lse = true, head_dim = 128 : i64,
+// CHECK-SAME: params = [{box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}],
+// CHECK-SAME: scale = 0.0883883{{[0-9]*}} : f64, shared_memory_bytes = 164864 : i64}
+// CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
+// CHECK: %[[MQ:.*]] = builtin.unrealized_conversion_cast %[[TMQ]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x128x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+// CHECK: %[[MK:.*]] = builtin.unrealized_conversion_cast %[[TMK]]
+// CHECK: %[[MV:.*]] = builtin.unrealized_conversion_cast %[[TMV]]
+// CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[BAR:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+// CHECK-COUNT-7: nvgpu.mbarrier.init %[[BAR]]
+// CHECK: gpu.barrier
+// Producer warpgroup: one thread issues Q once, then K/V into the ring.
+// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: nvgpu.tma.prefetch.descriptor %[[MK]]
+// CHECK: nvgpu.tma.prefetch.descriptor %[[MV]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BAR]][%{{.*}}], %{{.*}} :
+// CHECK-COUNT-2: nvgpu.tma.async.load %[[MQ]]
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx
+// CHECK-COUNT-2: nvgpu.tma.async.load %[[MK]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx
+// CHECK-COUNT-2: nvgpu.tma.async.load %[[MV]]
+// Consumer warpgroups: unmasked loop, then the masked loop.
+// CHECK: nvvm.setmaxregister increase 240
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"
+// CHECK-NOT: arith.select
+// CHECK: nvvm.shfl.sync  bfly
+// CHECK: math.exp2
+// CHECK: math.fma %{{.*}}, %[[SCALE]], %{{.*}} : f32
+// CHECK: math.exp2
+// CHECK: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $69, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, $1,
+// CHECK-SAME: $63}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;\0A}", "=f,=f,
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvgpu.mbarrier.arrive %[[BAR]]
+// CHECK: scf.for
+// The masked loop compares key columns against seq_k.
+// CHECK: arith.cmpi sgt
+// CHECK: arith.select
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// Epilogue: O / l as bf16 pairs, LSE = (m + log2 l) ln 2.
+// CHECK: math.log2
+// CHECK: arith.cmpi slt, %{{.*}}, %[[NQ]] : i32
+// CHECK: llvm.getelementptr %[[O]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// CHECK: llvm.getelementptr %[[LSE]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: gpu.return
+
+// CAUSAL: gpu.module @attention_causal_kernels
+// CAUSAL: gpu.func @attention_causal(
+// CAUSAL-SAME: causal = true
+// CAUSAL-SAME: has_lse = true
+// Key tiles end at the diagonal (bottom-right aligned: seq_k - seq_q).
+// CAUSAL: %[[DIAG:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
+// CAUSAL: arith.minsi
+// CAUSAL: arith.maxsi
+// CAUSAL: scf.for
+// CAUSAL: scf.for
+// CAUSAL: arith.addi %{{.*}}, %[[DIAG]] : i32
+// CAUSAL: arith.minsi
+// CAUSAL: arith.cmpi sgt
+
+// A tile program written by hand: f16, D = 64, one consumer warpgroup, a
+// single (masked) key loop, no LSE.
+
+// SMALL: module attributes {gpu.container_module}
+// SMALL: gpu.func @tile_f16_d64(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: f32) kernel
+// SMALL-SAME: block = array<i64: 256, 1, 1>
+// SMALL-SAME: config = {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, stages = 2 : i64, warpgroups = 1 : i64}
+// SMALL-SAME: dtype = "f16"
+// SMALL-SAME: has_lse = false, head_dim = 64 : i64
+// SMALL-SAME: params = [{box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}]
+// SMALL-SAME: shared_memory_bytes = 41984 : i64
+// SMALL: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+// SMALL: nvgpu.mbarrier.init %{{.*}}[%{{.*}}], %c128 :
+// SMALL: nvgpu.tma.async.load
+// SMALL: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// SMALL: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xf16>
+// SMALL: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// SMALL-NOT: math.log2
+// SMALL: gpu.return
+
+func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) attributes {flash.config = #flash.config<block_m = 64, block_n = 64, stages = 2, warpgroups = 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %zero_row = arith.constant dense<0.000000e+00> : tensor<64xf32>
+  %ninf_row = arith.constant dense<0xFF800000> : tensor<64xf32>
+  %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+  %b = memref.dim %q, %c0 : memref<?x?x?x64xf16>
+  %h = memref.dim %q, %c1 : memref<?x?x?x64xf16>
+  %nq = memref.dim %q, %c2 : memref<?x?x?x64xf16>
+  %nk = memref.dim %k, %c2 : memref<?x?x?x64xf16>
+  %tiles = arith.ceildivui %nq, %c64 : index
+  %bh = arith.muli %b, %h : index
+  flash.grid %tiles, %bh {
+    %pid = flash.program_id 0
+    %pbh = flash.program_id 1
+    %bi = arith.divui %pbh, %h : index
+    %hi = arith.remui %pbh, %h : index
+    %row = arith.muli %pid, %c64 : index
+    %qt = flash.load_tile %q[%bi, %hi, %row] : memref<?x?x?x64xf16> -> tensor<64x64xf16>
+    %r:3 = scf.for %j = %c0 to %nk step %c64 iter_args(%acc = %zero, %m = %ninf_row, %l = %zero_row) -> (tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) {
+      %kt = flash.load_tile %k[%bi, %hi, %j] : memref<?x?x?x64xf16> -> tensor<64x64xf16>
+      %vt = flash.load_tile %v[%bi, %hi, %j] : memref<?x?x?x64xf16> -> tensor<64x64xf16>
+      %s = flash.dot %qt, %kt, %zero transpose_b : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+      %sm = flash.mask %s, %row, %j, %nq, %nk : tensor<64x64xf32>
+      %p, %mn, %ln, %alpha = flash.softmax_update %sm, %m, %l base2 {scale = 0.180336878 : f32} : tensor<64x64xf32>, tensor<64xf32>
+      %acc1 = flash.rescale %acc, %alpha : tensor<64x64xf32>, tensor<64xf32>
+      %pt = arith.truncf %p : tensor<64x64xf32> to tensor<64x64xf16>
+      %acc2 = flash.dot %pt, %vt, %acc1 : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+      scf.yield %acc2, %mn, %ln : tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
+    }
+    %out, %lse = flash.finalize %r#0, %r#1, %r#2 base2 : tensor<64x64xf32>, tensor<64xf32>
+    %ot = arith.truncf %out : tensor<64x64xf32> to tensor<64x64xf16>
+    flash.store_tile %ot, %o[%bi, %hi, %row] : tensor<64x64xf16> -> memref<?x?x?x64xf16>
+  }
+  return
+}
