@@ -239,6 +239,34 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                     "[B*H*N, D], so stride_b must be H * stride_h",
                     tensorName(id), stridesString(t)));
   }
+  // Tensors read through a tma_ptr descriptor are viewed as [B*H, N, D]: N
+  // keeps its own stride (heads may be padded apart), but B and H must merge
+  // into one dimension. A dimension of size 1 imposes nothing (its stride is
+  // never used; see makeTmaPtrRequest). Stride 1 along D and 16-byte strides
+  // are the rules above, which every q/k/v/o already meets.
+  for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
+    if (!meta.usesTmaPtr(id) || !usable[unsigned(id)])
+      continue;
+    const TensorArg &t = args[id];
+    StringRef name = tensorName(id);
+    if (t.sizes[0] > 1 && t.sizes[1] > 1 &&
+        t.strides[0] != t.sizes[1] * t.strides[1])
+      c.add(formatv("{0} strides {1}: kernel reads {0} through a TMA "
+                    "descriptor as [B*H, N, D], so stride_b must be H * "
+                    "stride_h = {2} * {3} = {4}, not {5}",
+                    name, stridesString(t), t.sizes[1], t.strides[1],
+                    t.sizes[1] * t.strides[1], t.strides[0]));
+    if (t.sizes[2] > kMaxTmaDim)
+      c.add(formatv("{0} has {1} rows per head, beyond the TMA limit of 2^32",
+                    name, t.sizes[2]));
+    unsigned elem = dtypeSize(t.dtype);
+    for (unsigned d = 0; d < 3; ++d)
+      if (t.sizes[d] > 1 && t.strides[d] * elem >= kMaxTmaStrideBytes)
+        c.add(formatv("{0} stride {1} of dimension {2} ({3}) is {4} bytes, "
+                      "beyond the TMA limit of 2^40",
+                      name, t.strides[d], d, kDimNames[d],
+                      t.strides[d] * elem));
+  }
   if (!c.ok())
     return c.take();
   unsigned grid[3];

@@ -154,24 +154,42 @@ Expected<std::unique_ptr<Kernel>> Kernel::load(StringRef path, int ordinal) {
     return makeError(ErrorCode::NoDriver,
                      "kernel uses clusters but the CUDA driver has no "
                      "cuLaunchKernelEx (driver too old)");
-  for (const ParamSpec &p : m.params)
-    if (p.kind == ParamSpec::Kind::Tma && !cu.cuTensorMapEncodeTiled)
+  for (const ParamSpec &p : m.params) {
+    if (p.isTma() && !cu.cuTensorMapEncodeTiled)
       return makeError(ErrorCode::NoDriver,
                        "kernel uses TMA but the CUDA driver has no "
                        "cuTensorMapEncodeTiled (driver too old)");
+    if (p.kind == ParamSpec::Kind::TmaPtr)
+      ++kernel->numTmaPtrParams;
+  }
+  if (kernel->numTmaPtrParams)
+    if (Error err = checkCu(
+            cu.cuStreamCreate(&kernel->copyStream, CU_STREAM_NON_BLOCKING),
+            "cuStreamCreate(tensor map copies)"))
+      return std::move(err);
   return std::move(kernel);
 }
 
 Kernel::~Kernel() {
-  if (!module)
+  if (!module && !copyStream)
     return;
   auto drv = getDriver();
   if (!drv) {
     llvm::consumeError(drv.takeError());
     return;
   }
+  const DriverApi &cu = **drv;
   ScopedContext scope(getContext());
-  (*drv)->cuModuleUnload(module);
+  if (tmaPtrs.size()) {
+    // Launches still in flight may read the tensor maps; unloading waits for
+    // them (the module itself must not be in use either).
+    cu.cuCtxSynchronize();
+    tmaPtrs.clear([&](uint64_t ptr) { cu.cuMemFree(CUdeviceptr(ptr)); });
+  }
+  if (copyStream)
+    cu.cuStreamDestroy(copyStream);
+  if (module)
+    cu.cuModuleUnload(module);
 }
 
 Error Kernel::checkPointers(const LaunchArgs &args) {
@@ -225,6 +243,78 @@ static CUtensorMapSwizzle tmaSwizzle(unsigned bytes) {
   }
 }
 
+Expected<uint64_t> Kernel::createTmaPtr(const TmaPtrRequest &r) {
+  const DriverApi &cu = **getDriver();
+  CUtensorMap map;
+  static_assert(sizeof(CUtensorMap) == kTmaDescriptorBytes &&
+                    alignof(CUtensorMap) >= 64,
+                "CUtensorMap is 128 bytes, 64-byte aligned");
+  cuuint64_t dims[3] = {r.dims[0], r.dims[1], r.dims[2]};
+  cuuint64_t strides[2] = {r.strideBytes[0], r.strideBytes[1]};
+  cuuint32_t box[3] = {r.box[0], r.box[1], r.box[2]};
+  cuuint32_t elementStrides[3] = {1, 1, 1};
+  if (Error err = checkCu(
+          cu.cuTensorMapEncodeTiled(
+              &map, tmaType(r.dtype), 3, reinterpret_cast<void *>(r.base), dims,
+              strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+              tmaSwizzle(r.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+          "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ", 3-D)",
+          ErrorCode::InvalidArgument))
+    return std::move(err);
+  CUdeviceptr ptr = 0;
+  if (Error err =
+          checkCu(cu.cuMemAlloc(&ptr, sizeof(CUtensorMap)),
+                  "cuMemAlloc(tensor map of " + tensorName(r.tensor) + ")"))
+    return std::move(err);
+  // cuMemAlloc aligns to at least 256 bytes; the kernel needs 64.
+  if (ptr % 64) {
+    cu.cuMemFree(ptr);
+    return makeError(ErrorCode::Cuda,
+                     formatv("cuMemAlloc returned {0:x}, not 64-byte aligned",
+                             uint64_t(ptr)));
+  }
+  // A plain cuMemcpyHtoD from pageable memory may return before the DMA
+  // lands, ordered only with the legacy default stream; a launch on a
+  // non-blocking stream (PyTorch's) could then read a half-written map, and
+  // so could a later launch on any stream that hits this entry. Copying on
+  // a private stream and waiting for it makes the entry complete before it
+  // is ever handed out, whatever stream uses it.
+  Error err =
+      checkCu(cu.cuMemcpyHtoDAsync(ptr, &map, sizeof(CUtensorMap), copyStream),
+              "cuMemcpyHtoDAsync(tensor map of " + tensorName(r.tensor) + ")");
+  if (!err)
+    err = checkCu(cu.cuStreamSynchronize(copyStream),
+                  "cuStreamSynchronize(tensor map copy)");
+  if (err) {
+    cu.cuMemFree(ptr);
+    return std::move(err);
+  }
+  return uint64_t(ptr);
+}
+
+Error Kernel::evictTmaPtrs() {
+  const DriverApi &cu = **getDriver();
+  // Kernels already submitted, on any stream of any thread, may still read
+  // any entry, and we keep no per-entry record of where it was used (that
+  // would need an event per launch). The only moment every entry is
+  // provably unused is when the whole context is idle, so wait for that and
+  // free them all at once. This happens once per kTmaPtrCacheCapacity new
+  // (pointer, shape, stride) combinations, so the stall is amortised; the
+  // cap exists so a caller who never repeats a tensor does not leak device
+  // memory without bound.
+  if (Error err = checkCu(cu.cuCtxSynchronize(),
+                          "cuCtxSynchronize(before freeing tensor maps)"))
+    return err;
+  tmaPtrs.clear([&](uint64_t ptr) { cu.cuMemFree(CUdeviceptr(ptr)); });
+  return Error::success();
+}
+
+size_t Kernel::numCachedTmaPtrs() {
+  std::lock_guard<std::mutex> lock(launchMutex);
+  return tmaPtrs.size();
+}
+
 Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
   auto shape = validateLaunchArgs(meta, args, device.ordinal);
   if (!shape)
@@ -252,7 +342,19 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
                    "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ")",
                    ErrorCode::InvalidArgument);
   };
-  auto params = packParams(meta, args, *shape, encode);
+  // Held until the launch is submitted: the tensor maps it packs must not
+  // be freed by another thread's eviction before then.
+  std::lock_guard<std::mutex> lock(launchMutex);
+  // Make room first, never while packing: an eviction between two tma_ptr
+  // parameters would free the first one's map.
+  if (numTmaPtrParams && tmaPtrs.wouldOverflow(numTmaPtrParams))
+    if (Error err = evictTmaPtrs())
+      return err;
+  auto provide = [&](const TmaPtrRequest &r) -> Expected<uint64_t> {
+    return tmaPtrs.get(
+        r, [&](const TmaPtrRequest &miss) { return createTmaPtr(miss); });
+  };
+  auto params = packParams(meta, args, *shape, encode, provide);
   if (!params)
     return params.takeError();
 

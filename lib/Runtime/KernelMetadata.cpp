@@ -50,12 +50,20 @@ bool KernelMetadata::usesTma(TensorId id) const {
   return false;
 }
 
+bool KernelMetadata::usesTmaPtr(TensorId id) const {
+  for (const ParamSpec &p : params)
+    if (p.kind == ParamSpec::Kind::TmaPtr && p.tensor == id)
+      return true;
+  return false;
+}
+
 SmallVector<unsigned, 32> KernelMetadata::paramSizes() const {
   SmallVector<unsigned, 32> sizes;
   for (const ParamSpec &p : params) {
     switch (p.kind) {
     case ParamSpec::Kind::Ptr:
     case ParamSpec::Kind::I64:
+    case ParamSpec::Kind::TmaPtr:
       sizes.push_back(8);
       break;
     case ParamSpec::Kind::I32:
@@ -165,10 +173,12 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                .Case("f32", ParamSpec::Kind::F32)
                .Case("memref", ParamSpec::Kind::Memref)
                .Case("tma", ParamSpec::Kind::Tma)
+               .Case("tma_ptr", ParamSpec::Kind::TmaPtr)
                .Default(std::nullopt);
   if (!k)
-    return fail(field + ".kind", "unknown kind '" + kind +
-                                     "' (ptr, i32, i64, f32, memref, tma)");
+    return fail(field + ".kind",
+                "unknown kind '" + kind +
+                    "' (ptr, i32, i64, f32, memref, tma, tma_ptr)");
   p.kind = *k;
 
   if (p.kind == ParamSpec::Kind::I32 || p.kind == ParamSpec::Kind::I64 ||
@@ -230,7 +240,20 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                                            p.text, want, rank));
     p.rank = unsigned(rank);
   }
-  if (p.kind == ParamSpec::Kind::Tma) {
+  if (p.kind == ParamSpec::Kind::TmaPtr) {
+    // The map is 3-D over the tensor viewed as [B*H, N, D]; nothing else is
+    // implemented (the kernel's loads assume that coordinate order).
+    int64_t rank;
+    if (Error err = getInt(obj, "rank", rank, field))
+      return err;
+    if (rank != 3)
+      return fail(field + ".rank",
+                  formatv("a tma_ptr descriptor is 3-D over [B*H, N, D] "
+                          "(rank 3), not rank {0}",
+                          rank));
+    p.rank = 3;
+  }
+  if (p.isTma()) {
     if (p.tensor == TensorId::LSE)
       return fail(field, "TMA descriptors over lse are not supported");
     const json::Value *box = obj.get("box");
@@ -400,7 +423,7 @@ Expected<KernelMetadata> Parser::parse() {
     if (Error err = parseParam(*po, i, p))
       return std::move(err);
     if (p.kind == ParamSpec::Kind::Ptr || p.kind == ParamSpec::Kind::Memref ||
-        p.kind == ParamSpec::Kind::Tma)
+        p.isTma())
       tensorSeen[unsigned(p.tensor)] = true;
     m.params.push_back(std::move(p));
   }
@@ -411,7 +434,7 @@ Expected<KernelMetadata> Parser::parse() {
     if (!tensorSeen[unsigned(t)])
       return fail("params", "no parameter passes tensor " + tensorName(t));
   for (const ParamSpec &p : m.params) {
-    if (p.kind != ParamSpec::Kind::Tma)
+    if (!p.isTma())
       continue;
     unsigned rowBytes = unsigned(p.box[1]) * dtypeSize(m.dtype);
     if (p.swizzle && rowBytes > p.swizzle)

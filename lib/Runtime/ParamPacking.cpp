@@ -19,10 +19,10 @@ using namespace llvm;
 
 namespace flashc::rt {
 
-Expected<std::unique_ptr<ParamBuffer>> packParams(const KernelMetadata &meta,
-                                                  const LaunchArgs &args,
-                                                  const ProblemShape &shape,
-                                                  TmaEncoder encodeTma) {
+Expected<std::unique_ptr<ParamBuffer>>
+packParams(const KernelMetadata &meta, const LaunchArgs &args,
+           const ProblemShape &shape, TmaEncoder encodeTma,
+           TmaPtrProvider provideTmaPtr) {
   SmallVector<unsigned, 32> sizes = meta.paramSizes();
   // Offsets: each parameter aligned to its size (16-byte cap), TMA to 64.
   SmallVector<size_t, 32> offsets;
@@ -117,9 +117,68 @@ Expected<std::unique_ptr<ParamBuffer>> packParams(const KernelMetadata &meta,
         return std::move(err);
       break;
     }
+    case ParamSpec::Kind::TmaPtr: {
+      if (!provideTmaPtr)
+        return makeError(ErrorCode::InvalidKernel,
+                         formatv("kernel {0} takes a tma_ptr descriptor of "
+                                 "{1} but no provider of device tensor maps "
+                                 "was given",
+                                 meta.kernel, tensorName(p.tensor)));
+      Expected<uint64_t> ptr = provideTmaPtr(makeTmaPtrRequest(p, t));
+      if (!ptr)
+        return ptr.takeError();
+      if (*ptr % 64)
+        return makeError(ErrorCode::Cuda,
+                         formatv("tensor map of {0} at {1:x} is not 64-byte "
+                                 "aligned",
+                                 tensorName(p.tensor), *ptr));
+      put64(int64_t(*ptr));
+      break;
+    }
     }
   }
   return std::move(buf);
+}
+
+TmaPtrRequest makeTmaPtrRequest(const ParamSpec &p, const TensorArg &t) {
+  uint64_t elem = dtypeSize(t.dtype);
+  int64_t b = t.sizes[0], h = t.sizes[1], n = t.sizes[2], d = t.sizes[3];
+  // Validation made every stride of a dimension longer than 1 a multiple of
+  // 16 bytes and B, H mergeable; strides of size-1 dimensions are arbitrary
+  // there, so use the dense ones (D * elem is a multiple of 16: D % 8 == 0).
+  int64_t strideN = n > 1 ? t.strides[2] : d;
+  int64_t strideBH = h > 1 ? t.strides[1] : b > 1 ? t.strides[0] : n * strideN;
+  TmaPtrRequest r;
+  r.tensor = p.tensor;
+  r.base = t.data;
+  r.dtype = t.dtype;
+  r.dims[0] = uint64_t(d);
+  r.dims[1] = uint64_t(n);
+  r.dims[2] = uint64_t(b * h);
+  r.strideBytes[0] = uint64_t(strideN) * elem;
+  r.strideBytes[1] = uint64_t(strideBH) * elem;
+  r.box[0] = uint32_t(p.box[1]);
+  r.box[1] = uint32_t(p.box[0]);
+  r.box[2] = 1;
+  r.swizzle = p.swizzle;
+  return r;
+}
+
+Expected<uint64_t> TmaPtrCache::get(const TmaPtrRequest &r, Create create) {
+  auto it = entries.find(r);
+  if (it != entries.end())
+    return it->second;
+  Expected<uint64_t> ptr = create(r);
+  if (!ptr)
+    return ptr.takeError();
+  entries.emplace(r, *ptr);
+  return *ptr;
+}
+
+void TmaPtrCache::clear(function_ref<void(uint64_t)> release) {
+  for (const auto &entry : entries)
+    release(entry.second);
+  entries.clear();
 }
 
 } // namespace flashc::rt

@@ -202,6 +202,78 @@ TEST_F(ArgValidation, TmaNeedsRowView) {
               "must be N * stride_n");
 }
 
+class TmaPtrValidation : public ArgValidation {
+protected:
+  void SetUp() override {
+    ParamSpec p;
+    p.kind = ParamSpec::Kind::TmaPtr;
+    p.tensor = TensorId::K;
+    p.box[0] = 128;
+    p.box[1] = 64;
+    p.swizzle = 128;
+    p.rank = 3;
+    meta.params.push_back(p);
+  }
+};
+
+TEST_F(TmaPtrValidation, AcceptsContiguousAndPaddedHeads) {
+  EXPECT_EQ(error(), "<ok>");
+  // Heads padded apart (stride_h > N * stride_n): fine for a [B*H, N, D]
+  // view, unlike the by-value tma kind's [B*H*N, D] rows.
+  TensorArg &k = args[TensorId::K];
+  k.strides[1] = 80 * 128;
+  k.strides[0] = 4 * k.strides[1];
+  EXPECT_EQ(error(), "<ok>");
+}
+
+TEST_F(TmaPtrValidation, RefusesUnmergeableBatchAndHeads) {
+  // B x N x H x D storage viewed as B x H x N x D: stride_b = N*H*D but
+  // H * stride_h = H*D.
+  TensorArg &k = args[TensorId::K];
+  k.strides[0] = 77 * 4 * 128;
+  k.strides[1] = 128;
+  k.strides[2] = 4 * 128;
+  std::string err = error();
+  EXPECT_NE(err.find("k strides (39424, 128, 512, 1): kernel reads k through "
+                     "a TMA descriptor as [B*H, N, D], so stride_b must be "
+                     "H * stride_h = 4 * 128 = 512, not 39424"),
+            std::string::npos)
+      << err;
+  // Only k is read through the descriptor; the same layout of q is fine.
+  EXPECT_EQ(err.find("q strides"), std::string::npos) << err;
+}
+
+TEST_F(TmaPtrValidation, SizeOneDimensionsImposeNothing) {
+  args = validArgs(meta, 1, 4, 100, 77);
+  args[TensorId::K].strides[0] = 12345 * 8; // B == 1: never used
+  EXPECT_EQ(error(), "<ok>");
+  args = validArgs(meta, 2, 1, 100, 77);
+  args[TensorId::K].strides[1] = 8; // H == 1: B*H uses stride_b
+  EXPECT_EQ(error(), "<ok>");
+}
+
+TEST_F(TmaPtrValidation, KeepsGeneralRules) {
+  // stride_d != 1 and strides that are not multiples of 16 bytes are
+  // refused for every tensor, these included.
+  args[TensorId::K].strides[3] = 2;
+  expectError("k strides (39424, 9856, 128, 2): the last dimension must be "
+              "contiguous");
+  args = validArgs(meta, 2, 4, 100, 77);
+  args[TensorId::K].strides[2] = 132;
+  args[TensorId::K].strides[1] = 77 * 132;
+  args[TensorId::K].strides[0] = 4 * 77 * 132;
+  expectError("k stride 132 of dimension 2 (seq) is 264 bytes, not a "
+              "multiple of 16");
+}
+
+TEST_F(TmaPtrValidation, TmaLimits) {
+  TensorArg &k = args[TensorId::K];
+  k.strides[1] = int64_t(1) << 39; // 2^40 bytes of bf16
+  k.strides[0] = 4 * k.strides[1];
+  expectError("k stride 549755813888 of dimension 1 (heads) is "
+              "1099511627776 bytes, beyond the TMA limit of 2^40");
+}
+
 TEST(Grid, Tiles) {
   KernelMetadata meta = validMetadata();
   ProblemShape shape{2, 3, 100, 50, 128};

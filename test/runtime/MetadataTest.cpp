@@ -187,6 +187,101 @@ TEST(Metadata, MemrefAndTmaSizes) {
   EXPECT_FALSE(m->usesTma(TensorId::Q));
 }
 
+/// The parameter list flashc's Hopper kernels use: q, k, v through tma_ptr
+/// descriptors, o and lse as pointers (prototypes/gpu/README.md).
+json::Array tmaPtrParams(json::Object qEntry) {
+  json::Array a;
+  a.push_back(std::move(qEntry));
+  for (const char *t : {"k", "v"})
+    a.push_back(json::Object{{"kind", "tma_ptr"},
+                             {"tensor", t},
+                             {"box", json::Array{128, 64}},
+                             {"swizzle", 128},
+                             {"rank", 3}});
+  a.push_back(json::Object{{"kind", "ptr"}, {"tensor", "o"}});
+  a.push_back(json::Object{{"kind", "i32"}, {"value", "seq_q"}});
+  a.push_back(json::Object{{"kind", "f32"}, {"value", "scale_log2"}});
+  return a;
+}
+
+json::Object tmaPtrEntry(const char *tensor, int64_t rows, int64_t cols,
+                         int64_t swizzle, int64_t rank) {
+  return json::Object{{"kind", "tma_ptr"},
+                      {"tensor", tensor},
+                      {"box", json::Array{rows, cols}},
+                      {"swizzle", swizzle},
+                      {"rank", rank}};
+}
+
+TEST(Metadata, TmaPtrParses) {
+  auto m = parseKernelMetadata(
+      toText(withParams(tmaPtrParams(tmaPtrEntry("q", 128, 64, 128, 3)))));
+  ASSERT_TRUE(bool(m)) << toString(m.takeError());
+  ASSERT_EQ(m->params.size(), 6u);
+  const ParamSpec &q = m->params[0];
+  EXPECT_EQ(q.kind, ParamSpec::Kind::TmaPtr);
+  EXPECT_TRUE(q.isTma());
+  EXPECT_EQ(q.tensor, TensorId::Q);
+  EXPECT_EQ(q.box[0], 128);
+  EXPECT_EQ(q.box[1], 64);
+  EXPECT_EQ(q.swizzle, 128u);
+  EXPECT_EQ(q.rank, 3u);
+  // A pointer: 8 bytes, not a 128-byte descriptor.
+  auto sizes = m->paramSizes();
+  ASSERT_EQ(sizes.size(), 6u);
+  for (unsigned i = 0; i < 3; ++i)
+    EXPECT_EQ(sizes[i], 8u) << "param " << i;
+  EXPECT_TRUE(m->usesTmaPtr(TensorId::Q));
+  EXPECT_TRUE(m->usesTmaPtr(TensorId::V));
+  EXPECT_FALSE(m->usesTmaPtr(TensorId::O));
+  EXPECT_FALSE(m->usesTma(TensorId::Q)); // not the by-value kind
+}
+
+TEST(Metadata, TmaPtrRefusals) {
+  struct {
+    json::Object entry;
+    const char *expected;
+  } cases[] = {
+      {tmaPtrEntry("q", 128, 64, 128, 2),
+       "params[0].rank: a tma_ptr descriptor is 3-D over [B*H, N, D] "
+       "(rank 3), not rank 2"},
+      {tmaPtrEntry("q", 128, 64, 128, 4), "(rank 3), not rank 4"},
+      {json::Object{{"kind", "tma_ptr"},
+                    {"tensor", "q"},
+                    {"box", json::Array{128, 64}},
+                    {"swizzle", 128}},
+       "params[0].rank: missing"},
+      {tmaPtrEntry("q", 128, 128, 128, 3),
+       "TMA box over q has rows of 256 bytes, more than its 128-byte "
+       "swizzle span"},
+      {tmaPtrEntry("q", 128, 4, 0, 3),
+       "TMA box over q: row of 8 bytes is not a multiple of 16"},
+      {tmaPtrEntry("q", 128, 64, 96, 3),
+       "params[0].swizzle: must be 0, 32, 64 or 128"},
+      {tmaPtrEntry("q", 512, 64, 128, 3),
+       "params[0].box: each box dimension must be an integer in [1, 256]"},
+      {json::Object{{"kind", "tma_ptr"},
+                    {"tensor", "q"},
+                    {"box", json::Array{128}},
+                    {"rank", 3}},
+       "params[0].box: must be [rows, cols]"},
+      {tmaPtrEntry("lse", 128, 64, 128, 3),
+       "TMA descriptors over lse are not supported"},
+  };
+  for (auto &c : cases) {
+    std::string err = parseError(withParams(tmaPtrParams(c.entry)));
+    EXPECT_NE(err.find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in '" << err << "'";
+  }
+  // cols <= head_dim: a 64-column box over a head_dim 32 kernel.
+  json::Object obj = withParams(tmaPtrParams(tmaPtrEntry("q", 64, 64, 128, 3)));
+  obj["head_dim"] = 32;
+  EXPECT_NE(parseError(obj).find("TMA box over q is 64 columns wide but "
+                                 "head_dim is 32"),
+            std::string::npos)
+      << parseError(obj);
+}
+
 TEST(Metadata, ParseArch) {
   unsigned sm;
   bool specific;

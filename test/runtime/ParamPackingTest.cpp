@@ -1,7 +1,8 @@
 //===- ParamPackingTest.cpp - Kernel parameter buffer layout --------------===//
 //
 // The bytes handed to cuLaunchKernel for each parameter kind, checked
-// without a driver (TMA through a fake encoder).
+// without a driver (TMA through a fake encoder, tma_ptr through a fake
+// provider and cache callbacks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,6 +129,181 @@ TEST(ParamPacking, EncoderErrorPropagates) {
   auto buf = packParams(meta, args, shape, encoder);
   ASSERT_FALSE(bool(buf));
   EXPECT_EQ(toString(buf.takeError()), "encode failed for q");
+}
+
+ParamSpec tmaPtrSpec(TensorId tensor, int64_t rows, int64_t cols,
+                     unsigned swizzle) {
+  ParamSpec p;
+  p.kind = ParamSpec::Kind::TmaPtr;
+  p.tensor = tensor;
+  p.box[0] = rows;
+  p.box[1] = cols;
+  p.swizzle = swizzle;
+  p.rank = 3;
+  return p;
+}
+
+TEST(ParamPacking, TmaPtrSlotHoldsProvidedPointer) {
+  KernelMetadata meta = validMetadata();
+  meta.hasLse = false;
+  ParamSpec seqQ;
+  seqQ.kind = ParamSpec::Kind::I32;
+  seqQ.scalar = ScalarKind::SeqQ;
+  meta.params = {tmaPtrSpec(TensorId::Q, 128, 64, 128),
+                 tmaPtrSpec(TensorId::K, 64, 64, 128), seqQ};
+  LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
+  ProblemShape shape{2, 4, 100, 77, 128};
+  SmallVector<TmaPtrRequest, 2> seen;
+  auto provider = [&](const TmaPtrRequest &r) -> Expected<uint64_t> {
+    seen.push_back(r);
+    return uint64_t(0x7e0000000000) + 0x100 * seen.size();
+  };
+  auto buf = packParams(meta, args, shape, noTma, provider);
+  ASSERT_TRUE(bool(buf)) << toString(buf.takeError());
+  ParamBuffer &b = **buf;
+  ASSERT_EQ(b.size(), 3u);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(b.bytes(0).size(), 8u);
+  EXPECT_EQ(b.bytes(1).size(), 8u);
+  EXPECT_EQ(read<uint64_t>(b.bytes(0)), 0x7e0000000100u);
+  EXPECT_EQ(read<uint64_t>(b.bytes(1)), 0x7e0000000200u);
+  EXPECT_EQ(read<int32_t>(b.bytes(2)), 100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.pointers()[1]) % 8, 0u);
+
+  // The request: 3-D over [B*H, N, D], innermost first.
+  const TmaPtrRequest &q = seen[0], &k = seen[1];
+  EXPECT_EQ(q.tensor, TensorId::Q);
+  EXPECT_EQ(q.base, args[TensorId::Q].data);
+  EXPECT_EQ(q.dtype, DType::BF16);
+  EXPECT_EQ(q.dims[0], 128u);                  // D
+  EXPECT_EQ(q.dims[1], 100u);                  // Nq
+  EXPECT_EQ(q.dims[2], 2u * 4);                // B*H
+  EXPECT_EQ(q.strideBytes[0], 128u * 2);       // stride_n
+  EXPECT_EQ(q.strideBytes[1], 100u * 128 * 2); // stride_h
+  EXPECT_EQ(q.box[0], 64u);                    // cols
+  EXPECT_EQ(q.box[1], 128u);                   // rows
+  EXPECT_EQ(q.box[2], 1u);
+  EXPECT_EQ(q.swizzle, 128u);
+  EXPECT_EQ(k.tensor, TensorId::K);
+  EXPECT_EQ(k.dims[1], 77u);
+  EXPECT_EQ(k.box[1], 64u);
+}
+
+TEST(ParamPacking, TmaPtrRequestOfPaddedAndSizeOneDims) {
+  KernelMetadata meta = validMetadata();
+  ParamSpec p = tmaPtrSpec(TensorId::K, 64, 64, 128);
+  // Heads padded apart: the B*H stride is stride_h, not N * stride_n.
+  LaunchArgs args = validArgs(meta, 2, 3, 10, 10);
+  TensorArg &k = args[TensorId::K];
+  k.strides[1] = 16 * 128;
+  k.strides[0] = 3 * 16 * 128;
+  TmaPtrRequest r = makeTmaPtrRequest(p, k);
+  EXPECT_EQ(r.strideBytes[0], 256u);
+  EXPECT_EQ(r.strideBytes[1], 16u * 128 * 2);
+  // H == 1: B*H steps by stride_b.
+  args = validArgs(meta, 5, 1, 10, 10);
+  args[TensorId::K].strides[1] = 3; // meaningless for a size-1 dim
+  r = makeTmaPtrRequest(p, args[TensorId::K]);
+  EXPECT_EQ(r.dims[2], 5u);
+  EXPECT_EQ(r.strideBytes[1], 10u * 128 * 2);
+  // B == H == N == 1: every stride is unused; dense ones stand in (TMA wants
+  // multiples of 16 bytes).
+  args = validArgs(meta, 1, 1, 1, 1);
+  TensorArg &one = args[TensorId::K];
+  one.strides[0] = one.strides[1] = one.strides[2] = 1;
+  r = makeTmaPtrRequest(p, one);
+  EXPECT_EQ(r.dims[1], 1u);
+  EXPECT_EQ(r.dims[2], 1u);
+  EXPECT_EQ(r.strideBytes[0], 256u);
+  EXPECT_EQ(r.strideBytes[1], 256u);
+}
+
+TEST(ParamPacking, TmaPtrNeedsProvider) {
+  KernelMetadata meta = validMetadata();
+  meta.params.push_back(tmaPtrSpec(TensorId::Q, 64, 64, 128));
+  LaunchArgs args = validArgs(meta, 1, 1, 64, 64);
+  ProblemShape shape{1, 1, 64, 64, 128};
+  auto buf = packParams(meta, args, shape, noTma);
+  ASSERT_FALSE(bool(buf));
+  EXPECT_NE(toString(buf.takeError()).find("tma_ptr descriptor of q"),
+            std::string::npos);
+}
+
+TEST(ParamPacking, TmaPtrProviderErrorAndAlignment) {
+  KernelMetadata meta = validMetadata();
+  meta.params.push_back(tmaPtrSpec(TensorId::V, 64, 64, 128));
+  LaunchArgs args = validArgs(meta, 1, 1, 64, 64);
+  ProblemShape shape{1, 1, 64, 64, 128};
+  auto failing = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+    return makeError(ErrorCode::Cuda, "cuMemAlloc failed for v");
+  };
+  auto buf = packParams(meta, args, shape, noTma, failing);
+  ASSERT_FALSE(bool(buf));
+  EXPECT_EQ(toString(buf.takeError()), "cuMemAlloc failed for v");
+  auto misaligned = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+    return uint64_t(0x7e0000000020);
+  };
+  buf = packParams(meta, args, shape, noTma, misaligned);
+  ASSERT_FALSE(bool(buf));
+  EXPECT_NE(toString(buf.takeError()).find("not 64-byte aligned"),
+            std::string::npos);
+}
+
+TEST(TmaPtrCache, OneEntryPerDistinctRequest) {
+  KernelMetadata meta = validMetadata();
+  LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
+  TmaPtrCache cache(8);
+  int creates = 0;
+  auto create = [&](const TmaPtrRequest &) -> Expected<uint64_t> {
+    return uint64_t(0x1000) * ++creates;
+  };
+  ParamSpec p = tmaPtrSpec(TensorId::K, 64, 64, 128);
+  TmaPtrRequest r = makeTmaPtrRequest(p, args[TensorId::K]);
+  auto a = cache.get(r, create);
+  ASSERT_TRUE(bool(a));
+  auto again = cache.get(r, create);
+  ASSERT_TRUE(bool(again));
+  EXPECT_EQ(*a, *again);
+  EXPECT_EQ(creates, 1);
+  // The tensor a request came from is not part of the key: v laid out like k
+  // at k's address is the same map.
+  TmaPtrRequest asV = r;
+  asV.tensor = TensorId::V;
+  EXPECT_EQ(*cache.get(asV, create), *a);
+  EXPECT_EQ(creates, 1);
+  // Anything the encoding depends on is.
+  TmaPtrRequest other[6] = {r, r, r, r, r, r};
+  other[0].base += 256;
+  other[1].dims[1] += 1;
+  other[2].strideBytes[1] += 16;
+  other[3].swizzle = 64;
+  other[4].box[1] = 128;
+  other[5].dtype = DType::F16;
+  for (const TmaPtrRequest &o : other)
+    EXPECT_NE(*cache.get(o, create), *a);
+  EXPECT_EQ(creates, 7);
+  EXPECT_EQ(cache.size(), 7u);
+  EXPECT_FALSE(cache.wouldOverflow(1));
+  EXPECT_TRUE(cache.wouldOverflow(2));
+  SmallVector<uint64_t, 8> released;
+  cache.clear([&](uint64_t ptr) { released.push_back(ptr); });
+  EXPECT_EQ(released.size(), 7u);
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(*cache.get(r, create), uint64_t(0x8000)); // made anew
+}
+
+TEST(TmaPtrCache, FailedCreateKeepsNothing) {
+  TmaPtrCache cache;
+  TmaPtrRequest r;
+  auto failing = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+    return makeError(ErrorCode::Cuda, "out of memory");
+  };
+  auto ptr = cache.get(r, failing);
+  ASSERT_FALSE(bool(ptr));
+  consumeError(ptr.takeError());
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_FALSE(cache.wouldOverflow(kTmaPtrCacheCapacity));
+  EXPECT_TRUE(cache.wouldOverflow(kTmaPtrCacheCapacity + 1));
 }
 
 } // namespace

@@ -45,6 +45,11 @@ struct ProblemShape {
 /// Grid limits of the CUDA launch (x up to 2^31-1, y and z up to 65535).
 constexpr int64_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
 
+/// Limits of cuTensorMapEncodeTiled: each dimension <= 2^32 elements, each
+/// stride < 2^40 bytes.
+constexpr int64_t kMaxTmaDim = int64_t(1) << 32;
+constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
+
 /// Checks every argument against the kernel's contract. `device` is the
 /// device the kernel was loaded on (-1: don't check). All violations are
 /// reported, one per line.

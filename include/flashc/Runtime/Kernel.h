@@ -11,11 +11,13 @@
 #include "flashc/Runtime/ArgValidation.h"
 #include "flashc/Runtime/Driver.h"
 #include "flashc/Runtime/KernelMetadata.h"
+#include "flashc/Runtime/ParamPacking.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -41,20 +43,37 @@ public:
   CUcontext getContext() const { return context->get(); }
 
   /// Validates `args`, encodes TMA descriptors and launches on `stream`
-  /// (asynchronous; nothing is synchronised).
+  /// (asynchronous; nothing is synchronised, except when a tma_ptr
+  /// descriptor is new: its copy to the device is waited for, and once per
+  /// kTmaPtrCacheCapacity of them the context, see evictTmaPtrs).
   llvm::Error launch(const LaunchArgs &args, CUstream stream);
+
+  /// Device tensor maps this kernel holds (tma_ptr parameters), for tests.
+  size_t numCachedTmaPtrs();
 
 private:
   Kernel(KernelMetadata meta, DeviceInfo device, PrimaryContext context)
       : meta(std::move(meta)), device(std::move(device)),
         context(std::move(context)) {}
   llvm::Error checkPointers(const LaunchArgs &args);
+  /// Encodes `r` and copies it to a new device allocation (cache miss).
+  llvm::Expected<uint64_t> createTmaPtr(const TmaPtrRequest &r);
+  /// Waits for the context to be idle and frees every device tensor map.
+  llvm::Error evictTmaPtrs();
 
   KernelMetadata meta;
   DeviceInfo device;
   std::optional<PrimaryContext> context;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
+  unsigned numTmaPtrParams = 0;
+  /// Serialises launches of this kernel: from the first lookup in tmaPtrs to
+  /// the launch's submission, no other thread may free an entry.
+  std::mutex launchMutex;
+  /// Device copies of encoded tensor maps (tma_ptr); immutable once made.
+  TmaPtrCache tmaPtrs;
+  /// A private non-blocking stream for the copies into tmaPtrs.
+  CUstream copyStream = nullptr;
 };
 
 } // namespace flashc::rt

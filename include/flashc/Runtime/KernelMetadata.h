@@ -42,15 +42,19 @@ enum class ScalarKind {
 
 /// One kernel parameter, in launch order.
 struct ParamSpec {
-  enum class Kind { Ptr, I32, I64, F32, Memref, Tma };
+  /// Tma: a CUtensorMap by value. TmaPtr: the 8-byte device address of a
+  /// CUtensorMap the runtime keeps in global memory (3-D over [B*H, N, D]).
+  enum class Kind { Ptr, I32, I64, F32, Memref, Tma, TmaPtr };
   Kind kind;
   std::string text; ///< value name or tensor name as written, for messages
-  TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma
+  TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma, TmaPtr
   ScalarKind scalar = ScalarKind::Batch; ///< I32, I64, F32
   unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
-  unsigned rank = 0;                     ///< Memref
-  int64_t box[2] = {0, 0};               ///< Tma: rows, cols
-  unsigned swizzle = 0;                  ///< Tma: 0, 32, 64 or 128 bytes
+  unsigned rank = 0;                     ///< Memref; TmaPtr (always 3)
+  int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
+  unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
+
+  bool isTma() const { return kind == Kind::Tma || kind == Kind::TmaPtr; }
 };
 
 enum class BinaryFormat { Cubin, Ptx };
@@ -76,8 +80,10 @@ struct KernelMetadata {
   std::map<std::string, int64_t> config;
   llvm::SmallVector<ParamSpec, 16> params;
 
-  /// True if some parameter is a TMA descriptor over `id`.
+  /// True if some parameter is a TMA descriptor (by value) over `id`.
   bool usesTma(TensorId id) const;
+  /// True if some parameter is a pointer to a TMA descriptor over `id`.
+  bool usesTmaPtr(TensorId id) const;
   /// Bytes each kernel parameter occupies, after memref expansion.
   llvm::SmallVector<unsigned, 32> paramSizes() const;
 };

@@ -1,8 +1,9 @@
 //===- ParamPacking.h - Kernel parameter buffer from metadata --*- C++ -*-===//
 //
 // Turns the metadata's parameter list and validated arguments into the
-// void** array cuLaunchKernel takes. TMA descriptors are produced through a
-// callback so that the packing itself stays testable without a driver.
+// void** array cuLaunchKernel takes. TMA descriptors (by value) and device
+// copies of them (tma_ptr) are produced through callbacks so that the packing
+// itself stays testable without a driver.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +17,9 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 
 namespace flashc::rt {
 
@@ -38,6 +41,71 @@ constexpr unsigned kTmaDescriptorBytes = 128;
 using TmaEncoder =
     llvm::function_ref<llvm::Error(const TmaRequest &, void *descriptor)>;
 
+/// What a tma_ptr descriptor must describe: a 3-D map over the tensor viewed
+/// as [B*H, N, D]. Arrays are innermost first, as cuTensorMapEncodeTiled
+/// takes them. Interleave none, L2 promotion 256 B and OOB fill NONE (reads
+/// past N give zeros) are fixed.
+struct TmaPtrRequest {
+  TensorId tensor = TensorId::Q; ///< for messages; not part of the key
+  uint64_t base = 0;
+  DType dtype = DType::BF16;
+  uint64_t dims[3] = {0, 0, 0};     ///< D, N, B*H
+  uint64_t strideBytes[2] = {0, 0}; ///< of N and of B*H
+  uint32_t box[3] = {0, 0, 0};      ///< cols, rows, 1
+  unsigned swizzle = 0;
+
+  /// Everything the encoded map depends on.
+  auto key() const {
+    return std::make_tuple(base, dtype, dims[0], dims[1], dims[2],
+                           strideBytes[0], strideBytes[1], box[0], box[1],
+                           box[2], swizzle);
+  }
+};
+
+/// The request for parameter `p` (a tma_ptr) over a validated tensor `t`.
+/// Strides of dimensions of size 1 are never used by the copies, so they are
+/// replaced by ones the encoder accepts (multiples of 16 bytes).
+TmaPtrRequest makeTmaPtrRequest(const ParamSpec &p, const TensorArg &t);
+
+/// Returns the device address of a 64-byte aligned CUtensorMap encoding the
+/// request, valid at least until the launch has run.
+using TmaPtrProvider =
+    llvm::function_ref<llvm::Expected<uint64_t>(const TmaPtrRequest &)>;
+
+/// Entries a loaded kernel keeps before it frees them all.
+constexpr size_t kTmaPtrCacheCapacity = 4096;
+
+/// The bookkeeping of a kernel's device copies of tensor maps: one
+/// immutable entry per distinct request. Allocation, copying and freeing go
+/// through callbacks (the driver in Kernel.cpp, fakes in the tests); this
+/// class is not thread-safe, the kernel's launch mutex guards it.
+class TmaPtrCache {
+public:
+  using Create =
+      llvm::function_ref<llvm::Expected<uint64_t>(const TmaPtrRequest &)>;
+
+  explicit TmaPtrCache(size_t capacity = kTmaPtrCacheCapacity)
+      : capacity(capacity) {}
+  TmaPtrCache(const TmaPtrCache &) = delete;
+
+  /// The entry for `r`; on a miss `create` makes one, which is kept.
+  llvm::Expected<uint64_t> get(const TmaPtrRequest &r, Create create);
+  /// True if `n` new entries might not fit (the caller clears first).
+  bool wouldOverflow(size_t n) const { return entries.size() + n > capacity; }
+  size_t size() const { return entries.size(); }
+  /// Passes every entry to `release` and forgets them all.
+  void clear(llvm::function_ref<void(uint64_t)> release);
+
+private:
+  struct KeyLess {
+    bool operator()(const TmaPtrRequest &a, const TmaPtrRequest &b) const {
+      return a.key() < b.key();
+    }
+  };
+  std::map<TmaPtrRequest, uint64_t, KeyLess> entries;
+  size_t capacity;
+};
+
 /// The kernel parameters of one launch; keeps its storage alive.
 class ParamBuffer {
 public:
@@ -51,16 +119,18 @@ public:
 private:
   friend llvm::Expected<std::unique_ptr<ParamBuffer>>
   packParams(const KernelMetadata &, const LaunchArgs &, const ProblemShape &,
-             TmaEncoder);
+             TmaEncoder, TmaPtrProvider);
   std::unique_ptr<uint8_t[]> storage;
   llvm::SmallVector<void *, 32> pointerArray;
   llvm::SmallVector<size_t, 32> sizes;
 };
 
-/// Builds the parameter buffer; checks TMA-viewability of tensors.
+/// Builds the parameter buffer; checks TMA-viewability of tensors. A kernel
+/// with tma_ptr parameters needs `provideTmaPtr` (an error without one).
 llvm::Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
-           const ProblemShape &shape, TmaEncoder encodeTma);
+           const ProblemShape &shape, TmaEncoder encodeTma,
+           TmaPtrProvider provideTmaPtr = {});
 
 } // namespace flashc::rt
 
