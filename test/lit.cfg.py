@@ -18,7 +18,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.flash_tools_dir, config.llvm_tools_dir]
-tools = ["flash-opt", "mlir-opt", "mlir-translate"]
+tools = ["flash-opt", "flashc", "mlir-opt", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 if config.ptxas:

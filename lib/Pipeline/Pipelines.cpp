@@ -32,8 +32,16 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int64_t> blockN{*this, "block-n",
                          llvm::cl::desc("Override block_n (0: keep)"),
                          llvm::cl::init(0)};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Override stages (0: keep)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> warpgroups{*this, "warpgroups",
+                             llvm::cl::desc("Override warpgroups (0: keep)"),
+                             llvm::cl::init(0)};
 
-  TileOverrides overrides() const { return {blockM, blockN}; }
+  TileOverrides overrides() const {
+    return {blockM, blockN, stages, warpgroups};
+  }
 };
 
 } // namespace
@@ -42,8 +50,18 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   flash::FlashTileOptions options;
   options.blockM = overrides.blockM;
   options.blockN = overrides.blockN;
+  options.stages = overrides.stages;
+  options.warpgroups = overrides.warpgroups;
   pm.addNestedPass<func::FuncOp>(flash::createFlashTile(options));
   pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
+}
+
+void buildGpuKernelPipeline(OpPassManager &pm, const TileOverrides &overrides,
+                            llvm::StringRef chip) {
+  buildTilePipeline(pm, overrides);
+  flash::ConvertFlashToGPUOptions options;
+  options.chip = chip.str();
+  pm.addPass(flash::createConvertFlashToGPU(options));
 }
 
 void buildCpuReferencePipeline(OpPassManager &pm,

@@ -131,15 +131,18 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     ConfigAttr base = op.getConfigAttr();
     if (!base)
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
-    if (blockM == 0 && blockN == 0)
+    if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0)
       return base;
     auto emitError = [&] {
       return op.emitOpError("with -flash-tile options: ");
     };
+    auto pick = [](int64_t override, int64_t original) {
+      return override ? override : original;
+    };
     ConfigAttr config = ConfigAttr::getChecked(
-        emitError, op.getContext(), blockM ? blockM : base.getBlockM(),
-        blockN ? blockN : base.getBlockN(), base.getStages(),
-        base.getWarpgroups());
+        emitError, op.getContext(), pick(blockM, base.getBlockM()),
+        pick(blockN, base.getBlockN()), pick(stages, base.getStages()),
+        pick(warpgroups, base.getWarpgroups()));
     if (!config)
       return failure();
     return config;

@@ -15,14 +15,22 @@
 
 namespace flashc {
 
-/// Tile-size overrides: 0 keeps the kernel's own #flash.config.
+/// Tile-config overrides: 0 keeps the kernel's own #flash.config.
 struct TileOverrides {
   int64_t blockM = 0;
   int64_t blockN = 0;
+  int64_t stages = 0;
+  int64_t warpgroups = 0;
 };
 
 /// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOverrides &overrides);
+
+/// flash.attention -> a gpu.module kernel for `chip` (the fused tile
+/// program, then -convert-flash-to-gpu); lib/Target takes it from there.
+void buildGpuKernelPipeline(mlir::OpPassManager &pm,
+                            const TileOverrides &overrides,
+                            llvm::StringRef chip);
 
 /// flash.attention -> LLVM dialect for the host CPU: the tile program run as
 /// loops, for MLIR's execution engine. Functions that should be callable

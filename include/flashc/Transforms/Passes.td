@@ -23,7 +23,7 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
     masks that cannot fire.
 
     The tile sizes come from the op's `#flash.config`; the options override
-    it (flashc's --block-m/--block-n), and a default applies when neither
+    it (flashc's --block-m, --block-n, --stages, --warpgroups), and a default applies when neither
     gives one. The chosen config is recorded on the enclosing function as
     `flash.config`.
   }];
@@ -32,6 +32,10 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
            "Query rows per program (0: from the op's config or default)">,
     Option<"blockN", "block-n", "int64_t", "0",
            "Keys per loop iteration (0: from the op's config or default)">,
+    Option<"stages", "stages", "int64_t", "0",
+           "K/V pipeline depth (0: from the op's config or default)">,
+    Option<"warpgroups", "warpgroups", "int64_t", "0",
+           "Consumer warpgroups (0: from the op's config or default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

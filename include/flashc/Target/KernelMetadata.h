@@ -1,0 +1,45 @@
+//===- KernelMetadata.h - the kernel.json written beside binaries -*- C++
+//-*-===//
+//
+// The compiler side of docs/kernel-metadata.md: the GPU conversion records
+// a kernel's launch contract as the `flash.launch` attribute of its
+// gpu.func; this turns it, plus provenance, into the JSON the runtime reads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_TARGET_KERNELMETADATA_H
+#define FLASHC_TARGET_KERNELMETADATA_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace flashc {
+
+/// The name of the gpu.func attribute holding the launch contract.
+constexpr llvm::StringLiteral kLaunchAttrName = "flash.launch";
+
+/// What the metadata says about the artefact itself.
+struct ArtefactInfo {
+  std::string binaryFileName; ///< e.g. "kernel.cubin", relative to the JSON
+  std::string binaryFormat;   ///< "cubin" or "ptx"
+  std::string arch;           ///< e.g. "sm_90a"
+  std::string sourceHash;     ///< hashSource() of the kernel's source text
+};
+
+/// The hex SHA-256 of a kernel's source text: the key of tuning databases.
+std::string hashSource(llvm::StringRef source);
+
+/// The metadata of the one kernel (gpu.func with `flash.launch`) in
+/// `module`; emits a diagnostic and fails when there is none or several.
+mlir::FailureOr<llvm::json::Object>
+buildKernelMetadata(mlir::ModuleOp module, const ArtefactInfo &artefact);
+
+/// Any attribute flash.launch may hold, as JSON (ints, floats, bools,
+/// strings, arrays, dictionaries); fails on anything else.
+mlir::FailureOr<llvm::json::Value> attributeToJson(mlir::Attribute attr);
+
+} // namespace flashc
+
+#endif // FLASHC_TARGET_KERNELMETADATA_H

@@ -1,0 +1,99 @@
+//===- KernelMetadata.cpp - flash.launch -> kernel.json -------------------===//
+//
+// Provenance (format, versions, hash, symbol, binary) is added here; the
+// launch contract itself is copied from the attribute the GPU conversion
+// wrote, so the two cannot drift apart.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Target/KernelMetadata.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
+
+using namespace mlir;
+
+namespace flashc {
+
+/// Bumped with every change to what the compiler emits.
+constexpr llvm::StringLiteral kFlashcVersion = "0.1.0";
+
+std::string hashSource(llvm::StringRef source) {
+  std::array<uint8_t, 32> digest = llvm::SHA256::hash(llvm::ArrayRef(
+      reinterpret_cast<const uint8_t *>(source.data()), source.size()));
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+FailureOr<llvm::json::Value> attributeToJson(Attribute attr) {
+  if (auto boolean = dyn_cast<BoolAttr>(attr))
+    return llvm::json::Value(boolean.getValue());
+  if (auto integer = dyn_cast<IntegerAttr>(attr))
+    return llvm::json::Value(integer.getInt());
+  if (auto real = dyn_cast<FloatAttr>(attr))
+    return llvm::json::Value(real.getValueAsDouble());
+  if (auto string = dyn_cast<StringAttr>(attr))
+    return llvm::json::Value(string.getValue().str());
+  if (auto dense = dyn_cast<DenseI64ArrayAttr>(attr)) {
+    llvm::json::Array array;
+    for (int64_t value : dense.asArrayRef())
+      array.push_back(value);
+    return llvm::json::Value(std::move(array));
+  }
+  if (auto list = dyn_cast<ArrayAttr>(attr)) {
+    llvm::json::Array array;
+    for (Attribute element : list) {
+      FailureOr<llvm::json::Value> value = attributeToJson(element);
+      if (failed(value))
+        return failure();
+      array.push_back(std::move(*value));
+    }
+    return llvm::json::Value(std::move(array));
+  }
+  if (auto dictionary = dyn_cast<DictionaryAttr>(attr)) {
+    llvm::json::Object object;
+    for (NamedAttribute entry : dictionary) {
+      FailureOr<llvm::json::Value> value = attributeToJson(entry.getValue());
+      if (failed(value))
+        return failure();
+      object[entry.getName().getValue()] = std::move(*value);
+    }
+    return llvm::json::Value(std::move(object));
+  }
+  return failure();
+}
+
+FailureOr<llvm::json::Object>
+buildKernelMetadata(ModuleOp module, const ArtefactInfo &artefact) {
+  SmallVector<gpu::GPUFuncOp> kernels;
+  module.walk([&](gpu::GPUFuncOp func) {
+    if (func->hasAttr(kLaunchAttrName))
+      kernels.push_back(func);
+  });
+  if (kernels.size() != 1)
+    return module.emitError()
+           << "expected exactly one gpu.func with a '" << kLaunchAttrName
+           << "' launch contract, found " << kernels.size();
+  gpu::GPUFuncOp kernel = kernels.front();
+  auto launch = dyn_cast<DictionaryAttr>(kernel->getAttr(kLaunchAttrName));
+  FailureOr<llvm::json::Value> contract =
+      launch ? attributeToJson(launch) : FailureOr<llvm::json::Value>();
+  if (failed(contract))
+    return kernel.emitOpError()
+           << "'" << kLaunchAttrName
+           << "' must be a dictionary of integers, floats, booleans, "
+              "strings, arrays and dictionaries";
+
+  llvm::json::Object metadata = std::move(*contract->getAsObject());
+  metadata["format"] = "flashc-kernel";
+  metadata["format_version"] = 1;
+  metadata["flashc_version"] = kFlashcVersion;
+  metadata["source_hash"] = artefact.sourceHash;
+  metadata["kernel"] = kernel.getName().str();
+  metadata["binary"] = artefact.binaryFileName;
+  metadata["binary_format"] = artefact.binaryFormat;
+  metadata["arch"] = artefact.arch;
+  return metadata;
+}
+
+} // namespace flashc

@@ -1,0 +1,208 @@
+//===- flashc.cpp - the flashc compiler driver ----------------------------===//
+//
+// flashc attention.mlir -o kernel.ptx: parses a kernel (kernel level, or an
+// already lowered gpu.module), runs the shared pipelines of lib/Pipeline and
+// lib/Target, and writes the artefact with its kernel.json beside it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/InitAll.h"
+#include "flashc/Pipeline/Pipelines.h"
+#include "flashc/Target/GpuTarget.h"
+#include "flashc/Target/KernelMetadata.h"
+
+#include "Flash/FlashOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class Emit { Tile, Mlir, Llvm, Ptx, Cubin };
+
+cl::OptionCategory category("flashc options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                               cl::desc("<kernel.mlir>"), cl::cat(category));
+cl::opt<std::string> outputFile("o",
+                                cl::desc("Output file (default: stdout, "
+                                         "or kernel.cubin for cubin)"),
+                                cl::value_desc("file"), cl::init(""),
+                                cl::cat(category));
+cl::opt<Emit> emitKind(
+    "emit", cl::desc("What to write (default: from -o's extension, else ptx)"),
+    cl::values(clEnumValN(Emit::Tile, "tile", "the fused tile program"),
+               clEnumValN(Emit::Mlir, "mlir", "the GPU kernel in MLIR"),
+               clEnumValN(Emit::Llvm, "llvm", "the kernel's LLVM IR (NVVM)"),
+               clEnumValN(Emit::Ptx, "ptx", "PTX assembly"),
+               clEnumValN(Emit::Cubin, "cubin", "a cubin, through ptxas")),
+    cl::cat(category));
+cl::opt<std::string> arch("arch", cl::desc("GPU architecture"),
+                          cl::init("sm_90a"), cl::cat(category));
+cl::opt<std::string> cudaRoot("cuda-root",
+                              cl::desc("CUDA toolkit (ptxas, libdevice)"),
+                              cl::init("/usr/local/cuda"), cl::cat(category));
+cl::opt<int64_t> blockM("block-m", cl::desc("Override block_m"), cl::init(0),
+                        cl::cat(category));
+cl::opt<int64_t> blockN("block-n", cl::desc("Override block_n"), cl::init(0),
+                        cl::cat(category));
+cl::opt<int64_t> stages("stages", cl::desc("Override stages"), cl::init(0),
+                        cl::cat(category));
+cl::opt<int64_t> warpgroups("warpgroups", cl::desc("Override warpgroups"),
+                            cl::init(0), cl::cat(category));
+cl::opt<bool> resourceUsage(
+    "resource-usage",
+    cl::desc("Print ptxas's register/shared-memory/spill report (cubin)"),
+    cl::init(false), cl::cat(category));
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "flashc") << message << "\n";
+  return 1;
+}
+
+Emit inferEmit() {
+  if (emitKind.getNumOccurrences())
+    return emitKind;
+  llvm::StringRef extension = llvm::sys::path::extension(outputFile);
+  return llvm::StringSwitch<Emit>(extension)
+      .Case(".cubin", Emit::Cubin)
+      .Case(".ll", Emit::Llvm)
+      .Case(".mlir", Emit::Mlir)
+      .Default(Emit::Ptx);
+}
+
+bool hasKernelLevelOps(ModuleOp module) {
+  return module.walk([](flash::AttentionOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+/// Writes `contents` to `path` ("-" or empty: stdout).
+int writeOutput(llvm::StringRef path, llvm::StringRef contents) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> out =
+      openOutputFile(path.empty() ? "-" : path, &error);
+  if (!out)
+    return fail(error);
+  out->os() << contents;
+  out->keep();
+  return 0;
+}
+
+/// kernel.cubin -> kernel.json, written beside the artefact.
+int writeMetadata(llvm::json::Object metadata) {
+  llvm::SmallString<256> path(outputFile);
+  llvm::sys::path::replace_extension(path, "json");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(metadata))) << "\n";
+  return writeOutput(path, text);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "flashc: compile a flash attention kernel to PTX or cubin for Hopper\n");
+
+  Emit emit = inferEmit();
+  if (llvm::Error error = flashc::checkSupportedArch(arch))
+    return fail(llvm::toString(std::move(error)));
+  bool binary = emit == Emit::Ptx || emit == Emit::Cubin;
+  if (binary && (outputFile.empty() || outputFile == "-"))
+    return fail("-o <file> is required for --emit=ptx and --emit=cubin: "
+                "kernel.json is written beside it");
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
+  if (!input)
+    return fail(error);
+  std::string sourceHash = flashc::hashSource(input->getBuffer());
+
+  DialectRegistry registry;
+  flashc::registerAllDialects(registry);
+  registerAllToLLVMIRTranslations(registry);
+  MLIRContext context(registry);
+  // A diagnostic names its location; the thousands of lines of a kernel
+  // after lowering would bury it.
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  flashc::TileOverrides overrides{blockM, blockN, stages, warpgroups};
+  if (hasKernelLevelOps(*module)) {
+    PassManager pm(&context);
+    if (emit == Emit::Tile)
+      flashc::buildTilePipeline(pm, overrides);
+    else
+      flashc::buildGpuKernelPipeline(pm, overrides, arch);
+    if (failed(pm.run(*module)))
+      return 1;
+  } else if (emit == Emit::Tile) {
+    return fail("--emit=tile needs a kernel-level input (flash.attention)");
+  }
+
+  if (emit == Emit::Tile || emit == Emit::Mlir) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    return writeOutput(outputFile, text);
+  }
+
+  std::string binaryName = llvm::sys::path::filename(outputFile).str();
+  FailureOr<llvm::json::Object> metadata = failure();
+  if (binary) {
+    metadata = flashc::buildKernelMetadata(
+        *module,
+        {binaryName, emit == Emit::Cubin ? "cubin" : "ptx", arch, sourceHash});
+    if (failed(metadata))
+      return 1;
+  }
+
+  flashc::GpuTargetOptions target;
+  target.arch = arch;
+  target.cudaRoot = cudaRoot;
+  FailureOr<std::string> serialized = flashc::serializeGpuModule(
+      *module, target,
+      emit == Emit::Llvm ? flashc::GpuArtefact::LlvmIr
+                         : flashc::GpuArtefact::Ptx);
+  if (failed(serialized))
+    return 1;
+  if (emit == Emit::Llvm)
+    return writeOutput(outputFile, *serialized);
+
+  if (emit == Emit::Cubin) {
+    llvm::Expected<flashc::Cubin> cubin =
+        flashc::assembleCubin(*serialized, target);
+    if (!cubin)
+      return fail(llvm::toString(cubin.takeError()));
+    if (resourceUsage)
+      llvm::errs() << cubin->resourceReport;
+    if (int status = writeOutput(outputFile, cubin->bytes))
+      return status;
+  } else if (int status = writeOutput(outputFile, *serialized)) {
+    return status;
+  }
+  return writeMetadata(std::move(*metadata));
+}
