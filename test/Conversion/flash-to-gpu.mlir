@@ -1,16 +1,20 @@
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OVPPS
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse \
+// RUN:   -convert-flash-to-gpu="overlap=0 pingpong=0 split-release=0" | FileCheck %s
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL
 // RUN: flash-opt %s -convert-flash-to-gpu | FileCheck %s --check-prefix=SMALL
 
 // The shipped kernels (bf16, D = 128, block 128 x 128, 2 stages, 2 consumer
-// warpgroups) become one gpu.module each; the host function is gone.
+// warpgroups) become one gpu.module each; the host function is gone. The
+// CHECK prefix sees the serial schedule (prototype variant ws_s2), OVPPS the
+// default one (variant ovpps_s2: overlap, ping-pong, split K/V release).
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK-NOT: func.func
 // CHECK-LABEL: gpu.module @attention_kernels
 // CHECK: gpu.func @attention(%[[TMQ:.*]]: !llvm.ptr, %[[TMK:.*]]: !llvm.ptr, %[[TMV:.*]]: !llvm.ptr, %[[O:.*]]: !llvm.ptr<1>, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %[[SCALE:.*]]: f32) kernel
 // CHECK-SAME: flash.launch = {block = array<i64: 384, 1, 1>, causal = false, cluster = array<i64: 1, 1, 1>,
-// CHECK-SAME: config = {block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64},
+// CHECK-SAME: config = {block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 0 : i64, stages = 2 : i64, warpgroups = 2 : i64},
 // CHECK-SAME: dtype = "bf16", grid = {block_m = 128 : i64, kind = "tiles"}, has_lse = true, head_dim = 128 : i64,
 // CHECK-SAME: params = [{box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}],
 // CHECK-SAME: scale = 0.0883883{{[0-9]*}} : f64, shared_memory_bytes = 164864 : i64}
@@ -71,6 +75,53 @@
 // CHECK: llvm.getelementptr %[[LSE]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK: gpu.return
 
+// OVPPS: gpu.func @attention(
+// OVPPS-SAME: overlap = 1 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64
+// OVPPS-SAME: shared_memory_bytes = 164864 : i64
+// full_k[2], full_v[2], empty (V)[2], empty_k[2], q.
+// OVPPS: %[[BAR:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
+// OVPPS-COUNT-9: nvgpu.mbarrier.init %[[BAR]]
+// The producer waits for the K slot (empty_k) and the V slot (empty) apart.
+// OVPPS: scf.for
+// OVPPS: nvgpu.mbarrier.try_wait.parity
+// OVPPS-COUNT-2: nvgpu.tma.async.load
+// OVPPS: nvgpu.mbarrier.try_wait.parity
+// OVPPS-COUNT-2: nvgpu.tma.async.load
+// Consumer 1 lets consumer 0 go first.
+// OVPPS: nvvm.setmaxregister increase 240
+// OVPPS: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %{{.*}}
+// Prologue: S_0 and its softmax; the K slot is released once S retired.
+// OVPPS: scf.if %{{.*}} -> (f32, f32, f32, f32, i32
+// OVPPS: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// OVPPS: nvvm.wgmma.fence.aligned
+// OVPPS: nvvm.barrier.arrive
+// OVPPS: nvvm.wgmma.wait.group.sync.aligned 0
+// OVPPS: nvgpu.mbarrier.arrive %[[BAR]]
+// Steady state: one fence, S_j and PV_{j-1} back to back, wait 1, softmax,
+// wait 0, P_{j-1} kept live, V slot released.
+// OVPPS: arith.maxui
+// OVPPS: scf.for
+// OVPPS: nvvm.barrier id
+// OVPPS-NEXT: nvvm.wgmma.fence.aligned
+// OVPPS-COUNT-8: nvvm.wgmma.mma_async
+// OVPPS: nvvm.wgmma.commit.group.sync.aligned
+// OVPPS-NOT: nvvm.wgmma.fence.aligned
+// OVPPS: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// OVPPS: nvvm.wgmma.commit.group.sync.aligned
+// OVPPS: nvvm.barrier.arrive
+// OVPPS-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// OVPPS: nvgpu.mbarrier.arrive %[[BAR]]
+// OVPPS: math.exp2
+// OVPPS: nvvm.wgmma.wait.group.sync.aligned 0
+// OVPPS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "", "=r,0"
+// OVPPS: nvgpu.mbarrier.arrive %[[BAR]]
+// OVPPS: scf.for
+// Last P V after the loops.
+// OVPPS: scf.if
+// OVPPS: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// OVPPS: nvvm.wgmma.wait.group.sync.aligned 0
+// OVPPS: gpu.return
+
 // CAUSAL: gpu.module @attention_causal_kernels
 // CAUSAL: gpu.func @attention_causal(
 // CAUSAL-SAME: causal = true
@@ -91,17 +142,18 @@
 // SMALL: module attributes {gpu.container_module}
 // SMALL: gpu.func @tile_f16_d64(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: f32) kernel
 // SMALL-SAME: block = array<i64: 256, 1, 1>
-// SMALL-SAME: config = {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, stages = 2 : i64, warpgroups = 1 : i64}
+// SMALL-SAME: config = {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 1 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, warpgroups = 1 : i64}
 // SMALL-SAME: dtype = "f16"
 // SMALL-SAME: has_lse = false, head_dim = 64 : i64
 // SMALL-SAME: params = [{box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}]
 // SMALL-SAME: shared_memory_bytes = 41984 : i64
-// SMALL: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+// SMALL: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // SMALL: nvgpu.mbarrier.init %{{.*}}[%{{.*}}], %c128 :
 // SMALL: nvgpu.tma.async.load
 // SMALL: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
 // SMALL: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xf16>
 // SMALL: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// SMALL-NOT: nvvm.barrier
 // SMALL-NOT: math.log2
 // SMALL: gpu.return
 

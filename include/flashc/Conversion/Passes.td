@@ -57,6 +57,15 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "GPU architecture the kernel is written for">,
+    // The schedule of prototypes/gpu's best verified kernel (ovpps); each
+    // knob can be turned off (ws_s2 = all three off, also verified).
+    Option<"overlap", "overlap", "bool", "true",
+           "Issue S_j and PV_{j-1} back to back (FA3 intra-warpgroup overlap)">,
+    Option<"pingpong", "pingpong", "bool", "true",
+           "Order the GEMMs of two consumer warpgroups with named barriers "
+           "(applies when warpgroups = 2)">,
+    Option<"splitRelease", "split-release", "bool", "true",
+           "Release a K slot once S retired, a V slot once P V retired">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -72,8 +72,9 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
                         {"producer_warpgroups", i64(1)},
                         {"producer_regs", i64(KernelSpec::kProducerRegs)},
                         {"consumer_regs", i64(spec.consumerRegs())},
-                        {"overlap", i64(0)},
-                        {"pingpong", i64(0)}})},
+                        {"overlap", i64(spec.overlap)},
+                        {"pingpong", i64(spec.pingpong)},
+                        {"split_release", i64(spec.split)}})},
        {"params", b.getArrayAttr(params)}});
 }
 
@@ -138,6 +139,9 @@ struct ConvertFlashToGPUPass
         failedAny = true;
         continue;
       }
+      spec->overlap = overlap;
+      spec->pingpong = pingpong && spec->warpgroups == 2;
+      spec->split = splitRelease;
       buildKernelModule(func, *spec);
       func.erase();
     }

@@ -4,9 +4,10 @@
 // matcher extracts from a canonical attention tile program, and the emitter
 // whose member families (shared memory and TMA, wgmma, softmax, epilogue,
 // inline PTX) live in one file each. The emitted kernel follows
-// prototypes/gpu/gen.py (its default variant: warp specialised, one producer
-// warpgroup and one consumer warpgroup per 64 query rows, no intra-warpgroup
-// overlap, no ping-pong).
+// prototypes/gpu/gen.py: warp specialised (one producer warpgroup, one
+// consumer warpgroup per 64 query rows) with the schedule of its best
+// verified variant `ovpps` (intra-warpgroup S/PV overlap, two-consumer
+// ping-pong, split K/V slot release), each knob a pass option.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +40,11 @@ struct KernelSpec {
   double scale;    // natural softmax scale
   float scaleLog2; // scale * log2(e), as the tile program has it
 
+  // Schedule (pass options; see Passes.td).
+  bool overlap = true;  // issue S_j and PV_{j-1} back to back
+  bool pingpong = true; // order the two consumers' GEMMs (warpgroups == 2)
+  bool split = true;    // release K slots after S, V slots after PV
+
   /// Registers per thread after setmaxnreg, producer and consumers.
   static constexpr int64_t kProducerRegs = 24;
   int64_t consumerRegs() const;
@@ -56,12 +62,14 @@ struct KernelSpec {
   int64_t sharedMemoryBytes() const {
     return offV() + stages * stageBytes() + 1024;
   }
-  /// mbarrier indices: full_k[s], full_v[s], empty[s], q.
-  int64_t numBarriers() const { return 3 * stages + 1; }
+  /// mbarrier indices: full_k[s], full_v[s], empty[s] (V, or K and V when
+  /// not split), empty_k[s] (split only), q.
+  int64_t numBarriers() const { return (split ? 4 : 3) * stages + 1; }
   int64_t barFullK() const { return 0; }
   int64_t barFullV() const { return stages; }
   int64_t barEmpty() const { return 2 * stages; }
-  int64_t barQ() const { return 3 * stages; }
+  int64_t barEmptyK() const { return 3 * stages; }
+  int64_t barQ() const { return numBarriers() - 1; }
   /// f32 accumulator registers per thread of S and of O.
   int64_t sRegs() const { return blockN / 2; }
   int64_t oRegs() const { return headDim / 2; }
@@ -108,8 +116,11 @@ public:
   void emitSharedMemoryAndBarriers();
   void emitTileBounds();
   void issueQ();
-  void issueKV(Value j);
-  void waitEmpty(Value j);
+  /// TMA of tile j into slot j % stages: K and V, or only K / only V.
+  enum class KV { Both, K, V };
+  void issueKV(Value j, KV which = KV::Both);
+  /// Waits until tile j's slot (released for tile j - stages) is free.
+  void waitEmpty(Value j, int64_t baseBarrier);
   void emitProducer();
   struct Slot {
     Value slot, parity, descOffset;
@@ -123,14 +134,16 @@ public:
     SmallVector<Value> a, b;
   };
   SOperands prepS(const Slot &s);
-  Value emitS(const SOperands &ops);
+  Value emitS(const SOperands &ops, bool fence = true);
   SmallVector<Value> sValues(Value sAcc);
   SmallVector<Value> prepPV(const Slot &s);
   Value emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
-               ArrayRef<Value> vDescs);
+               ArrayRef<Value> vDescs, bool fence = true);
   SmallVector<Value> oValues(Value oAcc);
   void wgWait(int64_t pending);
   void release(Value slot);
+  /// split: the K slot is free as soon as S = Q K^T retired.
+  void releaseK(Value slot);
 
   //===--- Softmax.cpp: online softmax on the accumulator layout ---------===//
   struct SoftmaxResult {
@@ -148,6 +161,13 @@ public:
 
   //===--- KernelBody.cpp: roles and the consumer main loop ---------------===//
   void emitConsumer(Value consumerIdx, Value threadInGroup);
+  /// Ping-pong: wait for this consumer's turn to issue GEMMs / hand it on.
+  void schedSync();
+  void schedArrive();
+  /// The key loops, serial (S_j, softmax, PV_j) or overlapped (S_j with
+  /// PV_{j-1}); both return (m[2], l[2], acc).
+  SmallVector<Value> emitSerialLoops();
+  SmallVector<Value> emitOverlappedLoops();
 
 private:
   Value constant(TypedAttr attr);
@@ -173,7 +193,7 @@ public:
   // Tile bounds (i32 block level, index loop bounds).
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer thread geometry and descriptors.
-  Value quad, row0, row1, col0, qDesc, kDesc0, vDesc0;
+  Value consumerIdx, quad, row0, row1, col0, qDesc, kDesc0, vDesc0;
 };
 
 //===--- InlinePtx.cpp: the only inline PTX of the kernel

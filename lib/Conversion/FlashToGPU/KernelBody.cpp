@@ -4,9 +4,14 @@
 // producer warpgroup (setmaxnreg dec, TMA) and the consumer warpgroups
 // (setmaxnreg inc), and a consumer's two key loops (unmasked tiles, then the
 // tiles that need flash.mask: the ragged tail and the causal diagonal; tiles
-// past the diagonal are never visited). Per key tile j:
+// past the diagonal are never visited). Serial schedule, per key tile j:
 //   wait K_j; S = Q K_j^T (wgmma, wait 0); softmax; O *= alpha;
 //   wait V_j; O += P V_j (wgmma, wait 0); release slot j % stages.
+// Overlapped schedule (FA3): S_j and PV_{j-1} issued back to back, wait 1,
+// softmax(S_j) under PV_{j-1}, wait 0, O *= alpha. With ping-pong the two
+// consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's
+// softmax runs under the other's GEMMs; with split release the K slot is
+// freed as soon as S retired.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,7 +150,8 @@ void KernelEmitter::emitKernel() {
   gpu::ReturnOp::create(b);
 }
 
-void KernelEmitter::emitConsumer(Value consumerIdx, Value threadInGroup) {
+void KernelEmitter::emitConsumer(Value consumer, Value threadInGroup) {
+  consumerIdx = consumer;
   // Accumulator layout coordinates of this thread (see Softmax.cpp).
   Value lane = arith::RemUIOp::create(b, threadInGroup, cI32(32));
   Value warp = arith::DivUIOp::create(b, threadInGroup, cI32(32));
@@ -163,20 +169,58 @@ void KernelEmitter::emitConsumer(Value consumerIdx, Value threadInGroup) {
   // Wait for Q (phase 0: it is loaded once).
   nvgpu::MBarrierTryWaitParityOp::create(b, bar, cI1(false), cIndex(10000000),
                                          cIndex(spec.barQ()));
+  if (spec.pingpong) {
+    // Consumer 1 lets consumer 0 issue its GEMMs first.
+    Value isSecond = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                           consumerIdx, cI32(1));
+    ifThen(isSecond,
+           [&] { NVVM::BarrierArriveOp::create(b, cI32(1), cI32(256)); });
+  }
 
+  SmallVector<Value> state =
+      spec.overlap ? emitOverlappedLoops() : emitSerialLoops();
+  ArrayRef<Value> st(state);
+  emitEpilogue(st.slice(0, 2), st.slice(2, 2), st.drop_front(4));
+}
+
+void KernelEmitter::schedSync() {
+  // Named barrier 1 + cw: this consumer's turn to issue (256 threads: both
+  // consumers take part, the other one arrives).
+  if (!spec.pingpong)
+    return;
+  Value id = arith::AddIOp::create(b, consumerIdx, cI32(1));
+  NVVM::BarrierOp::create(b, Type(), id, cI32(256),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
+void KernelEmitter::schedArrive() {
+  // Hand the turn to the other consumer: barrier 1 + (1 - cw).
+  if (!spec.pingpong)
+    return;
+  Value other = arith::SubIOp::create(b, cI32(2), consumerIdx);
+  NVVM::BarrierArriveOp::create(b, other, cI32(256));
+}
+
+SmallVector<Value> KernelEmitter::emitSerialLoops() {
+  // S_j -> softmax -> PV_j, each product waited within the iteration.
   auto body = [&](bool masked) {
     return [&, masked](Value j, ValueRange it) {
       SmallVector<Value> itVec(it);
       ArrayRef<Value> its(itVec);
       Slot s = slotInfo(j);
-      SOperands sOps = prepS(s);
-      Value sAcc = emitS(sOps);
+      schedSync();
+      Value sAcc = emitS(prepS(s));
+      schedArrive();
       wgWait(0);
+      SmallVector<Value> sv = sValues(sAcc);
+      releaseK(s.slot);
       SoftmaxResult sm =
-          softmax(sValues(sAcc), its.slice(0, 2), its.slice(2, 2), masked, j);
+          softmax(sv, its.slice(0, 2), its.slice(2, 2), masked, j);
       SmallVector<Value> acc = scaleAcc(its.drop_front(4), sm.alpha);
+      schedSync();
       SmallVector<Value> vDescs = prepPV(s);
       Value o = emitPV(sm.packedP, acc, vDescs);
+      schedArrive();
       wgWait(0);
       SmallVector<Value> acc2 = oValues(o);
       release(s.slot);
@@ -190,7 +234,107 @@ void KernelEmitter::emitConsumer(Value consumerIdx, Value threadInGroup) {
   SmallVector<Value> init = {negInf, negInf, cF32(0.0f), cF32(0.0f)};
   init.append(spec.oRegs(), cF32(0.0f));
   SmallVector<Value> state = forLoop(cIndex(0), nFullIdx, init, body(false));
-  state = forLoop(nFullIdx, nHiIdx, state, body(true));
-  ArrayRef<Value> st(state);
-  emitEpilogue(st.slice(0, 2), st.slice(2, 2), st.drop_front(4));
+  return forLoop(nFullIdx, nHiIdx, state, body(true));
+}
+
+SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
+  // FA3 intra-warpgroup overlap: S_j and PV_{j-1} are issued back to back
+  // and softmax(S_j) runs while PV_{j-1} is still in the tensor cores. The
+  // loop carries (m, l, P_{j-1} packed, acc); a prologue computes S_0 and its
+  // softmax, an epilogue issues the last PV.
+  const int64_t numP = spec.sRegs() / 2;
+  Value negInf = cF32(-std::numeric_limits<float>::infinity());
+  SmallVector<Type> stateTypes(4, f32);
+  stateTypes.append(numP, i32);
+  Value hasTiles =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, nHi, cI32(0));
+
+  SmallVector<Value> empty = {negInf, negInf, cF32(0.0f), cF32(0.0f)};
+  empty.append(numP, cI32(0));
+  SmallVector<Value> st0 = ifThenElse(
+      hasTiles, stateTypes,
+      [&] {
+        Slot s = slotInfo(cIndex(0));
+        schedSync();
+        Value sAcc = emitS(prepS(s));
+        schedArrive();
+        wgWait(0);
+        SmallVector<Value> sv = sValues(sAcc);
+        releaseK(s.slot);
+        // Tile 0 may be ragged or on the diagonal: always masked.
+        SoftmaxResult sm = softmax(sv, {negInf, negInf},
+                                   {cF32(0.0f), cF32(0.0f)}, true, cIndex(0));
+        SmallVector<Value> out = sm.mNew;
+        llvm::append_range(out, sm.lNew);
+        llvm::append_range(out, sm.packedP);
+        return out;
+      },
+      empty);
+
+  auto body = [&](bool masked) {
+    return [&, masked](Value j, ValueRange it) {
+      SmallVector<Value> itVec(it);
+      ArrayRef<Value> its(itVec);
+      ArrayRef<Value> mOld = its.slice(0, 2), lOld = its.slice(2, 2),
+                      pOld = its.slice(4, numP), acc = its.drop_front(4 + numP);
+      Value jm1 = arith::SubIOp::create(b, j, cIndex(1));
+      Slot s = slotInfo(j);
+      Slot prev = slotInfo(jm1);
+      // Waits and descriptors first, then one fence and both GEMMs.
+      SOperands sOps = prepS(s);
+      SmallVector<Value> vDescs = prepPV(prev);
+      schedSync();
+      NVVM::WgmmaFenceAlignedOp::create(b);
+      Value sAcc = emitS(sOps, /*fence=*/false);
+      Value o = emitPV(pOld, acc, vDescs, /*fence=*/false);
+      schedArrive();
+      wgWait(1);
+      SmallVector<Value> sv = sValues(sAcc);
+      releaseK(s.slot);
+      SoftmaxResult sm = softmax(sv, mOld, lOld, masked, j);
+      wgWait(0);
+      // Keep P_{j-1} live until PV_{j-1} retired, so P_j does not get its
+      // registers while the wgmma still reads them (ptxas would serialise
+      // the wgmma chain, C7513).
+      for (Value p : pOld)
+        (void)fenceOperand(b, p);
+      SmallVector<Value> acc2 = oValues(o);
+      release(prev.slot);
+      SmallVector<Value> acc3 = scaleAcc(acc2, sm.alpha);
+      SmallVector<Value> yielded = sm.mNew;
+      llvm::append_range(yielded, sm.lNew);
+      llvm::append_range(yielded, sm.packedP);
+      llvm::append_range(yielded, acc3);
+      return yielded;
+    };
+  };
+  SmallVector<Value> init = st0;
+  init.append(spec.oRegs(), cF32(0.0f));
+  Value one = cIndex(1);
+  Value firstMasked = arith::MaxUIOp::create(b, nFullIdx, one);
+  SmallVector<Value> st = forLoop(one, firstMasked, init, body(false));
+  st = forLoop(firstMasked, nHiIdx, st, body(true));
+
+  ArrayRef<Value> stRef(st);
+  ArrayRef<Value> pLast = stRef.slice(4, numP),
+                  accLast = stRef.drop_front(4 + numP);
+  SmallVector<Type> accTypes(spec.oRegs(), f32);
+  SmallVector<Value> accFinal = ifThenElse(
+      hasTiles, accTypes,
+      [&] {
+        Value jl = arith::SubIOp::create(b, nHiIdx, cIndex(1));
+        Slot s = slotInfo(jl);
+        schedSync();
+        SmallVector<Value> vDescs = prepPV(s);
+        Value o = emitPV(pLast, accLast, vDescs);
+        schedArrive();
+        wgWait(0);
+        SmallVector<Value> acc = oValues(o);
+        release(s.slot);
+        return acc;
+      },
+      accLast);
+  SmallVector<Value> result(stRef.take_front(4));
+  llvm::append_range(result, accFinal);
+  return result;
 }

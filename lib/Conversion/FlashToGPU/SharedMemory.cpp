@@ -57,6 +57,9 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
       // Every consumer thread arrives once it is done with the slot.
       nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
                                     cIndex(spec.barEmpty() + s), Value());
+      if (spec.split)
+        nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
+                                      cIndex(spec.barEmptyK() + s), Value());
     }
     nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ()),
                                   Value());
@@ -104,16 +107,19 @@ void KernelEmitter::issueQ() {
   }
 }
 
-void KernelEmitter::issueKV(Value j) {
+void KernelEmitter::issueKV(Value j, KV which) {
   Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
   Value row = arith::MulIOp::create(b, j, cIndex(spec.blockN));
   Value slotBytes = arith::MulIOp::create(b, slot, cIndex(spec.stageBytes()));
   struct Operand {
+    KV which;
     Value map;
     int64_t offset, barrier;
   };
-  for (Operand op : {Operand{tmK, spec.offK(), spec.barFullK()},
-                     Operand{tmV, spec.offV(), spec.barFullV()}}) {
+  for (Operand op : {Operand{KV::K, tmK, spec.offK(), spec.barFullK()},
+                     Operand{KV::V, tmV, spec.offV(), spec.barFullV()}}) {
+    if (which != KV::Both && which != op.which)
+      continue;
     Value barId = arith::AddIOp::create(b, slot, cIndex(op.barrier));
     nvgpu::MBarrierArriveExpectTxOp::create(
         b, bar, cIndex(spec.blockN * spec.headDim * 2), barId, Value());
@@ -129,7 +135,7 @@ void KernelEmitter::issueKV(Value j) {
   }
 }
 
-void KernelEmitter::waitEmpty(Value j) {
+void KernelEmitter::waitEmpty(Value j, int64_t baseBarrier) {
   // Tile j reuses the slot of tile j - stages: wait for that round's release.
   Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
   Value round = arith::DivUIOp::create(b, j, cIndex(spec.stages));
@@ -137,7 +143,7 @@ void KernelEmitter::waitEmpty(Value j) {
   Value prev32 = arith::IndexCastOp::create(b, i32, prev);
   Value bit = arith::AndIOp::create(b, prev32, cI32(1));
   Value parity = arith::TruncIOp::create(b, i1, bit);
-  Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmpty()));
+  Value barId = arith::AddIOp::create(b, slot, cIndex(baseBarrier));
   nvgpu::MBarrierTryWaitParityOp::create(b, bar, parity, cIndex(kWaitTicks),
                                          barId);
 }
@@ -153,8 +159,17 @@ void KernelEmitter::emitProducer() {
     forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
       Value reuse = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, j,
                                           cIndex(spec.stages));
-      ifThen(reuse, [&] { waitEmpty(j); });
-      issueKV(j);
+      if (!spec.split) {
+        ifThen(reuse, [&] { waitEmpty(j, spec.barEmpty()); });
+        issueKV(j);
+        return SmallVector<Value>();
+      }
+      // K of tile j may load once S of tile j - stages retired, V once its
+      // P V did: K runs ahead of V.
+      ifThen(reuse, [&] { waitEmpty(j, spec.barEmptyK()); });
+      issueKV(j, KV::K);
+      ifThen(reuse, [&] { waitEmpty(j, spec.barEmpty()); });
+      issueKV(j, KV::V);
       return SmallVector<Value>();
     });
   });

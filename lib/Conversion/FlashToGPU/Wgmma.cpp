@@ -58,14 +58,15 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   return ops;
 }
 
-Value KernelEmitter::emitS(const SOperands &ops) {
+Value KernelEmitter::emitS(const SOperands &ops, bool fence) {
   auto sType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(spec.sRegs(), f32));
   NVVM::WGMMATypes inType = isa<BFloat16Type>(spec.elementType)
                                 ? NVVM::WGMMATypes::bf16
                                 : NVVM::WGMMATypes::f16;
   auto shape = NVVM::MMAShapeAttr::get(ctx, 64, spec.blockN, 16);
-  NVVM::WgmmaFenceAlignedOp::create(b);
+  if (fence)
+    NVVM::WgmmaFenceAlignedOp::create(b);
   Value acc = LLVM::UndefOp::create(b, sType);
   for (int64_t k = 0; k < spec.headDim / 16; ++k) {
     acc = NVVM::WgmmaMmaAsyncOp::create(
@@ -99,13 +100,14 @@ SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
 }
 
 Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
-                            ArrayRef<Value> vDescs) {
+                            ArrayRef<Value> vDescs, bool fence) {
   auto oType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(spec.oRegs(), f32));
   Value o = LLVM::UndefOp::create(b, oType);
   for (auto [i, a] : llvm::enumerate(acc))
     o = LLVM::InsertValueOp::create(b, o, a, i);
-  NVVM::WgmmaFenceAlignedOp::create(b);
+  if (fence)
+    NVVM::WgmmaFenceAlignedOp::create(b);
   for (int64_t kk = 0; kk < spec.blockN / 16; ++kk) {
     SmallVector<Value> in;
     for (int64_t i = 0; i < spec.oRegs(); ++i)
@@ -134,6 +136,14 @@ void KernelEmitter::release(Value slot) {
   // Every consumer thread arrives (count 128 x warpgroups): no divergent
   // branch before the next .aligned wgmma.
   Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmpty()));
+  nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,
+                                  barId);
+}
+
+void KernelEmitter::releaseK(Value slot) {
+  if (!spec.split)
+    return;
+  Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmptyK()));
   nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,
                                   barId);
 }
