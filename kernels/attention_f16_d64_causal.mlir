@@ -1,0 +1,10 @@
+// Forward attention, f16, head dim 64, causal (bottom-right aligned when seq_q != seq_k), with the
+// row log-sum-exp. Batch, heads and both sequence lengths are chosen at launch.
+func.func @attention_f16_d64_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+    %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse
+      {causal, config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+      -> memref<?x?x?x64xf16>, memref<?x?x?xf32>
+  return
+}
