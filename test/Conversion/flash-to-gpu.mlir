@@ -3,6 +3,7 @@
 // RUN:   -convert-flash-to-gpu="overlap=0 pingpong=0 split-release=0" | FileCheck %s
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL
 // RUN: flash-opt %s -convert-flash-to-gpu | FileCheck %s --check-prefix=SMALL
+// RUN: flash-opt %kernels/attention_d256.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=D256
 
 // The shipped kernels (bf16, D = 128, block 128 x 128, 2 stages, 2 consumer
 // warpgroups) become one gpu.module each; the host function is gone. The
@@ -135,6 +136,15 @@
 // CAUSAL: arith.addi %{{.*}}, %[[DIAG]] : i32
 // CAUSAL: arith.minsi
 // CAUSAL: arith.cmpi sgt
+
+// D = 256 keeps the serial schedule (the overlapped one spills there).
+// D256: gpu.func @attention_d256(
+// D256-SAME: config = {block_m = 128 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
+// D256-SAME: head_dim = 256 : i64
+// D256-SAME: shared_memory_bytes = 197632 : i64
+// D256: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// D256: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// D256-NOT: nvvm.wgmma.wait.group.sync.aligned 1
 
 // A tile program written by hand: f16, D = 64, one consumer warpgroup, a
 // single (masked) key loop, no LSE.

@@ -139,7 +139,11 @@ struct ConvertFlashToGPUPass
         failedAny = true;
         continue;
       }
-      spec->overlap = overlap;
+      // The overlapped schedule carries P_{j-1} beside S_j and O: with
+      // D = 256 (128 O registers) ptxas spills under the 168-register cap of
+      // 384 threads, the serial schedule does not. Verified on the GPU for
+      // D = 128 (prototypes/gpu/NOTES.md).
+      spec->overlap = overlap && spec->headDim <= 128;
       spec->pingpong = pingpong && spec->warpgroups == 2;
       spec->split = splitRelease;
       buildKernelModule(func, *spec);
