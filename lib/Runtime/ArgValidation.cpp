@@ -225,6 +225,28 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
       c.add(formatv("{0} = {1} does not fit the kernel's 32-bit parameter",
                     p.text, value));
   }
+  // A tensor the kernel gets only as a pointer is indexed as dense
+  // row-major: any other layout would be read or written in the wrong
+  // places, silently. Dimensions of size 1 impose nothing.
+  for (unsigned i = 0; i < kNumTensors; ++i) {
+    TensorId id = TensorId(i);
+    if (!usable[i] || !meta.assumesDenseLayout(id))
+      continue;
+    const TensorArg &t = args[id];
+    int64_t dense = 1;
+    bool isDense = true;
+    for (int d = int(t.rank) - 1; d >= 0; --d) {
+      if (t.sizes[d] > 1 && t.strides[d] != dense)
+        isDense = false;
+      dense *= t.sizes[d];
+    }
+    if (!isDense)
+      c.add(formatv("{0} strides {1}: kernel {2} gets {0} as a plain pointer "
+                    "and indexes it as a dense {3} tensor; pass a "
+                    "contiguous one",
+                    tensorName(id), stridesString(t), meta.kernel,
+                    id == TensorId::LSE ? "B x H x Nq" : "B x H x N x D"));
+  }
   // Tensors read through TMA are viewed as [(B*H*N), D] rows.
   for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
     if (!meta.usesTma(id) || !usable[unsigned(id)])

@@ -57,6 +57,22 @@ bool KernelMetadata::usesTmaPtr(TensorId id) const {
   return false;
 }
 
+bool KernelMetadata::assumesDenseLayout(TensorId id) const {
+  bool byPointer = false;
+  for (const ParamSpec &p : params) {
+    bool names = p.tensor == id;
+    if (p.kind == ParamSpec::Kind::Ptr && names)
+      byPointer = true;
+    else if ((p.kind == ParamSpec::Kind::Memref || p.isTma()) && names)
+      return false;
+    else if ((p.kind == ParamSpec::Kind::I32 ||
+              p.kind == ParamSpec::Kind::I64) &&
+             p.scalar == ScalarKind::Stride && names)
+      return false;
+  }
+  return byPointer;
+}
+
 SmallVector<unsigned, 32> KernelMetadata::paramSizes() const {
   SmallVector<unsigned, 32> sizes;
   for (const ParamSpec &p : params) {

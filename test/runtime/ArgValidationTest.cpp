@@ -305,3 +305,57 @@ TEST(Grid, Persistent) {
 }
 
 } // namespace
+
+namespace {
+
+/// A kernel that gets O and LSE as plain pointers (as flashc's Hopper
+/// kernels do) and Q, K, V with explicit strides.
+KernelMetadata pointerOnlyOutputs() {
+  json::Object obj = validMetadataJson();
+  json::Array params;
+  for (const json::Value &p : *obj.getArray("params")) {
+    const json::Object *entry = p.getAsObject();
+    std::optional<StringRef> value = entry->getString("value");
+    // Drop o's and lse's stride parameters; keep everything else.
+    if (value &&
+        (value->starts_with("stride_o_") || value->starts_with("stride_lse_")))
+      continue;
+    params.push_back(p);
+  }
+  obj["params"] = std::move(params);
+  auto meta = parseKernelMetadata(toText(obj));
+  EXPECT_TRUE(bool(meta)) << toString(meta.takeError());
+  return *meta;
+}
+
+TEST(DenseLayout, PointerOnlyTensorsMustBeDense) {
+  KernelMetadata meta = pointerOnlyOutputs();
+  EXPECT_TRUE(meta.assumesDenseLayout(TensorId::O));
+  EXPECT_FALSE(meta.assumesDenseLayout(TensorId::Q));
+
+  LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
+  EXPECT_TRUE(bool(validateLaunchArgs(meta, args)));
+
+  // B x N x H x D storage of O: right sizes, wrong layout for this kernel.
+  TensorArg &o = args[TensorId::O];
+  o.strides[0] = 100 * 4 * 128;
+  o.strides[1] = 128;
+  o.strides[2] = 4 * 128;
+  auto shape = validateLaunchArgs(meta, args);
+  ASSERT_FALSE(bool(shape));
+  std::string err = toString(shape.takeError());
+  EXPECT_NE(err.find("o strides"), std::string::npos) << err;
+  EXPECT_NE(err.find("as a plain pointer and indexes it as a dense B x H x N "
+                     "x D tensor"),
+            std::string::npos)
+      << err;
+}
+
+TEST(DenseLayout, SizeOneDimensionsImposeNothing) {
+  KernelMetadata meta = pointerOnlyOutputs();
+  LaunchArgs args = validArgs(meta, 1, 4, 100, 77);
+  args[TensorId::O].strides[0] = 12345 * 16; // batch of 1: never used
+  EXPECT_TRUE(bool(validateLaunchArgs(meta, args)));
+}
+
+} // namespace

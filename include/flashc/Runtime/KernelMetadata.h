@@ -84,6 +84,10 @@ struct KernelMetadata {
   bool usesTma(TensorId id) const;
   /// True if some parameter is a pointer to a TMA descriptor over `id`.
   bool usesTmaPtr(TensorId id) const;
+  /// True if the kernel gets `id` only as a plain pointer, with no stride
+  /// parameter, memref or TMA descriptor for it: it then indexes the tensor
+  /// as dense row-major (B x H x N x D; LSE B x H x Nq).
+  bool assumesDenseLayout(TensorId id) const;
   /// Bytes each kernel parameter occupies, after memref expansion.
   llvm::SmallVector<unsigned, 32> paramSizes() const;
 };
