@@ -24,3 +24,6 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if config.ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+    # The toolkit ptxas belongs to (bin/ptxas -> the root with nvvm/libdevice).
+    config.substitutions.append(
+        ("%cuda_root", os.path.dirname(os.path.dirname(config.ptxas))))
