@@ -2,10 +2,14 @@
 //
 // flashc attention.mlir -o kernel.ptx: parses a kernel (kernel level, or an
 // already lowered gpu.module), runs the shared pipelines of lib/Pipeline and
-// lib/Target, and writes the artefact with its kernel.json beside it.
+// lib/Target, and writes the artefact with its kernel.json beside it. With
+// --tuning-db tuning.json --shape B,H,N,D it compiles the config flash-tune
+// chose for that shape (lib/Autotune).
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashc/Autotune/TunedPipeline.h"
+#include "flashc/Autotune/TuningDb.h"
 #include "flashc/InitAll.h"
 #include "flashc/Pipeline/Pipelines.h"
 #include "flashc/Target/GpuTarget.h"
@@ -63,6 +67,20 @@ cl::opt<int64_t> stages("stages", cl::desc("Override stages"), cl::init(0),
                         cl::cat(category));
 cl::opt<int64_t> warpgroups("warpgroups", cl::desc("Override warpgroups"),
                             cl::init(0), cl::cat(category));
+cl::opt<std::string> tuningDb(
+    "tuning-db",
+    cl::desc("Compile the config flash-tune chose for --shape (and --gpu)"),
+    cl::value_desc("tuning.json"), cl::init(""), cl::cat(category));
+cl::opt<std::string> tuneShape("shape",
+                               cl::desc("Problem shape to look up in "
+                                        "--tuning-db"),
+                               cl::value_desc("B,H,N,D"), cl::init(""),
+                               cl::cat(category));
+cl::opt<std::string>
+    tuneGpu("gpu",
+            cl::desc("GPU name of the --tuning-db entry (default: the only "
+                     "one)"),
+            cl::init(""), cl::cat(category));
 cl::opt<bool> resourceUsage(
     "resource-usage",
     cl::desc("Print ptxas's register/shared-memory/spill report (cubin)"),
@@ -82,6 +100,46 @@ Emit inferEmit() {
       .Case(".ll", Emit::Llvm)
       .Case(".mlir", Emit::Mlir)
       .Default(Emit::Ptx);
+}
+
+/// The --tuning-db entry for --shape, or nothing without --tuning-db.
+FailureOr<std::optional<flashc::tune::TuneConfig>>
+lookupTunedConfig(llvm::StringRef sourceHash) {
+  if (tuningDb.empty()) {
+    if (!tuneShape.empty() || !tuneGpu.empty()) {
+      fail("--shape and --gpu select a --tuning-db entry: give --tuning-db");
+      return failure();
+    }
+    return std::optional<flashc::tune::TuneConfig>();
+  }
+  if (tuneShape.empty()) {
+    fail("--tuning-db needs --shape B,H,N,D to pick an entry");
+    return failure();
+  }
+  if (blockM || blockN || stages || warpgroups) {
+    fail("--tuning-db and --block-m/--block-n/--stages/--warpgroups both "
+         "choose the config: give one of them");
+    return failure();
+  }
+  llvm::Expected<flashc::tune::ProblemShape> shape =
+      flashc::tune::parseShape(tuneShape);
+  if (!shape) {
+    fail("--shape: " + llvm::toString(shape.takeError()));
+    return failure();
+  }
+  llvm::Expected<flashc::tune::TuningDb> db =
+      flashc::tune::TuningDb::load(tuningDb);
+  if (!db) {
+    fail(llvm::toString(db.takeError()));
+    return failure();
+  }
+  llvm::Expected<const flashc::tune::TuningEntry *> entry =
+      flashc::tune::lookupTuning(*db, sourceHash, arch, tuneGpu, *shape);
+  if (!entry) {
+    fail(tuningDb + ": " + llvm::toString(entry.takeError()));
+    return failure();
+  }
+  return std::optional<flashc::tune::TuneConfig>((*entry)->config);
 }
 
 bool hasKernelLevelOps(ModuleOp module) {
@@ -135,6 +193,10 @@ int main(int argc, char **argv) {
   if (!input)
     return fail(error);
   std::string sourceHash = flashc::hashSource(input->getBuffer());
+  FailureOr<std::optional<flashc::tune::TuneConfig>> tuned =
+      lookupTunedConfig(sourceHash);
+  if (failed(tuned))
+    return 1;
 
   DialectRegistry registry;
   flashc::registerAllDialects(registry);
@@ -153,7 +215,11 @@ int main(int argc, char **argv) {
   flashc::TileOverrides overrides{blockM, blockN, stages, warpgroups};
   if (hasKernelLevelOps(*module)) {
     PassManager pm(&context);
-    if (emit == Emit::Tile)
+    if (*tuned && emit == Emit::Tile)
+      flashc::buildTilePipeline(pm, flashc::tune::toTileOverrides(**tuned));
+    else if (*tuned)
+      flashc::tune::buildTunedKernelPipeline(pm, **tuned, arch);
+    else if (emit == Emit::Tile)
       flashc::buildTilePipeline(pm, overrides);
     else
       flashc::buildGpuKernelPipeline(pm, overrides, arch);
@@ -161,6 +227,8 @@ int main(int argc, char **argv) {
       return 1;
   } else if (emit == Emit::Tile) {
     return fail("--emit=tile needs a kernel-level input (flash.attention)");
+  } else if (*tuned) {
+    return fail("--tuning-db needs a kernel-level input (flash.attention)");
   }
 
   if (emit == Emit::Tile || emit == Emit::Mlir) {

@@ -1,0 +1,65 @@
+//===- Prune.h - which configs can become a kernel --------------*- C++ -*-===//
+//
+// A config is pruned before anything is compiled by the rules that already
+// exist, never by copies of them: the dialect's verifier
+// (ConfigAttr::getChecked: MMA shapes, ranges) and then -convert-flash-to-gpu
+// itself (block_m = 64 * warpgroups, shared memory <= 227 KiB per block,
+// head dim), whose diagnostic becomes the reason. The conversion also says
+// which schedule it really applied (it turns ping-pong off unless there are
+// two consumer warpgroups, overlap off above head dim 128), so configs that
+// lower to the same kernel are found from its output.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_AUTOTUNE_PRUNE_H
+#define FLASHC_AUTOTUNE_PRUNE_H
+
+#include "flashc/Autotune/Config.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <optional>
+#include <string>
+
+namespace flashc::tune {
+
+/// The kernel being tuned: its source text and what its flash.attention is.
+struct KernelSource {
+  std::string path;
+  std::string text;
+  std::string hash;   ///< flashc::hashSource(text)
+  std::string kernel; ///< the function holding flash.attention
+  std::string dtype;  ///< "bf16" or "f16"
+  int64_t headDim = 0;
+  bool causal = false;
+};
+
+/// Reads and parses `path`; it must hold exactly one flash.attention.
+llvm::Expected<KernelSource> loadKernelSource(llvm::StringRef path);
+
+/// A context with every dialect flashc uses, single-threaded (flash-tune
+/// parallelises over candidates, one context each).
+std::unique_ptr<mlir::MLIRContext> createTuneContext();
+
+/// The dialect verifier's message for `config`, or nothing if it is valid.
+std::optional<std::string> checkConfigAttr(mlir::MLIRContext &context,
+                                           const TuneConfig &config);
+
+/// A kernel lowered to its gpu.module (not yet to NVVM).
+struct LoweredKernel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  /// The config the conversion recorded in flash.launch (what it applied).
+  TuneConfig applied;
+};
+
+/// Parses the source in `context` and runs the tuned kernel pipeline; on
+/// failure the error holds the diagnostics (the reason to prune).
+llvm::Expected<LoweredKernel> lowerCandidate(mlir::MLIRContext &context,
+                                             const KernelSource &source,
+                                             const TuneConfig &config,
+                                             llvm::StringRef arch);
+
+} // namespace flashc::tune
+
+#endif // FLASHC_AUTOTUNE_PRUNE_H

@@ -1,0 +1,47 @@
+//===- SearchSpace.h - the configs flash-tune enumerates --------*- C++ -*-===//
+//
+// The axes of the search (each a list of values) and their cross product.
+// Nothing is pruned here: which points are legal is decided by the dialect's
+// ConfigAttr verifier and by -convert-flash-to-gpu itself (Prune.h), so the
+// rules live in one place.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_AUTOTUNE_SEARCHSPACE_H
+#define FLASHC_AUTOTUNE_SEARCHSPACE_H
+
+#include "flashc/Autotune/Config.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <vector>
+
+namespace flashc::tune {
+
+struct SearchSpace {
+  /// #flash.config axes. block_n: multiples of 16 up to the largest wgmma
+  /// N, including the 176/192 tiles prototypes/gpu found worth trying.
+  llvm::SmallVector<int64_t> blockM = {64, 128, 192, 256};
+  llvm::SmallVector<int64_t> blockN = {64, 96, 128, 176, 192, 256};
+  llvm::SmallVector<int64_t> stages = {1, 2, 3, 4};
+  llvm::SmallVector<int64_t> warpgroups = {1, 2, 3, 4};
+  /// -convert-flash-to-gpu schedule options, on and off.
+  llvm::SmallVector<bool> overlap = {true, false};
+  llvm::SmallVector<bool> pingpong = {true, false};
+  llvm::SmallVector<bool> splitRelease = {true, false};
+
+  /// Number of points in the cross product.
+  size_t size() const;
+};
+
+/// The cross product of the axes, block_m outermost, in the order given.
+std::vector<TuneConfig> enumerateConfigs(const SearchSpace &space);
+
+/// Parses "64,128,256" (positive integers).
+llvm::Expected<llvm::SmallVector<int64_t>> parseIntList(llvm::StringRef text);
+/// Parses "1,0" / "on,off" / "true,false".
+llvm::Expected<llvm::SmallVector<bool>> parseFlagList(llvm::StringRef text);
+
+} // namespace flashc::tune
+
+#endif // FLASHC_AUTOTUNE_SEARCHSPACE_H

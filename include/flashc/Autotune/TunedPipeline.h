@@ -1,0 +1,28 @@
+//===- TunedPipeline.h - the GPU pipeline for a tuned config ----*- C++ -*-===//
+//
+// flash-tune compiles candidates and flashc --tuning-db compiles winners
+// through this one function, so the kernel that was timed is the kernel that
+// ships. It is lib/Pipeline's buildGpuKernelPipeline with the schedule
+// options of -convert-flash-to-gpu set too (TileOverrides carries only the
+// tile sizes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_AUTOTUNE_TUNEDPIPELINE_H
+#define FLASHC_AUTOTUNE_TUNEDPIPELINE_H
+
+#include "flashc/Autotune/Config.h"
+#include "flashc/Pipeline/Pipelines.h"
+
+namespace flashc::tune {
+
+/// The tile sizes of `config` as flash-tile overrides.
+TileOverrides toTileOverrides(const TuneConfig &config);
+
+/// flash.attention -> gpu.module kernel for `chip` with `config`.
+void buildTunedKernelPipeline(mlir::OpPassManager &pm, const TuneConfig &config,
+                              llvm::StringRef chip);
+
+} // namespace flashc::tune
+
+#endif // FLASHC_AUTOTUNE_TUNEDPIPELINE_H

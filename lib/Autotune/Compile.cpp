@@ -1,0 +1,232 @@
+//===- Compile.cpp - prune, deduplicate and compile candidates ------------===//
+
+#include "flashc/Autotune/Compile.h"
+#include "flashc/Autotune/PtxasReport.h"
+#include "flashc/Target/GpuTarget.h"
+#include "flashc/Target/KernelMetadata.h"
+
+#include "flashc/Autotune/Files.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
+
+#include <map>
+#include <optional>
+
+using namespace llvm;
+using namespace flashc;
+using namespace flashc::tune;
+
+/// "c0007": candidate ids sort like their indices.
+static std::string candidateId(size_t index) {
+  char id[16];
+  snprintf(id, sizeof(id), "c%04zu", index);
+  return id;
+}
+
+static ThreadPoolStrategy strategyFor(unsigned threads) {
+  return threads ? hardware_concurrency(threads) : hardware_concurrency();
+}
+
+PruneResult flashc::tune::pruneConfigs(const KernelSource &source,
+                                       ArrayRef<TuneConfig> configs,
+                                       const CompileOptions &options) {
+  PruneResult result;
+  // 1. The dialect's verifier: cheap, one context.
+  std::unique_ptr<mlir::MLIRContext> context = createTuneContext();
+  std::vector<TuneConfig> valid;
+  for (const TuneConfig &config : configs) {
+    if (std::optional<std::string> why = checkConfigAttr(*context, config))
+      result.pruned.push_back({config, "config", *why});
+    else
+      valid.push_back(config);
+  }
+
+  // 2. The conversion, in parallel: its diagnostics prune, its flash.launch
+  //    says what it applied.
+  std::vector<std::optional<TuneConfig>> lowered(valid.size());
+  std::vector<std::string> errors(valid.size());
+  std::optional<Progress> progress;
+  if (options.progress)
+    progress.emplace("lowering", valid.size(), *options.progress,
+                     options.interactive);
+  {
+    DefaultThreadPool pool(strategyFor(options.threads));
+    for (size_t i = 0; i < valid.size(); ++i)
+      pool.async([&, i] {
+        std::unique_ptr<mlir::MLIRContext> ctx = createTuneContext();
+        Expected<LoweredKernel> kernel =
+            lowerCandidate(*ctx, source, valid[i], options.arch);
+        std::string line = valid[i].str();
+        if (kernel) {
+          lowered[i] = kernel->applied;
+        } else {
+          line += ": pruned";
+          errors[i] = toString(kernel.takeError());
+        }
+        if (progress)
+          progress->step(line);
+      });
+    pool.wait();
+  }
+  if (progress)
+    progress->finish();
+
+  // 3. One candidate per distinct kernel, in the order of `configs`.
+  std::map<TuneConfig, TuneConfig> firstRequest;
+  for (size_t i = 0; i < valid.size(); ++i) {
+    if (!lowered[i]) {
+      result.pruned.push_back({valid[i], "conversion", errors[i]});
+      continue;
+    }
+    auto [it, inserted] = firstRequest.try_emplace(*lowered[i], valid[i]);
+    if (inserted) {
+      result.kept.push_back(*lowered[i]);
+      continue;
+    }
+    result.pruned.push_back({valid[i], "duplicate",
+                             "the conversion applies it as " +
+                                 lowered[i]->str() + ", the same kernel as " +
+                                 it->second.str()});
+  }
+  return result;
+}
+
+namespace {
+/// What compiling one candidate gave.
+struct Compiled {
+  std::optional<BundleCandidate> candidate;
+  std::optional<PrunedConfig> pruned;
+};
+} // namespace
+
+static Compiled compileOne(const KernelSource &source, const TuneConfig &config,
+                           StringRef id, StringRef dir,
+                           const CompileOptions &options) {
+  auto prune = [&](StringRef stage, const Twine &why) {
+    Compiled c;
+    c.pruned = PrunedConfig{config, stage.str(), why.str()};
+    return c;
+  };
+  std::unique_ptr<mlir::MLIRContext> context = createTuneContext();
+  Expected<LoweredKernel> lowered =
+      lowerCandidate(*context, source, config, options.arch);
+  if (!lowered)
+    return prune("conversion", toString(lowered.takeError()));
+  SmallString<256> candidateDir(dir);
+  sys::path::append(candidateDir, id);
+  if (std::error_code ec = sys::fs::create_directories(candidateDir))
+    return prune("io", "cannot create " + candidateDir + ": " + ec.message());
+
+  // Diagnostics of the NVVM lowering land in the collector-less context:
+  // catch them for the reason.
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(context.get(),
+                                        [&](mlir::Diagnostic &diag) {
+                                          diagnostics += diag.str() + "\n";
+                                          return mlir::success();
+                                        });
+  FailureOr<llvm::json::Object> metadata = flashc::buildKernelMetadata(
+      *lowered->module, {"kernel.cubin", "cubin", options.arch, source.hash});
+  if (failed(metadata))
+    return prune("metadata", diagnostics);
+  GpuTargetOptions target;
+  target.arch = options.arch;
+  target.cudaRoot = options.cudaRoot;
+  FailureOr<std::string> ptx =
+      serializeGpuModule(*lowered->module, target, GpuArtefact::Ptx);
+  if (failed(ptx))
+    return prune("nvvm", diagnostics);
+  Expected<Cubin> cubin = assembleCubin(*ptx, target);
+  if (!cubin)
+    return prune("ptxas", toString(cubin.takeError()));
+  PtxasResources resources = parsePtxasReport(cubin->resourceReport);
+  if (resources.spillBytes > 0 && !options.keepSpills)
+    return prune("spills", formatv("ptxas spills {0} bytes ({1} registers)",
+                                   resources.spillBytes, resources.registers)
+                               .str());
+
+  SmallString<256> binaryPath(candidateDir), metadataPath(candidateDir);
+  sys::path::append(binaryPath, "kernel.cubin");
+  sys::path::append(metadataPath, "kernel.json");
+  if (Error err = writeFileAtomically(binaryPath, cubin->bytes))
+    return prune("io", toString(std::move(err)));
+  if (Error err = writeJsonAtomically(metadataPath, std::move(*metadata)))
+    return prune("io", toString(std::move(err)));
+
+  Compiled c;
+  c.candidate = BundleCandidate{id.str(), (id + "/kernel.cubin").str(), config,
+                                resources.registers, resources.spillBytes};
+  return c;
+}
+
+Expected<BundleManifest>
+flashc::tune::emitBundle(const KernelSource &source,
+                         ArrayRef<TuneConfig> configs,
+                         ArrayRef<ProblemShape> shapes, StringRef dir,
+                         const CompileOptions &options) {
+  if (std::error_code ec = sys::fs::create_directories(dir))
+    return createStringError(ec, "cannot create '%s': %s", dir.str().c_str(),
+                             ec.message().c_str());
+  if (!options.pruneOnly) {
+    if (Error err = checkSupportedArch(options.arch))
+      return std::move(err);
+    if (!findPtxas(options.cudaRoot))
+      return createStringError(inconvertibleErrorCode(),
+                               "ptxas not found (under '%s', on PATH or "
+                               "CUDA_HOME): flash-tune needs it to compile "
+                               "candidates (--prune-only does not)",
+                               options.cudaRoot.c_str());
+  }
+
+  BundleManifest manifest;
+  manifest.kernel = source.kernel;
+  manifest.source = source.path;
+  manifest.sourceHash = source.hash;
+  manifest.arch = options.arch;
+  manifest.dtype = source.dtype;
+  manifest.headDim = source.headDim;
+  manifest.causal = source.causal;
+  manifest.shapes.assign(shapes.begin(), shapes.end());
+
+  PruneResult pruned = pruneConfigs(source, configs, options);
+  manifest.pruned = std::move(pruned.pruned);
+  if (options.pruneOnly) {
+    for (auto [i, config] : enumerate(pruned.kept))
+      manifest.candidates.push_back({candidateId(i), "", config, -1, -1});
+  } else {
+    std::vector<Compiled> compiled(pruned.kept.size());
+    std::optional<Progress> progress;
+    if (options.progress)
+      progress.emplace("compiling", pruned.kept.size(), *options.progress,
+                       options.interactive);
+    {
+      DefaultThreadPool pool(strategyFor(options.threads));
+      for (size_t i = 0; i < pruned.kept.size(); ++i)
+        pool.async([&, i] {
+          std::string id = candidateId(i);
+          compiled[i] = compileOne(source, pruned.kept[i], id, dir, options);
+          if (progress)
+            progress->step(id + " " + pruned.kept[i].str() +
+                           (compiled[i].pruned
+                                ? ": " + compiled[i].pruned->stage
+                                : std::string(": ok")));
+        });
+      pool.wait();
+    }
+    if (progress)
+      progress->finish();
+    for (Compiled &c : compiled) {
+      if (c.candidate)
+        manifest.candidates.push_back(std::move(*c.candidate));
+      else
+        manifest.pruned.push_back(std::move(*c.pruned));
+    }
+  }
+  if (Error err = manifest.save(dir))
+    return std::move(err);
+  return manifest;
+}

@@ -1,0 +1,45 @@
+//===- PtxasReport.cpp - what ptxas -v says about a kernel ----------------===//
+//
+// The lines read are
+//   ptxas info    : Used 168 registers, used 16 barriers, 80 bytes smem
+//       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Autotune/PtxasReport.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+using namespace llvm;
+using namespace flashc::tune;
+
+/// The integer right before `suffix` in `line`, if any.
+static std::optional<int64_t> numberBefore(StringRef line, StringRef suffix) {
+  size_t pos = line.find(suffix);
+  if (pos == StringRef::npos)
+    return std::nullopt;
+  StringRef head = line.take_front(pos).rtrim();
+  size_t start = head.find_last_not_of("0123456789");
+  StringRef digits =
+      start == StringRef::npos ? head : head.drop_front(start + 1);
+  int64_t value;
+  if (digits.empty() || digits.getAsInteger(10, value))
+    return std::nullopt;
+  return value;
+}
+
+PtxasResources flashc::tune::parsePtxasReport(StringRef report) {
+  PtxasResources resources;
+  SmallVector<StringRef> lines;
+  report.split(lines, '\n');
+  for (StringRef line : lines) {
+    if (std::optional<int64_t> regs = numberBefore(line, " registers"))
+      if (line.contains("Used "))
+        resources.registers = *regs;
+    std::optional<int64_t> stores = numberBefore(line, " bytes spill stores");
+    std::optional<int64_t> loads = numberBefore(line, " bytes spill loads");
+    if (stores || loads)
+      resources.spillBytes = stores.value_or(0) + loads.value_or(0);
+  }
+  return resources;
+}

@@ -1,0 +1,24 @@
+// flash-tune enumerates the cross product of the axes and prunes with the
+// dialect's verifier ([config]) and the conversion's own diagnostics
+// ([conversion]); configs the conversion lowers to one kernel are kept once
+// ([duplicate]). Nothing is compiled with --prune-only.
+
+// RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only --block-m 64,96,128 --block-n 128,256 --stages 2,4 --warpgroups 1,2 --overlap 1 --pingpong 1,0 --split-release 1 | FileCheck %s
+
+// CHECK: 48 configs: {{[0-9]+}} candidates, {{[0-9]+}} pruned (config), {{[0-9]+}} pruned (conversion), {{[0-9]+}} pruned (duplicate)
+// CHECK-DAG: candidate c0000 bm64 bn128 s2 wg1 ov - sr
+// CHECK-DAG: candidate {{c[0-9]+}} bm128 bn128 s2 wg2 ov pp sr
+// CHECK-DAG: candidate {{c[0-9]+}} bm128 bn128 s2 wg2 ov - sr
+// CHECK-DAG: pruned [config] bm96 bn128 s2 wg1 ov pp sr: block_m must be a positive multiple of 64
+// CHECK-DAG: pruned [config] bm64 bn128 s2 wg2 ov pp sr: block_m must be a positive multiple of 128
+// CHECK-DAG: pruned [conversion] bm128 bn128 s2 wg1 ov pp sr: flash-to-gpu: block_m = 128 with warpgroups = 1 is not supported
+// CHECK-DAG: pruned [conversion] bm128 bn256 s4 wg2 ov pp sr: flash-to-gpu: the config needs {{[0-9]+}} bytes of shared memory, more than the 232448
+// CHECK-DAG: pruned [duplicate] bm64 bn128 s2 wg1 ov - sr: the conversion applies it as bm64 bn128 s2 wg1 ov - sr, the same kernel as bm64 bn128 s2 wg1 ov pp sr
+
+// Shapes must match the kernel's head dim; lists must parse.
+// RUN: not flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,128 --prune-only 2>&1 | FileCheck %s --check-prefix=HEADDIM
+// HEADDIM: error: --shape 1,16,1024,128: D = 128, but {{.*}}kernel.mlir is a head dim 64 kernel
+// RUN: not flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024 --prune-only 2>&1 | FileCheck %s --check-prefix=SHAPE
+// SHAPE: error: --shape: bad shape '1,16,1024': expected B,H,N,D
+// RUN: not flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --block-n 64,x --prune-only 2>&1 | FileCheck %s --check-prefix=LIST
+// LIST: error: --block-n: bad list '64,x'

@@ -1,0 +1,48 @@
+// flash-tune --show prints a database; flashc --tuning-db compiles the entry
+// of the shape's bucket; missing entries, corrupt and foreign files are
+// errors that name the file, and flash-tune leaves such a file alone.
+
+// RUN: flash-tune --show %S/Inputs/tuning.json | FileCheck %s --check-prefix=SHOW
+// SHOW: kernel hash arch gpu bucket config median_ms TFLOP/s cands
+// SHOW-NEXT: attention_d64 4fd6f2c6 sm_90a NVIDIA H200 N<=1024 D=64 BH<=32 bm128 bn128 s2 wg2 ov pp sr 0.0500 343.6 31
+// SHOW-NEXT: attention_d64 4fd6f2c6 sm_90a NVIDIA H200 N<=4096 D=64 BH<=32 bm64 bn176 s3 wg1 - - sr 0.5000 550.0 31
+
+// N = 3000 and B*H = 24 fall into the N<=4096, BH<=32 bucket.
+// RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,12,3000,64 --emit=tile | FileCheck %s --check-prefix=TILE
+// TILE: flash.config = #flash.config<block_m = 64, block_n = 176, stages = 3>
+
+// The schedule options of the entry reach the conversion too.
+// RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 --gpu "NVIDIA H200" --emit=mlir | FileCheck %s --check-prefix=GPU
+// GPU: config = {block_m = 128 : i64, block_n = 128 : i64, {{.*}}overlap = 1 : i64, pingpong = 1 : i64{{.*}}split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
+// RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --emit=mlir | FileCheck %s --check-prefix=GPU2
+// GPU2: config = {block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, warpgroups = 1 : i64}
+
+// RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,16384,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=MISS
+// MISS: error: {{.*}}tuning.json: no tuning entry for shape 2,16,16384,64 (bucket N<=16384 D=64 BH<=32, arch sm_90a) of this kernel (source hash 4fd6f2c6c155); it has:
+// MISS-NEXT: sm_90a NVIDIA H200 N<=1024 D=64 BH<=32
+
+// RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --gpu "NVIDIA H100" --emit=tile 2>&1 | FileCheck %s --check-prefix=GPUMISS
+// GPUMISS: no tuning entry for shape 2,16,4096,64 (bucket N<=4096 D=64 BH<=32, arch sm_90a, gpu NVIDIA H100)
+
+// RUN: not flashc %kernels/attention_d64.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=EDITED
+// EDITED: the database has none for this source (was the kernel edited after tuning?)
+
+// RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --emit=tile 2>&1 | FileCheck %s --check-prefix=NOSHAPE
+// NOSHAPE: error: --tuning-db needs --shape B,H,N,D to pick an entry
+// RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --block-n 64 --emit=tile 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: error: --tuning-db and --block-m/--block-n/--stages/--warpgroups both choose the config
+// RUN: not flashc %S/Inputs/kernel.mlir --shape 2,16,4096,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=NODB
+// NODB: error: --shape and --gpu select a --tuning-db entry: give --tuning-db
+
+// RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/corrupt.json --shape 2,16,4096,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=CORRUPT
+// CORRUPT: error: {{.*}}corrupt.json: not valid JSON
+// RUN: not flash-tune --show %S/Inputs/foreign.json 2>&1 | FileCheck %s --check-prefix=FOREIGN
+// FOREIGN: error: {{.*}}foreign.json: not a flashc-tuning-db file (its "format" is "flashc-kernel")
+
+// flash-tune refuses to update a corrupt database before compiling anything,
+// and leaves it byte for byte as it was.
+// RUN: cp %S/Inputs/corrupt.json %t.json
+// RUN: not flash-tune %S/Inputs/kernel.mlir --shape 1,1,128,64 -o %t.json 2>&1 | FileCheck %s --check-prefix=KEEP
+// KEEP: error: {{.*}}.json: not valid JSON
+// KEEP: '{{.*}}.json' is left as it is: pass another -o or move the file away
+// RUN: cmp %S/Inputs/corrupt.json %t.json
