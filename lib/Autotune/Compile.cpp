@@ -49,8 +49,10 @@ PruneResult flashc::tune::pruneConfigs(const KernelSource &source,
   //    says what it applied.
   std::vector<std::optional<TuneConfig>> lowered(valid.size());
   std::vector<std::string> errors(valid.size());
+  // Lowering takes milliseconds per config: a bar on a terminal, but no
+  // line per config in a log (the verdicts are summed up afterwards).
   std::optional<Progress> progress;
-  if (options.progress)
+  if (options.progress && options.interactive)
     progress.emplace("lowering", valid.size(), *options.progress,
                      options.interactive);
   {

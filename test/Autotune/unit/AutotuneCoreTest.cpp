@@ -9,6 +9,7 @@
 
 #include "flashc/Autotune/Bundle.h"
 #include "flashc/Autotune/Files.h"
+#include "flashc/Autotune/Progress.h"
 #include "flashc/Autotune/PtxasReport.h"
 #include "flashc/Autotune/SearchSpace.h"
 #include "flashc/Autotune/Selection.h"
@@ -406,6 +407,37 @@ TEST(Bundle, ManifestRoundTrip) {
   ASSERT_FALSE(bool(corrupt));
   EXPECT_NE(message(corrupt.takeError()).find("not valid JSON"),
             std::string::npos);
+}
+
+//===--- progress
+//----------------------------------------------------------===//
+
+TEST(Progress, PlainLinesInALog) {
+  std::string text;
+  raw_string_ostream os(text);
+  Progress progress("timing", 2, os, /*interactive=*/false);
+  progress.step("c0000 bm128: 0.5000 ms", 0.5, "c0000");
+  progress.step("c0001 bm64: check failed");
+  progress.finish();
+  EXPECT_EQ(text, "timing 1/2: c0000 bm128: 0.5000 ms\n"
+                  "timing 2/2: c0001 bm64: check failed\n");
+}
+
+TEST(Progress, BarOnATerminal) {
+  std::string text;
+  raw_string_ostream os(text);
+  Progress progress("timing", 4, os, /*interactive=*/true);
+  progress.step("c0000", 0.5, "c0000");
+  progress.step("c0001", 0.7, "c0001");
+  EXPECT_EQ(text.find('\n'), std::string::npos) << "redrawn in place";
+  size_t last = text.rfind('\r');
+  ASSERT_NE(last, std::string::npos);
+  StringRef line = StringRef(text).drop_front(last);
+  EXPECT_TRUE(line.contains("[###############...............] 2/4")) << text;
+  EXPECT_TRUE(line.contains("best 0.5000 ms (c0000)")) << text;
+  EXPECT_TRUE(line.contains("s left")) << text;
+  progress.finish();
+  EXPECT_EQ(text.back(), '\n');
 }
 
 //===--- ptxas -v
