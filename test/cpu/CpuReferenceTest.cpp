@@ -206,8 +206,9 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
             << " (tolerance " << tolerance << ")\n";
   EXPECT_LT(relErr, tolerance);
   EXPECT_LT(lseRelErr, tolerance);
-  if (c.causal && c.seqQ > c.seqK)
+  if (c.causal && c.seqQ > c.seqK) {
     EXPECT_EQ(maskedRows, c.batch * c.heads * (c.seqQ - c.seqK));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
