@@ -118,11 +118,6 @@ static Compiled compileOne(const KernelSource &source, const TuneConfig &config,
       lowerCandidate(*context, source, config, options.arch);
   if (!lowered)
     return prune("conversion", toString(lowered.takeError()));
-  SmallString<256> candidateDir(dir);
-  sys::path::append(candidateDir, id);
-  if (std::error_code ec = sys::fs::create_directories(candidateDir))
-    return prune("io", "cannot create " + candidateDir + ": " + ec.message());
-
   // Diagnostics of the NVVM lowering land in the collector-less context:
   // catch them for the reason.
   std::string diagnostics;
@@ -151,6 +146,11 @@ static Compiled compileOne(const KernelSource &source, const TuneConfig &config,
                                    resources.spillBytes, resources.registers)
                                .str());
 
+  // Only candidates that survive get a directory.
+  SmallString<256> candidateDir(dir);
+  sys::path::append(candidateDir, id);
+  if (std::error_code ec = sys::fs::create_directories(candidateDir))
+    return prune("io", "cannot create " + candidateDir + ": " + ec.message());
   SmallString<256> binaryPath(candidateDir), metadataPath(candidateDir);
   sys::path::append(binaryPath, "kernel.cubin");
   sys::path::append(metadataPath, "kernel.json");
