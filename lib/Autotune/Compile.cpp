@@ -165,14 +165,49 @@ static Compiled compileOne(const KernelSource &source, const TuneConfig &config,
   return c;
 }
 
+/// Creates `dir`, or empties an earlier bundle there (its candidates, its
+/// timings), so no stale kernel is left beside the new manifest. A directory
+/// that holds anything else is refused, never cleaned.
+static Error prepareBundleDir(StringRef dir) {
+  if (!sys::fs::exists(dir)) {
+    if (std::error_code ec = sys::fs::create_directories(dir))
+      return createStringError(ec, "cannot create '%s': %s", dir.str().c_str(),
+                               ec.message().c_str());
+    return Error::success();
+  }
+  std::error_code ec;
+  bool empty =
+      sys::fs::directory_iterator(dir, ec) == sys::fs::directory_iterator();
+  if (ec)
+    return createStringError(ec, "cannot read '%s': %s", dir.str().c_str(),
+                             ec.message().c_str());
+  if (empty)
+    return Error::success();
+  Expected<BundleManifest> old = BundleManifest::load(dir);
+  if (!old)
+    return createStringError(inconvertibleErrorCode(),
+                             "'%s' is not empty and holds no flash-tune bundle "
+                             "(%s): pick another directory",
+                             dir.str().c_str(),
+                             toString(old.takeError()).c_str());
+  for (const BundleCandidate &c : old->candidates) {
+    SmallString<256> path(dir);
+    sys::path::append(path, c.id);
+    sys::fs::remove_directories(path);
+  }
+  SmallString<256> timings(dir);
+  sys::path::append(timings, "timings.json");
+  sys::fs::remove(timings);
+  return Error::success();
+}
+
 Expected<BundleManifest>
 flashc::tune::emitBundle(const KernelSource &source,
                          ArrayRef<TuneConfig> configs,
                          ArrayRef<ProblemShape> shapes, StringRef dir,
                          const CompileOptions &options) {
-  if (std::error_code ec = sys::fs::create_directories(dir))
-    return createStringError(ec, "cannot create '%s': %s", dir.str().c_str(),
-                             ec.message().c_str());
+  if (Error err = prepareBundleDir(dir))
+    return std::move(err);
   if (!options.pruneOnly) {
     if (Error err = checkSupportedArch(options.arch))
       return std::move(err);

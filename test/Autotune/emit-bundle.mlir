@@ -34,3 +34,15 @@
 // RUN: FileCheck %s --input-file %t/c0001/kernel.json --check-prefix=META
 // META: "binary": "kernel.cubin"
 // META: "split_release": 0
+
+// Emitting again into a bundle directory replaces the earlier bundle: no
+// stale candidate is left beside the new manifest.
+// RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --emit-bundle %t --block-m 128 --block-n 128 --stages 2 --warpgroups 2 --overlap 1 --pingpong 1 --split-release 1 -j 1 | FileCheck %s --check-prefix=AGAIN
+// AGAIN: 1 configs -> 1 candidates
+// RUN: test -f %t/c0000/kernel.cubin && not test -e %t/c0001
+
+// A directory that holds something else is never cleaned.
+// RUN: rm -rf %t.other && mkdir -p %t.other && touch %t.other/notes.txt
+// RUN: not flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --emit-bundle %t.other --block-m 128 --block-n 128 --stages 2 --warpgroups 2 2>&1 | FileCheck %s --check-prefix=OTHER
+// OTHER: error: '{{.*}}.other' is not empty and holds no flash-tune bundle
+// RUN: test -f %t.other/notes.txt
