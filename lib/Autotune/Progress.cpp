@@ -33,11 +33,11 @@ void Progress::step(StringRef line, std::optional<double> bestMs,
   size_t filled = total ? kWidth * done / total : kWidth;
   std::string bar(filled, '#');
   bar.resize(kWidth, '.');
+  // Only steps that measure something report a best time.
   std::string bestText =
-      best ? formatv("best {0:f4} ms ({1})", *best, bestName).str()
-           : std::string("best -");
+      best ? formatv("  best {0:f4} ms ({1})", *best, bestName).str() : "";
   // \r and a clear-to-end-of-line redraw the one line.
-  os << formatv("\r{0} [{1}] {2}/{3}  {4}  ~{5:f0} s left\x1b[K", title, bar,
+  os << formatv("\r{0} [{1}] {2}/{3}{4}  ~{5:f0} s left\x1b[K", title, bar,
                 done, total, bestText, left);
   os.flush();
 }
