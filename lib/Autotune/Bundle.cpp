@@ -43,15 +43,11 @@ json::Value BundleManifest::toJson() const {
 }
 
 Expected<BundleManifest> BundleManifest::parse(StringRef text, StringRef path) {
-  Expected<json::Value> value = parseJsonFile(text, path);
+  Expected<json::Value> value =
+      parseTuningDocument(text, path, kBundleFormat, kBundleVersion);
   if (!value)
     return value.takeError();
-  Expected<const json::Object *> rootOr = getObject(*value, path);
-  if (!rootOr)
-    return rootOr.takeError();
-  const json::Object &root = **rootOr;
-  if (Error err = checkFormat(root, kBundleFormat, kBundleVersion, path))
-    return std::move(err);
+  const json::Object &root = *value->getAsObject();
   BundleManifest m;
   std::pair<StringRef, std::string *> strings[] = {
       {"kernel", &m.kernel},

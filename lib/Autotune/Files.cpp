@@ -1,6 +1,7 @@
 //===- Files.cpp - reading and atomically writing tuning files ------------===//
 
 #include "flashc/Autotune/Files.h"
+#include "JsonUtil.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -65,5 +66,20 @@ Expected<json::Value> flashc::tune::parseJsonFile(StringRef text,
     return createStringError(inconvertibleErrorCode(), "%s: not valid JSON: %s",
                              path.str().c_str(),
                              toString(value.takeError()).c_str());
+  return value;
+}
+
+Expected<json::Value> flashc::tune::parseTuningDocument(StringRef text,
+                                                        StringRef path,
+                                                        StringRef format,
+                                                        int64_t version) {
+  Expected<json::Value> value = parseJsonFile(text, path);
+  if (!value)
+    return value.takeError();
+  Expected<const json::Object *> root = json_util::getObject(*value, path);
+  if (!root)
+    return root.takeError();
+  if (Error err = json_util::checkFormat(**root, format, version, path))
+    return std::move(err);
   return value;
 }

@@ -43,15 +43,11 @@ json::Value TimingsFile::toJson() const {
 }
 
 Expected<TimingsFile> TimingsFile::parse(StringRef text, StringRef path) {
-  Expected<json::Value> value = parseJsonFile(text, path);
+  Expected<json::Value> value =
+      parseTuningDocument(text, path, kTimingsFormat, kTimingsVersion);
   if (!value)
     return value.takeError();
-  Expected<const json::Object *> rootOr = getObject(*value, path);
-  if (!rootOr)
-    return rootOr.takeError();
-  const json::Object &root = **rootOr;
-  if (Error err = checkFormat(root, kTimingsFormat, kTimingsVersion, path))
-    return std::move(err);
+  const json::Object &root = *value->getAsObject();
   TimingsFile file;
   std::pair<StringRef, std::string *> strings[] = {
       {"gpu", &file.gpu},

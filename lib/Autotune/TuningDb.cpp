@@ -80,15 +80,12 @@ static json::Object entryToJson(const TuningEntry &entry) {
 }
 
 Expected<TuningDb> TuningDb::parse(StringRef text, StringRef path) {
-  Expected<json::Value> value = parseJsonFile(text, path);
+  Expected<json::Value> value =
+      parseTuningDocument(text, path, kTuningDbFormat, kTuningDbVersion);
   if (!value)
     return value.takeError();
-  Expected<const json::Object *> root = getObject(*value, path);
-  if (!root)
-    return root.takeError();
-  if (Error err = checkFormat(**root, kTuningDbFormat, kTuningDbVersion, path))
-    return std::move(err);
-  Expected<const json::Array *> entries = getArray(**root, "entries", path);
+  const json::Object &root = *value->getAsObject();
+  Expected<const json::Array *> entries = getArray(root, "entries", path);
   if (!entries)
     return entries.takeError();
   TuningDb db;

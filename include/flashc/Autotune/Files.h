@@ -32,6 +32,14 @@ llvm::Expected<std::string> readFile(llvm::StringRef path);
 llvm::Expected<llvm::json::Value> parseJsonFile(llvm::StringRef text,
                                                 llvm::StringRef path);
 
+/// Parses a tuning document (database, bundle manifest, timings): JSON whose
+/// root is an object with this "format" and "format_version"; a foreign or
+/// corrupt file is an error naming `path`.
+llvm::Expected<llvm::json::Value> parseTuningDocument(llvm::StringRef text,
+                                                      llvm::StringRef path,
+                                                      llvm::StringRef format,
+                                                      int64_t version);
+
 } // namespace flashc::tune
 
 #endif // FLASHC_AUTOTUNE_FILES_H
