@@ -135,11 +135,18 @@ public:
   };
   SOperands prepS(const Slot &s);
   Value emitS(const SOperands &ops, bool fence = true);
-  SmallVector<Value> sValues(Value sAcc);
+  /// The registers of a wgmma accumulator struct, each behind an operand
+  /// fence so nothing reads them before the wait.
+  SmallVector<Value> fencedValues(Value acc, int64_t count);
+  SmallVector<Value> sValues(Value sAcc) {
+    return fencedValues(sAcc, spec.sRegs());
+  }
   SmallVector<Value> prepPV(const Slot &s);
   Value emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
                ArrayRef<Value> vDescs, bool fence = true);
-  SmallVector<Value> oValues(Value oAcc);
+  SmallVector<Value> oValues(Value oAcc) {
+    return fencedValues(oAcc, spec.oRegs());
+  }
   void wgWait(int64_t pending);
   void release(Value slot);
   /// split: the K slot is free as soon as S = Q K^T retired.

@@ -81,10 +81,10 @@ Value KernelEmitter::emitS(const SOperands &ops, bool fence) {
   return acc;
 }
 
-SmallVector<Value> KernelEmitter::sValues(Value sAcc) {
+SmallVector<Value> KernelEmitter::fencedValues(Value acc, int64_t count) {
   SmallVector<Value> vals;
-  for (int64_t i = 0; i < spec.sRegs(); ++i)
-    vals.push_back(LLVM::ExtractValueOp::create(b, sAcc, i));
+  for (int64_t i = 0; i < count; ++i)
+    vals.push_back(LLVM::ExtractValueOp::create(b, acc, i));
   for (Value &v : vals)
     v = fenceOperand(b, v);
   return vals;
@@ -117,15 +117,6 @@ Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return o;
-}
-
-SmallVector<Value> KernelEmitter::oValues(Value oAcc) {
-  SmallVector<Value> vals;
-  for (int64_t i = 0; i < spec.oRegs(); ++i)
-    vals.push_back(LLVM::ExtractValueOp::create(b, oAcc, i));
-  for (Value &v : vals)
-    v = fenceOperand(b, v);
-  return vals;
 }
 
 void KernelEmitter::wgWait(int64_t pending) {
