@@ -205,3 +205,23 @@ func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: 
   }
   return
 }
+
+// setmaxnreg only moves registers within the block's launch allocation
+// (64K / threads, multiples of 8): with four consumers a thread starts with
+// 96, the producer gives up 72 of its 96, so each consumer can grow to
+// (5 * 96 - 24) / 4 = 114 -> 112. Asking for more would block forever.
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=2 warpgroups=4" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=WG4
+// WG4: block = array<i64: 640, 1, 1>
+// WG4-SAME: consumer_regs = 112 : i64
+// WG4: nvvm.setmaxregister decrease 24
+// WG4: nvvm.setmaxregister increase 112
+// Three consumers: 128 at launch, (4 * 128 - 24) / 3 = 162 -> 160.
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=192 block-n=64 stages=2 warpgroups=3" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=WG3
+// WG3: consumer_regs = 160 : i64
+
+// With one stage and no split release, overlap would wait for a K slot that
+// frees only after the P V it is meant to overlap: the schedule is serial.
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1" -flash-fuse -convert-flash-to-gpu="split-release=0" | FileCheck %s --check-prefix=S1
+// S1: config = {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 0 : i64, stages = 1 : i64, warpgroups = 1 : i64}
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=S1SPLIT
+// S1SPLIT: config = {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 1 : i64,

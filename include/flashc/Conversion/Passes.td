@@ -61,7 +61,8 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     // knob can be turned off (ws_s2 = all three off, also verified).
     Option<"overlap", "overlap", "bool", "true",
            "Issue S_j and PV_{j-1} back to back (FA3 intra-warpgroup "
-           "overlap; applies when head_dim <= 128)">,
+           "overlap; applies when head_dim <= 128, and with one stage only "
+           "with split-release)">,
     Option<"pingpong", "pingpong", "bool", "true",
            "Order the GEMMs of two consumer warpgroups with named barriers "
            "(applies when warpgroups = 2)">,

@@ -143,7 +143,11 @@ struct ConvertFlashToGPUPass
       // D = 256 (128 O registers) ptxas spills under the 168-register cap of
       // 384 threads, the serial schedule does not. Verified on the GPU for
       // D = 128 (prototypes/gpu/NOTES.md).
-      spec->overlap = overlap && spec->headDim <= 128;
+      // Overlap issues S_{j+1} before P_j V_j; without split release K_{j+1}
+      // can only land once V_j's slot is released, after P_j V_j, so with a
+      // single stage the two wait on each other (a hang seen on the GPU).
+      spec->overlap = overlap && spec->headDim <= 128 &&
+                      (splitRelease || spec->stages >= 2);
       spec->pingpong = pingpong && spec->warpgroups == 2;
       spec->split = splitRelease;
       buildKernelModule(func, *spec);

@@ -45,8 +45,10 @@ struct KernelSpec {
   bool pingpong = true; // order the two consumers' GEMMs (warpgroups == 2)
   bool split = true;    // release K slots after S, V slots after PV
 
-  /// Registers per thread after setmaxnreg, producer and consumers.
+  /// Registers per thread at launch, and after setmaxnreg for the producer
+  /// and the consumers.
   static constexpr int64_t kProducerRegs = 24;
+  int64_t launchRegs() const;
   int64_t consumerRegs() const;
 
   int64_t threads() const { return 128 * (warpgroups + 1); }

@@ -38,12 +38,20 @@ using namespace mlir::flash::gpu_lowering;
 /// Shared memory an sm_90a block may opt in to (227 KiB).
 static constexpr int64_t kMaxSharedMemory = 232448;
 
+int64_t KernelSpec::launchRegs() const {
+  // What ptxas gives every thread of a maxntid-sized block with one block
+  // per SM: 64K registers over the threads, in multiples of 8, at most 240.
+  return std::min<int64_t>(240, 65536 / threads() / 8 * 8);
+}
+
 int64_t KernelSpec::consumerRegs() const {
-  // 64K registers per SM for one block: the producer keeps kProducerRegs,
-  // the consumers share the rest (setmaxnreg wants multiples of 8, <= 240
-  // leaves headroom under the 255 limit).
-  int64_t perThread = (65536 / 128 - kProducerRegs) / warpgroups;
-  return std::min<int64_t>(240, perThread / 8 * 8);
+  // setmaxnreg moves registers only within the block's launch allocation:
+  // what the producer gives up is all the consumers can take. Asking for
+  // more blocks the consumers' setmaxnreg.inc forever (a hang seen on the
+  // GPU with 4 consumers at 120 where 112 is all there is). Multiples of 8,
+  // at most 240 (headroom under the 255 limit).
+  int64_t pool = launchRegs() * (warpgroups + 1) - kProducerRegs;
+  return std::min<int64_t>(240, pool / warpgroups / 8 * 8);
 }
 
 namespace {
