@@ -49,6 +49,7 @@ PruneResult flashc::tune::pruneConfigs(const KernelSource &source,
   //    says what it applied.
   std::vector<std::optional<TuneConfig>> lowered(valid.size());
   std::vector<std::string> errors(valid.size());
+  std::vector<std::optional<std::string>> overBudget(valid.size());
   // Lowering takes milliseconds per config: a bar on a terminal, but no
   // line per config in a log (the verdicts are summed up afterwards).
   std::optional<Progress> progress;
@@ -65,6 +66,8 @@ PruneResult flashc::tune::pruneConfigs(const KernelSource &source,
         std::string line = valid[i].str();
         if (kernel) {
           lowered[i] = kernel->applied;
+          overBudget[i] = checkRegisterFit(kernel->applied, kernel->headDim,
+                                           kernel->consumerRegs);
         } else {
           line += ": pruned";
           errors[i] = toString(kernel.takeError());
@@ -82,6 +85,10 @@ PruneResult flashc::tune::pruneConfigs(const KernelSource &source,
   for (size_t i = 0; i < valid.size(); ++i) {
     if (!lowered[i]) {
       result.pruned.push_back({valid[i], "conversion", errors[i]});
+      continue;
+    }
+    if (overBudget[i]) {
+      result.pruned.push_back({valid[i], "registers", *overBudget[i]});
       continue;
     }
     auto [it, inserted] = firstRequest.try_emplace(*lowered[i], valid[i]);

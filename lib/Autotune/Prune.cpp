@@ -107,25 +107,47 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
   return diagnostics.getText();
 }
 
-/// The config flash.launch records on the kernel: what the conversion
-/// applied after its own adjustments.
-static std::optional<TuneConfig> appliedConfig(ModuleOp module) {
-  std::optional<TuneConfig> applied;
+std::optional<std::string>
+flashc::tune::checkRegisterFit(const TuneConfig &applied, int64_t headDim,
+                               int64_t consumerRegs) {
+  int64_t o = headDim / 2, s = applied.blockN / 2,
+          p = applied.overlap ? applied.blockN / 4 : 0;
+  int64_t need = o + s + p + kRegisterFloor;
+  if (need <= consumerRegs)
+    return std::nullopt;
+  std::string why = "needs at least " + std::to_string(need) +
+                    " registers per consumer thread (O " + std::to_string(o) +
+                    ", S " + std::to_string(s);
+  if (p)
+    why += ", P " + std::to_string(p) + " beside the next S";
+  why += ", " + std::to_string(kRegisterFloor) + " other), setmaxnreg gives " +
+         std::to_string(consumerRegs) + ": it would spill";
+  return why;
+}
+
+/// What flash.launch records on the kernel: the config the conversion
+/// applied after its own adjustments, the head dim and the register budget.
+static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
+  bool found = false;
   module.walk([&](gpu::GPUFuncOp func) {
     auto launch = func->getAttrOfType<DictionaryAttr>(flashc::kLaunchAttrName);
     auto config = launch ? launch.getAs<DictionaryAttr>("config") : nullptr;
     if (!config)
       return;
-    auto get = [&](StringRef key) -> int64_t {
-      auto value = config.getAs<IntegerAttr>(key);
+    auto get = [&](DictionaryAttr dict, StringRef key) -> int64_t {
+      auto value = dict.getAs<IntegerAttr>(key);
       return value ? value.getInt() : -1;
     };
-    applied = TuneConfig{
-        get("block_m"),           get("block_n"),      get("stages"),
-        get("warpgroups"),        get("overlap") == 1, get("pingpong") == 1,
-        get("split_release") == 1};
+    auto c = [&](StringRef key) { return get(config, key); };
+    lowered.applied =
+        TuneConfig{c("block_m"),      c("block_n"),       c("stages"),
+                   c("warpgroups"),   c("overlap") == 1,  c("pingpong") == 1,
+                   c("split_release") == 1};
+    lowered.headDim = get(launch, "head_dim");
+    lowered.consumerRegs = c("consumer_regs");
+    found = true;
   });
-  return applied;
+  return found;
 }
 
 llvm::Expected<LoweredKernel>
@@ -142,11 +164,9 @@ flashc::tune::lowerCandidate(MLIRContext &context, const KernelSource &source,
   if (failed(pm.run(*lowered.module)))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    diagnostics.getText());
-  std::optional<TuneConfig> applied = appliedConfig(*lowered.module);
-  if (!applied)
+  if (!readLaunch(*lowered.module, lowered))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the conversion recorded no flash.launch "
                                    "config");
-  lowered.applied = *applied;
   return lowered;
 }

@@ -25,21 +25,30 @@ StringRef flashc::tune::toString(TimingStatus status) {
 
 json::Value TimingsFile::toJson() const {
   json::Array array;
-  for (const CandidateTiming &t : timings)
-    array.push_back(json::Object{{"candidate", t.candidate},
-                                 {"config", flashc::tune::toJson(t.config)},
-                                 {"shape", flashc::tune::toJson(t.shape)},
-                                 {"status", toString(t.status)},
-                                 {"message", t.message},
-                                 {"median_ms", t.medianMs}});
-  return json::Object{{"format", kTimingsFormat},
-                      {"format_version", kTimingsVersion},
-                      {"gpu", gpu},
-                      {"kernel", manifest.kernel},
-                      {"source_hash", manifest.sourceHash},
-                      {"arch", manifest.arch},
-                      {"causal", manifest.causal},
-                      {"timings", std::move(array)}};
+  for (const CandidateTiming &t : timings) {
+    json::Object o{{"candidate", t.candidate},
+                   {"config", flashc::tune::toJson(t.config)},
+                   {"shape", flashc::tune::toJson(t.shape)},
+                   {"status", toString(t.status)},
+                   {"message", t.message},
+                   {"median_ms", t.medianMs}};
+    if (t.launches > 0)
+      o["launches"] = t.launches;
+    if (t.device >= 0)
+      o["device"] = t.device;
+    array.push_back(std::move(o));
+  }
+  json::Object root{{"format", kTimingsFormat},
+                    {"format_version", kTimingsVersion},
+                    {"gpu", gpu},
+                    {"kernel", manifest.kernel},
+                    {"source_hash", manifest.sourceHash},
+                    {"arch", manifest.arch},
+                    {"causal", manifest.causal},
+                    {"timings", std::move(array)}};
+  if (!incomplete.empty())
+    root["incomplete"] = incomplete;
+  return root;
 }
 
 Expected<TimingsFile> TimingsFile::parse(StringRef text, StringRef path) {
@@ -61,6 +70,8 @@ Expected<TimingsFile> TimingsFile::parse(StringRef text, StringRef path) {
     *field = std::move(*s);
   }
   file.manifest.causal = root.getBoolean("causal").value_or(false);
+  if (std::optional<StringRef> why = root.getString("incomplete"))
+    file.incomplete = why->str();
   Expected<const json::Array *> timings = getArray(root, "timings", path);
   if (!timings)
     return timings.takeError();
@@ -102,6 +113,8 @@ Expected<TimingsFile> TimingsFile::parse(StringRef text, StringRef path) {
     t.medianMs = *ms;
     if (std::optional<StringRef> message = (*o)->getString("message"))
       t.message = message->str();
+    t.launches = (*o)->getInteger("launches").value_or(0);
+    t.device = int((*o)->getInteger("device").value_or(-1));
     file.timings.push_back(std::move(t));
   }
   return file;

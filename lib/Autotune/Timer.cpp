@@ -4,7 +4,8 @@
 // rounded to the kernel's dtype with every 16th query row scaled so its
 // logits reach ~1e3, outputs poisoned with NaN before the checked launch,
 // a float64 reference per sampled row, and CUDA events around each timed
-// launch.
+// launch. The reference rows do not depend on the candidate, so they are
+// computed once, before any candidate runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,9 +21,13 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 
 using namespace llvm;
 using namespace flashc;
@@ -32,21 +37,40 @@ using flashc::tune::TimingStatus;
 
 namespace {
 
-/// Device buffers of q, k, v, o, lse (dense B x H x N x D).
-struct DeviceSet {
-  CUdeviceptr ptr[kNumTensors] = {};
-};
+using Clock = std::chrono::steady_clock;
 
-/// One shape's inputs on the device (several sets, rotated) and, for the
-/// shape candidates are checked on, the exact inputs as doubles.
-struct ShapeInputs {
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// One shape's dense B x H x N x D tensors (LSE: B x H x N) as the kernel
+/// sees them, and how many input sets rotate to defeat L2.
+struct ShapeLayout {
   tune::ProblemShape shape;
   DType dtype = DType::BF16;
   bool hasLse = false;
   int64_t elems[kNumTensors] = {};
   int64_t strides[kNumTensors][4] = {};
-  std::vector<DeviceSet> sets;
-  std::vector<double> host[3];
+  size_t numSets = 1;
+
+  ShapeLayout(const tune::ProblemShape &s, const KernelMetadata &meta,
+              size_t rotateBytes)
+      : shape(s), dtype(meta.dtype), hasLse(meta.hasLse) {
+    for (unsigned t = 0; t < kNumTensors; ++t) {
+      int64_t *st = strides[t];
+      st[0] = s.heads * s.seq * s.headDim, st[1] = s.seq * s.headDim,
+      st[2] = s.headDim, st[3] = 1;
+    }
+    int64_t *lse = strides[unsigned(TensorId::LSE)];
+    lse[0] = s.heads * s.seq, lse[1] = s.seq, lse[2] = 1, lse[3] = 0;
+    for (unsigned t = 0; t < 4; ++t)
+      elems[t] = s.batch * s.heads * s.seq * s.headDim;
+    elems[unsigned(TensorId::LSE)] = hasLse ? s.batch * s.heads * s.seq : 0;
+    size_t setBytes = 0;
+    for (unsigned t = 0; t < kNumTensors; ++t)
+      setBytes += bytes(t);
+    numSets = std::clamp<size_t>((rotateBytes + setBytes - 1) / setBytes, 1, 8);
+  }
 
   size_t bytes(unsigned t) const {
     return size_t(elems[t]) * (t == unsigned(TensorId::LSE) ? 4 : 2);
@@ -65,248 +89,478 @@ struct ShapeInputs {
     }
     return a;
   }
-  LaunchArgs args(size_t set, int device) const {
-    LaunchArgs launch;
-    for (unsigned t = 0; t < kNumTensors; ++t)
-      if (sets[set].ptr[t])
-        launch.tensors[t] = arg(t, sets[set].ptr[t], device);
-    return launch;
-  }
 };
 
-class BundleTimer {
+/// The reference's answer for the sampled rows of the check inputs.
+struct ExpectedRows {
+  size_t shape = 0; ///< index of the check shape
+  std::vector<int64_t> rows;
+  std::vector<double> out; ///< rows.size() x D
+  std::vector<double> lse;
+  double tolerance = 0;
+};
+
+/// Seeded host inputs, generated one tensor at a time and uploaded to every
+/// device; only the check shape's first set stays on the host.
+class InputGenerator {
 public:
-  BundleTimer(const DriverApi &cu, const tune::TimerOptions &options)
-      : cu(cu), options(options) {}
-  ~BundleTimer() {
-    for (ShapeInputs &inputs : shapes)
-      for (DeviceSet &set : inputs.sets)
-        for (CUdeviceptr ptr : set.ptr)
-          if (ptr)
-            cu.cuMemFree(ptr);
-    if (stream)
-      cu.cuStreamDestroy(stream);
+  explicit InputGenerator(unsigned seed) { rng.seed(seed); }
+  void fill(const ShapeLayout &layout, unsigned tensor,
+            std::vector<uint16_t> &bits) {
+    const tune::ProblemShape &s = layout.shape;
+    bits.resize(size_t(layout.elems[tensor]));
+    std::uniform_real_distribution<float> uni(-1.f, 1.f);
+    for (size_t i = 0; i < bits.size(); ++i) {
+      int64_t row = int64_t(i) / s.headDim % s.seq;
+      // Hard rows: logits near 1e3 test the running max.
+      float scale = (tensor == 0 && row % 16 == 3) ? 1000.f : 1.f;
+      float x = uni(rng);
+      if (x == 0.f)
+        x = 0.5f;
+      bits[i] = ref::floatToHalfBits(x * scale, layout.dtype);
+    }
   }
 
-  Error prepare(ArrayRef<tune::ProblemShape> problemShapes,
-                const KernelMetadata &meta);
-  /// Checks `kernel` once on the check shape: empty if it passes, else why.
-  Expected<std::string> check(Kernel &kernel);
-  /// Median milliseconds of `kernel` on shape `index`.
-  Expected<double> time(Kernel &kernel, size_t index);
-
-  std::vector<ShapeInputs> shapes;
-  size_t checkShape = 0;
-
 private:
-  Error upload(ShapeInputs &inputs, bool keepHost);
-
-  const DriverApi &cu;
-  const tune::TimerOptions &options;
-  CUstream stream = nullptr;
   std::mt19937_64 rng;
 };
 
-} // namespace
+ExpectedRows computeExpected(const ShapeLayout &layout, size_t shapeIndex,
+                             const std::vector<uint16_t> (&bits)[3],
+                             const KernelMetadata &meta,
+                             const tune::TimerOptions &options) {
+  const tune::ProblemShape &s = layout.shape;
+  ExpectedRows expected;
+  expected.shape = shapeIndex;
+  expected.tolerance =
+      options.tolerance > 0 ? options.tolerance
+                            : (layout.dtype == DType::BF16 ? 1e-2 : 5e-3);
+  int64_t rowsTotal = s.batch * s.heads * s.seq;
+  expected.rows = {0, rowsTotal - 1, std::min<int64_t>(3, rowsTotal - 1)};
+  std::mt19937_64 pick(options.seed + 1);
+  std::uniform_int_distribution<int64_t> any(0, rowsTotal - 1);
+  while (expected.rows.size() < options.checkRows &&
+         int64_t(expected.rows.size()) < rowsTotal)
+    expected.rows.push_back(any(pick));
+  // Sorted, so each head's inputs are converted to double once.
+  std::sort(expected.rows.begin(), expected.rows.end());
 
-Error BundleTimer::upload(ShapeInputs &inputs, bool keepHost) {
-  const tune::ProblemShape &s = inputs.shape;
-  for (unsigned t = 0; t < kNumTensors; ++t) {
-    int64_t *st = inputs.strides[t];
-    st[0] = s.heads * s.seq * s.headDim, st[1] = s.seq * s.headDim,
-    st[2] = s.headDim, st[3] = 1;
-  }
-  int64_t *lse = inputs.strides[unsigned(TensorId::LSE)];
-  lse[0] = s.heads * s.seq, lse[1] = s.seq, lse[2] = 1, lse[3] = 0;
-  int64_t elems = s.batch * s.heads * s.seq * s.headDim;
-  for (unsigned t = 0; t < 4; ++t)
-    inputs.elems[t] = elems;
-  inputs.elems[unsigned(TensorId::LSE)] =
-      inputs.hasLse ? s.batch * s.heads * s.seq : 0;
-
-  size_t setBytes = 0;
-  for (unsigned t = 0; t < kNumTensors; ++t)
-    setBytes += inputs.bytes(t);
-  size_t numSets =
-      std::clamp<size_t>((options.rotateBytes + setBytes - 1) / setBytes, 1, 8);
-  inputs.sets.resize(numSets);
-
-  std::uniform_real_distribution<float> uni(-1.f, 1.f);
-  std::vector<uint16_t> bits(static_cast<size_t>(elems));
-  for (unsigned t = 0; t < 3; ++t) {
-    if (keepHost)
-      inputs.host[t].assign(size_t(elems), 0);
-    for (size_t set = 0; set < numSets; ++set) {
-      // Every set has its own values; only set 0 is checked.
-      for (int64_t i = 0; i < elems; ++i) {
-        int64_t row = i / s.headDim % s.seq;
-        float scale = (t == 0 && row % 16 == 3) ? 1000.f : 1.f;
-        float x = uni(rng);
-        if (x == 0.f)
-          x = 0.5f;
-        bits[size_t(i)] = ref::floatToHalfBits(x * scale, inputs.dtype);
-        if (keepHost && set == 0)
-          inputs.host[t][size_t(i)] =
-              ref::halfBitsToFloat(bits[size_t(i)], inputs.dtype);
+  int64_t d = s.headDim, headElems = s.seq * d;
+  expected.out.resize(expected.rows.size() * size_t(d));
+  expected.lse.resize(expected.rows.size());
+  std::vector<double> head[3], scratch;
+  int64_t converted = -1;
+  for (auto [n, r] : enumerate(expected.rows)) {
+    int64_t i = r % s.seq, bh = r / s.seq;
+    if (bh != converted) {
+      for (unsigned t = 0; t < 3; ++t) {
+        head[t].resize(size_t(headElems));
+        for (int64_t e = 0; e < headElems; ++e)
+          head[t][size_t(e)] = ref::halfBitsToFloat(
+              bits[t][size_t(bh * headElems + e)], layout.dtype);
       }
-      CUdeviceptr &ptr = inputs.sets[set].ptr[t];
-      if (Error err =
-              checkCu(cu.cuMemAlloc(&ptr, inputs.bytes(t)), "cuMemAlloc"))
-        return err;
-      if (Error err =
-              checkCu(cu.cuMemcpyHtoD(ptr, bits.data(), inputs.bytes(t)),
-                      "cuMemcpyHtoD"))
-        return err;
+      converted = bh;
     }
+    ref::HeadView view{head[0].data(), head[1].data(), head[2].data()};
+    expected.lse[n] =
+        ref::referenceRow(view, i, s.seq, s.seq, d, meta.scale, meta.causal,
+                          expected.out.data() + n * size_t(d), scratch);
   }
-  for (DeviceSet &set : inputs.sets)
-    for (unsigned t = 3; t < kNumTensors; ++t)
-      if (inputs.elems[t])
-        if (Error err = checkCu(cu.cuMemAlloc(&set.ptr[t], inputs.bytes(t)),
-                                "cuMemAlloc"))
-          return err;
-  return Error::success();
+  return expected;
 }
 
-Error BundleTimer::prepare(ArrayRef<tune::ProblemShape> problemShapes,
-                           const KernelMetadata &meta) {
-  rng.seed(options.seed);
+struct Measured {
+  double medianMs;
+  unsigned launches;
+};
+
+/// One GPU: its context, stream, events and a copy of every input set.
+class DeviceWorker {
+public:
+  DeviceWorker(const DriverApi &cu, DeviceInfo info,
+               const tune::TimerOptions &options)
+      : cu(cu), info(std::move(info)), options(options) {}
+  ~DeviceWorker();
+
+  Error init(ArrayRef<ShapeLayout> layouts);
+  Error upload(size_t shape, size_t set, unsigned tensor,
+               ArrayRef<uint16_t> bits);
+  /// Empty if `kernel` matches the reference on the check rows, else why.
+  Expected<std::string> check(Kernel &kernel, const ExpectedRows &expected);
+  /// Median of `launches` timed launches after the warm-up.
+  Expected<Measured> time(Kernel &kernel, size_t shape, unsigned launches);
+
+  const DeviceInfo &device() const { return info; }
+  CUcontext getContext() const { return context->get(); }
+  /// Set once a launch hangs: nothing may touch the device again (freeing
+  /// would wait on the hung kernel), the process exits soon after.
+  bool hung = false;
+
+private:
+  Error wait(StringRef what);
+  LaunchArgs args(size_t shape, size_t set) const;
+
+  const DriverApi &cu;
+  DeviceInfo info;
+  const tune::TimerOptions &options;
+  std::optional<PrimaryContext> context;
+  CUstream stream = nullptr;
+  std::vector<CUevent> events;
+  const ShapeLayout *layouts = nullptr;
+  /// [shape][set][tensor]
+  std::vector<std::vector<std::array<CUdeviceptr, kNumTensors>>> buffers;
+};
+
+DeviceWorker::~DeviceWorker() {
+  if (hung || !context)
+    return;
+  ScopedContext scope(context->get());
+  for (auto &shape : buffers)
+    for (auto &set : shape)
+      for (CUdeviceptr ptr : set)
+        if (ptr)
+          cu.cuMemFree(ptr);
+  for (CUevent e : events)
+    cu.cuEventDestroy(e);
+  if (stream)
+    cu.cuStreamDestroy(stream);
+}
+
+Error DeviceWorker::init(ArrayRef<ShapeLayout> shapeLayouts) {
+  layouts = shapeLayouts.data();
+  Expected<PrimaryContext> ctx = PrimaryContext::retain(info);
+  if (!ctx)
+    return ctx.takeError();
+  context.emplace(std::move(*ctx));
+  ScopedContext scope(context->get());
   if (Error err = checkCu(cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
                           "cuStreamCreate"))
     return err;
-  // Check on the smallest shape: its float64 copy is the cheapest to keep.
-  auto elemsOf = [](const tune::ProblemShape &s) {
-    return s.batch * s.heads * s.seq;
-  };
-  for (size_t i = 1; i < problemShapes.size(); ++i)
-    if (elemsOf(problemShapes[i]) < elemsOf(problemShapes[checkShape]))
-      checkShape = i;
-  for (auto [i, shape] : enumerate(problemShapes)) {
-    ShapeInputs &inputs = shapes.emplace_back();
-    inputs.shape = shape;
-    inputs.dtype = meta.dtype;
-    inputs.hasLse = meta.hasLse;
-    if (Error err = upload(inputs, i == checkShape))
+  events.resize(2 * size_t(options.iters));
+  for (CUevent &e : events)
+    if (Error err =
+            checkCu(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"))
       return err;
+  buffers.resize(shapeLayouts.size());
+  for (auto [i, layout] : enumerate(shapeLayouts)) {
+    buffers[i].resize(layout.numSets);
+    for (auto &set : buffers[i])
+      for (unsigned t = 0; t < kNumTensors; ++t) {
+        set[t] = 0;
+        if (layout.elems[t])
+          if (Error err = checkCu(cu.cuMemAlloc(&set[t], layout.bytes(t)),
+                                  formatv("cuMemAlloc({0} bytes) on GPU {1}",
+                                          layout.bytes(t), info.ordinal)))
+            return err;
+      }
   }
   return Error::success();
 }
 
-Expected<std::string> BundleTimer::check(Kernel &kernel) {
-  const KernelMetadata &meta = kernel.getMetadata();
-  const ShapeInputs &in = shapes[checkShape];
-  const tune::ProblemShape &s = in.shape;
-  const DeviceSet &set = in.sets[0];
+Error DeviceWorker::upload(size_t shape, size_t set, unsigned tensor,
+                           ArrayRef<uint16_t> bits) {
+  ScopedContext scope(context->get());
+  return checkCu(cu.cuMemcpyHtoD(buffers[shape][set][tensor], bits.data(),
+                                 bits.size() * sizeof(uint16_t)),
+                 "cuMemcpyHtoD");
+}
+
+LaunchArgs DeviceWorker::args(size_t shape, size_t set) const {
+  LaunchArgs launch;
+  for (unsigned t = 0; t < kNumTensors; ++t)
+    if (CUdeviceptr ptr = buffers[shape][set][t])
+      launch.tensors[t] = layouts[shape].arg(t, ptr, info.ordinal);
+  return launch;
+}
+
+Error DeviceWorker::wait(StringRef what) {
+  Clock::time_point start = Clock::now();
+  while (true) {
+    CUresult result = cu.cuStreamQuery(stream);
+    if (result != CUDA_ERROR_NOT_READY)
+      return checkCu(result, what);
+    if (secondsSince(start) > options.hangSeconds) {
+      hung = true;
+      return createStringError(
+          inconvertibleErrorCode(),
+          "%s did not finish within %.0f s on GPU %d: the kernel hangs",
+          what.str().c_str(), options.hangSeconds, info.ordinal);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+Expected<std::string> DeviceWorker::check(Kernel &kernel,
+                                          const ExpectedRows &expected) {
+  const ShapeLayout &layout = layouts[expected.shape];
+  const std::array<CUdeviceptr, kNumTensors> &set = buffers[expected.shape][0];
   unsigned o = unsigned(TensorId::O), l = unsigned(TensorId::LSE);
-  if (Error err = checkCu(cu.cuMemsetD16(set.ptr[o], ref::halfNaNBits(in.dtype),
-                                         size_t(in.elems[o])),
+  if (Error err = checkCu(cu.cuMemsetD16(set[o], ref::halfNaNBits(layout.dtype),
+                                         size_t(layout.elems[o])),
                           "cuMemsetD16"))
     return std::move(err);
-  if (in.hasLse)
+  if (layout.hasLse)
     if (Error err = checkCu(
-            cu.cuMemsetD32(set.ptr[l], 0x7fc00000u, size_t(in.elems[l])),
+            cu.cuMemsetD32(set[l], 0x7fc00000u, size_t(layout.elems[l])),
             "cuMemsetD32"))
       return std::move(err);
-  if (Error err = kernel.launch(in.args(0, options.device), stream))
+  if (Error err = kernel.launch(args(expected.shape, 0), stream))
     return std::move(err);
-  if (Error err = checkCu(cu.cuStreamSynchronize(stream), "kernel execution"))
+  if (Error err = wait("the checked launch"))
     return std::move(err);
-  std::vector<uint16_t> out(size_t(in.elems[o]));
-  std::vector<float> lse(size_t(in.elems[l]));
-  if (Error err = checkCu(cu.cuMemcpyDtoH(out.data(), set.ptr[o], in.bytes(o)),
+  std::vector<uint16_t> out(size_t(layout.elems[o]));
+  std::vector<float> lse(size_t(layout.elems[l]));
+  if (Error err = checkCu(cu.cuMemcpyDtoH(out.data(), set[o], layout.bytes(o)),
                           "cuMemcpyDtoH"))
     return std::move(err);
-  if (in.hasLse)
-    if (Error err =
-            checkCu(cu.cuMemcpyDtoH(lse.data(), set.ptr[l], in.bytes(l)),
-                    "cuMemcpyDtoH"))
+  if (layout.hasLse)
+    if (Error err = checkCu(
+            cu.cuMemcpyDtoH(lse.data(), set[l], layout.bytes(l)),
+            "cuMemcpyDtoH"))
       return std::move(err);
 
-  int64_t rowsTotal = s.batch * s.heads * s.seq;
-  std::vector<int64_t> rows = {0, rowsTotal - 1,
-                               std::min<int64_t>(3, rowsTotal - 1)};
-  std::mt19937_64 pick(options.seed + 1);
-  std::uniform_int_distribution<int64_t> any(0, rowsTotal - 1);
-  while (rows.size() < options.checkRows && int64_t(rows.size()) < rowsTotal)
-    rows.push_back(any(pick));
-  double tol = options.tolerance > 0 ? options.tolerance
-                                     : (in.dtype == DType::BF16 ? 1e-2 : 5e-3);
+  int64_t d = layout.shape.headDim;
   double maxErr = 0, maxLseErr = 0;
-  int64_t d = s.headDim;
-  std::vector<double> expect(static_cast<size_t>(d)), scratch;
-  for (int64_t r : rows) {
-    int64_t i = r % s.seq, bh = r / s.seq;
-    ref::HeadView head{in.host[0].data() + size_t(bh * s.seq * d),
-                       in.host[1].data() + size_t(bh * s.seq * d),
-                       in.host[2].data() + size_t(bh * s.seq * d)};
-    double lseRef = ref::referenceRow(head, i, s.seq, s.seq, d, meta.scale,
-                                      meta.causal, expect.data(), scratch);
+  for (auto [n, r] : enumerate(expected.rows)) {
+    const double *want = expected.out.data() + n * size_t(d);
     double num = 0, den = 0;
     for (int64_t c = 0; c < d; ++c) {
-      double got = ref::halfBitsToFloat(out[size_t(r * d + c)], in.dtype);
-      num += (got - expect[size_t(c)]) * (got - expect[size_t(c)]);
-      den += expect[size_t(c)] * expect[size_t(c)];
+      double got = ref::halfBitsToFloat(out[size_t(r * d + c)], layout.dtype);
+      num += (got - want[c]) * (got - want[c]);
+      den += want[c] * want[c];
     }
     double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     maxErr = std::isnan(err) ? INFINITY : std::max(maxErr, err);
-    if (in.hasLse) {
-      double le =
-          std::fabs(lse[size_t(r)] - lseRef) / std::max(1.0, std::fabs(lseRef));
+    if (layout.hasLse) {
+      double le = std::fabs(lse[size_t(r)] - expected.lse[n]) /
+                  std::max(1.0, std::fabs(expected.lse[n]));
       maxLseErr = std::isnan(le) ? INFINITY : std::max(maxLseErr, le);
     }
   }
-  if (maxErr <= tol && maxLseErr <= tol)
+  if (maxErr <= expected.tolerance && maxLseErr <= expected.tolerance)
     return std::string();
   return formatv("check failed on {0}: max rel err {1:e}, max lse err {2:e} "
                  "(tolerance {3:e}, {4} rows)",
-                 s.str(), maxErr, maxLseErr, tol, rows.size())
+                 layout.shape.str(), maxErr, maxLseErr, expected.tolerance,
+                 expected.rows.size())
       .str();
 }
 
-Expected<double> BundleTimer::time(Kernel &kernel, size_t index) {
-  const ShapeInputs &in = shapes[index];
-  size_t numSets = in.sets.size();
+Expected<Measured> DeviceWorker::time(Kernel &kernel, size_t shape,
+                                      unsigned launches) {
+  size_t numSets = layouts[shape].numSets;
   for (unsigned i = 0; i < options.warmup; ++i)
-    if (Error err = kernel.launch(in.args(i % numSets, options.device), stream))
+    if (Error err = kernel.launch(args(shape, i % numSets), stream))
       return std::move(err);
-  std::vector<CUevent> events(2 * size_t(options.iters));
-  auto destroy = [&] {
-    for (CUevent e : events)
-      if (e)
-        cu.cuEventDestroy(e);
-  };
-  for (CUevent &e : events)
-    if (Error err =
-            checkCu(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate")) {
-      destroy();
-      return std::move(err);
-    }
-  for (unsigned i = 0; i < options.iters; ++i) {
+  for (unsigned i = 0; i < launches; ++i) {
     cu.cuEventRecord(events[2 * i], stream);
-    if (Error err =
-            kernel.launch(in.args((i + 1) % numSets, options.device), stream)) {
-      destroy();
+    if (Error err = kernel.launch(args(shape, (i + 1) % numSets), stream))
       return std::move(err);
-    }
     cu.cuEventRecord(events[2 * i + 1], stream);
   }
-  if (Error err = checkCu(cu.cuStreamSynchronize(stream), "kernel execution")) {
-    destroy();
+  if (Error err = wait("a timed launch"))
     return std::move(err);
-  }
-  std::vector<float> ms(options.iters);
-  for (unsigned i = 0; i < options.iters; ++i)
+  std::vector<float> ms(launches);
+  for (unsigned i = 0; i < launches; ++i)
     if (Error err = checkCu(
             cu.cuEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]),
-            "cuEventElapsedTime")) {
-      destroy();
+            "cuEventElapsedTime"))
       return std::move(err);
-    }
-  destroy();
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();
-  return n % 2 ? double(ms[n / 2]) : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  double median = n % 2 ? double(ms[n / 2])
+                        : 0.5 * (double(ms[n / 2 - 1]) + ms[n / 2]);
+  return Measured{median, launches};
 }
+
+/// The two passes over the candidates: every candidate is checked and
+/// probed; then the finalists (probe within screenRatio of the best probe of
+/// a shape) get the full count of launches on that shape.
+enum class Pass { Probe, Final };
+
+/// Everything the workers share.
+struct Session {
+  StringRef dir;
+  const tune::BundleManifest &manifest;
+  const tune::TimerOptions &options;
+  const ExpectedRows &expected;
+  std::optional<tune::Progress> &progress;
+  /// Candidate indices of the current pass, taken in order by the workers.
+  std::vector<size_t> queue;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  /// Per candidate, one record per shape (pass 2 overwrites the probes).
+  std::vector<std::vector<CandidateTiming>> results;
+  /// Per candidate, the shapes pass 2 times fully.
+  std::vector<std::vector<size_t>> finalShapes;
+  std::mutex errorMutex;
+  std::optional<std::string> fatal;
+};
+
+void runPass(Session &session, DeviceWorker &worker, Pass pass) {
+  ScopedContext scope(worker.getContext());
+  const tune::BundleManifest &manifest = session.manifest;
+  const tune::TimerOptions &options = session.options;
+  bool several = options.devices.size() > 1;
+  int ordinal = worker.device().ordinal;
+  unsigned probe = pass == Pass::Probe && options.screenRatio > 0
+                       ? std::min(options.probe, options.iters)
+                       : options.iters;
+  while (!session.stop) {
+    size_t slot = session.next++;
+    if (slot >= session.queue.size())
+      return;
+    size_t index = session.queue[slot];
+    const tune::BundleCandidate &c = manifest.candidates[index];
+    std::vector<CandidateTiming> &records = session.results[index];
+    std::string prefix =
+        c.id + " " + c.config.str() +
+        (several ? formatv(" [GPU {0}]", ordinal).str() : std::string()) + ":";
+    auto recordAll = [&](TimingStatus status, const std::string &message) {
+      records.clear();
+      for (const tune::ProblemShape &shape : manifest.shapes)
+        records.push_back({c.id, c.config, shape, status, message, 0, 0,
+                           ordinal});
+      if (session.progress)
+        session.progress->step(prefix + " " + message);
+    };
+    // After a hang nothing may touch the kernel (unloading would wait).
+    auto stopOnHang = [&](std::unique_ptr<Kernel> &kernel,
+                          const std::string &message) {
+      if (!worker.hung)
+        return false;
+      (void)kernel.release();
+      std::lock_guard<std::mutex> lock(session.errorMutex);
+      session.fatal =
+          c.id + ": " + message + " (rerun with --skip " + c.id + ")";
+      session.stop = true;
+      return true;
+    };
+    if (options.skip.contains(c.id)) {
+      recordAll(TimingStatus::Error, "skipped (--skip)");
+      continue;
+    }
+    SmallString<256> path(session.dir);
+    sys::path::append(path, c.binary);
+    Expected<std::unique_ptr<Kernel>> kernel = Kernel::load(path, ordinal);
+    if (!kernel) {
+      recordAll(TimingStatus::Error, toString(kernel.takeError()));
+      continue;
+    }
+    if (pass == Pass::Probe) {
+      Expected<std::string> failure = worker.check(**kernel, session.expected);
+      if (!failure) {
+        std::string message = toString(failure.takeError());
+        recordAll(TimingStatus::Error, message);
+        stopOnHang(*kernel, message);
+        continue;
+      }
+      if (!failure->empty()) {
+        recordAll(TimingStatus::CheckFailed, *failure);
+        continue;
+      }
+      records.clear();
+      for (const tune::ProblemShape &shape : manifest.shapes)
+        records.push_back({c.id, c.config, shape, TimingStatus::Ok,
+                           probe < options.iters ? "probe" : "", 0, 0,
+                           ordinal});
+    }
+    std::vector<size_t> shapes;
+    if (pass == Pass::Final)
+      shapes = session.finalShapes[index];
+    else
+      for (size_t i = 0; i < manifest.shapes.size(); ++i)
+        shapes.push_back(i);
+    std::string line = prefix;
+    std::optional<double> first;
+    for (size_t i : shapes) {
+      Expected<Measured> m = worker.time(**kernel, i, probe);
+      if (!m) {
+        std::string message = toString(m.takeError());
+        records[i].status = TimingStatus::Error;
+        records[i].message = message;
+        line += " error";
+        if (stopOnHang(*kernel, message))
+          break;
+        continue;
+      }
+      records[i].medianMs = m->medianMs;
+      records[i].launches = m->launches;
+      records[i].device = ordinal;
+      if (probe == options.iters)
+        records[i].message.clear();
+      line += formatv(" {0:f4} ms", m->medianMs);
+      if (!first && probe == options.iters)
+        first = m->medianMs;
+    }
+    if (session.progress)
+      session.progress->step(line, first, c.id);
+  }
+}
+
+/// Runs one pass over `queue` on every worker.
+void runWorkers(Session &session,
+                ArrayRef<std::unique_ptr<DeviceWorker>> workers, Pass pass,
+                std::vector<size_t> queue) {
+  session.queue = std::move(queue);
+  session.next = 0;
+  if (session.queue.empty())
+    return;
+  if (session.options.progress)
+    session.progress.emplace(pass == Pass::Probe ? "probing" : "timing",
+                             session.queue.size(), *session.options.progress,
+                             session.options.interactive);
+  if (workers.size() == 1) {
+    runPass(session, *workers.front(), pass);
+  } else {
+    std::vector<std::thread> threads;
+    for (const auto &w : workers)
+      threads.emplace_back([&session, &w, pass] {
+        runPass(session, *w, pass);
+      });
+    for (std::thread &t : threads)
+      t.join();
+  }
+  if (session.progress)
+    session.progress->finish();
+}
+
+/// Picks the finalists from the probes: per shape, every candidate whose
+/// probe is within `ratio` of the best probe; the rest keep their probe,
+/// marked as screened.
+std::vector<size_t> chooseFinalists(Session &session) {
+  const tune::TimerOptions &options = session.options;
+  size_t numShapes = session.manifest.shapes.size();
+  std::vector<size_t> finalists;
+  for (size_t shape = 0; shape < numShapes; ++shape) {
+    std::optional<double> best;
+    for (auto &records : session.results)
+      if (records.size() == numShapes &&
+          records[shape].status == TimingStatus::Ok &&
+          records[shape].medianMs > 0)
+        best = std::min(best.value_or(INFINITY), records[shape].medianMs);
+    for (auto [index, records] : enumerate(session.results)) {
+      if (records.size() != numShapes ||
+          records[shape].status != TimingStatus::Ok || !best)
+        continue;
+      CandidateTiming &t = records[shape];
+      if (t.medianMs <= options.screenRatio * *best) {
+        session.finalShapes[index].push_back(shape);
+      } else {
+        t.message = formatv("screened: the median of {0} launches is over "
+                            "{1}x the best",
+                            t.launches, options.screenRatio)
+                        .str();
+      }
+    }
+  }
+  for (auto [index, shapes] : enumerate(session.finalShapes))
+    if (!shapes.empty())
+      finalists.push_back(index);
+  return finalists;
+}
+
+} // namespace
 
 Expected<tune::TimingsFile>
 flashc::tune::timeBundle(StringRef dir, const BundleManifest &manifest,
@@ -319,83 +573,112 @@ flashc::tune::timeBundle(StringRef dir, const BundleManifest &manifest,
                              "the bundle has no shapes");
   if (options.iters == 0)
     return createStringError(inconvertibleErrorCode(), "--iters must be > 0");
+  Clock::time_point start = Clock::now();
   Expected<const DriverApi *> driver = getDriver();
   if (!driver)
     return driver.takeError();
-  Expected<DeviceInfo> device = getDeviceInfo(options.device);
-  if (!device)
-    return device.takeError();
-  Expected<PrimaryContext> context = PrimaryContext::retain(*device);
-  if (!context)
-    return context.takeError();
-  ScopedContext scope(context->get());
+  const DriverApi &cu = **driver;
 
-  auto pathOf = [&](const BundleCandidate &c) {
-    SmallString<256> path(dir);
-    sys::path::append(path, c.binary);
-    return std::string(path);
-  };
-  Expected<KernelMetadata> meta =
-      loadMetadataFile(pathOf(manifest.candidates.front()));
+  std::vector<int> ordinals = options.devices;
+  if (ordinals.empty()) {
+    int count = 0;
+    if (Error err = checkCu(cu.cuDeviceGetCount(&count), "cuDeviceGetCount"))
+      return std::move(err);
+    for (int i = 0; i < std::max(count, 1); ++i)
+      ordinals.push_back(i);
+  }
+  std::vector<std::unique_ptr<DeviceWorker>> workers;
+  for (int ordinal : ordinals) {
+    Expected<DeviceInfo> device = getDeviceInfo(ordinal);
+    if (!device)
+      return device.takeError();
+    workers.push_back(std::make_unique<DeviceWorker>(cu, *device, options));
+  }
+  // Timings on different GPUs are only comparable on one model.
+  for (const auto &w : workers)
+    if (w->device().name != workers.front()->device().name)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "GPU %d is a %s but GPU %d is a %s: time on one model at a time "
+          "(--device)",
+          w->device().ordinal, w->device().name.c_str(),
+          workers.front()->device().ordinal,
+          workers.front()->device().name.c_str());
+
+  SmallString<256> firstBinary(dir);
+  sys::path::append(firstBinary, manifest.candidates.front().binary);
+  Expected<KernelMetadata> meta = loadMetadataFile(firstBinary);
   if (!meta)
     return meta.takeError();
-  BundleTimer timer(**driver, options);
-  if (Error err = timer.prepare(manifest.shapes, *meta))
-    return std::move(err);
+
+  std::vector<ShapeLayout> layouts;
+  for (const ProblemShape &shape : manifest.shapes)
+    layouts.emplace_back(shape, *meta, options.rotateBytes);
+  for (auto &w : workers)
+    if (Error err = w->init(layouts))
+      return std::move(err);
+
+  // Check on the smallest shape: its reference is the cheapest.
+  size_t checkShape = 0;
+  for (size_t i = 1; i < layouts.size(); ++i)
+    if (layouts[i].elems[0] < layouts[checkShape].elems[0])
+      checkShape = i;
+  InputGenerator generator(options.seed);
+  std::vector<uint16_t> bits;
+  std::vector<uint16_t> checkBits[3];
+  for (auto [i, layout] : enumerate(layouts))
+    for (size_t set = 0; set < layout.numSets; ++set)
+      for (unsigned t = 0; t < 3; ++t) {
+        generator.fill(layout, t, bits);
+        for (auto &w : workers)
+          if (Error err = w->upload(i, set, t, bits))
+            return std::move(err);
+        if (i == checkShape && set == 0)
+          checkBits[t] = bits;
+      }
+  ExpectedRows expected =
+      computeExpected(layouts[checkShape], checkShape, checkBits, *meta,
+                      options);
+  for (std::vector<uint16_t> &b : checkBits)
+    b = {};
+  if (options.progress)
+    *options.progress << formatv("inputs and reference ready in {0:f1} s "
+                                 "({1} GPU(s): {2})\n",
+                                 secondsSince(start), workers.size(),
+                                 workers.front()->device().name);
 
   TimingsFile file;
-  file.gpu = device->name;
+  file.gpu = workers.front()->device().name;
   file.manifest = manifest;
   std::optional<Progress> progress;
-  if (options.progress)
-    progress.emplace("timing", manifest.candidates.size(), *options.progress,
-                     options.interactive);
-  for (const BundleCandidate &c : manifest.candidates) {
-    auto record = [&](TimingStatus status, const std::string &message,
-                      size_t shape, double ms) {
-      file.timings.push_back(
-          {c.id, c.config, manifest.shapes[shape], status, message, ms});
-    };
-    auto recordAll = [&](TimingStatus status, const std::string &message) {
-      for (size_t i = 0; i < manifest.shapes.size(); ++i)
-        record(status, message, i, 0);
-      if (progress)
-        progress->step(c.id + " " + c.config.str() + ": " + message);
-    };
-    Expected<std::unique_ptr<Kernel>> kernel =
-        Kernel::load(pathOf(c), options.device);
-    if (!kernel) {
-      recordAll(TimingStatus::Error, toString(kernel.takeError()));
-      continue;
-    }
-    Expected<std::string> failure = timer.check(**kernel);
-    if (!failure) {
-      recordAll(TimingStatus::Error, toString(failure.takeError()));
-      continue;
-    }
-    if (!failure->empty()) {
-      recordAll(TimingStatus::CheckFailed, *failure);
-      continue;
-    }
-    std::string line = c.id + " " + c.config.str() + ":";
-    std::optional<double> first;
-    for (size_t i = 0; i < manifest.shapes.size(); ++i) {
-      Expected<double> ms = timer.time(**kernel, i);
-      if (!ms) {
-        std::string message = toString(ms.takeError());
-        record(TimingStatus::Error, message, i, 0);
-        line += " error";
-        continue;
-      }
-      record(TimingStatus::Ok, "", i, *ms);
-      line += formatv(" {0:f4} ms", *ms);
-      if (i == 0)
-        first = *ms;
-    }
-    if (progress)
-      progress->step(line, first, c.id);
+  Session session{dir, manifest, options, expected, progress};
+  session.results.resize(manifest.candidates.size());
+  session.finalShapes.resize(manifest.candidates.size());
+  std::vector<size_t> all(manifest.candidates.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  runWorkers(session, workers, Pass::Probe, std::move(all));
+  bool probed = options.screenRatio > 0 && options.probe < options.iters;
+  if (!session.fatal && probed)
+    runWorkers(session, workers, Pass::Final, chooseFinalists(session));
+  for (auto &records : session.results)
+    file.timings.insert(file.timings.end(), records.begin(), records.end());
+  if (session.fatal) {
+    file.incomplete = *session.fatal;
+    // Candidates never reached are recorded so the file says so.
+    for (auto [i, records] : enumerate(session.results))
+      if (records.empty())
+        for (const ProblemShape &shape : manifest.shapes)
+          file.timings.push_back({manifest.candidates[i].id,
+                                  manifest.candidates[i].config, shape,
+                                  TimingStatus::Error,
+                                  "not run: the run stopped at a hung kernel",
+                                  0, 0, -1});
   }
-  if (progress)
-    progress->finish();
+  if (options.progress)
+    *options.progress << formatv("timed {0} candidates x {1} shapes in "
+                                 "{2:f1} s\n",
+                                 manifest.candidates.size(),
+                                 manifest.shapes.size(), secondsSince(start));
   return file;
 }

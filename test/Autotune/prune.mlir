@@ -1,7 +1,9 @@
 // flash-tune enumerates the cross product of the axes and prunes with the
 // dialect's verifier ([config]) and the conversion's own diagnostics
 // ([conversion]); configs the conversion lowers to one kernel are kept once
-// ([duplicate]). Nothing is compiled with --prune-only.
+// ([duplicate]); configs whose accumulators cannot fit the consumer
+// registers are not compiled ([registers]). Nothing is compiled with
+// --prune-only.
 
 // RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only --block-m 64,96,128 --block-n 128,256 --stages 2,4 --warpgroups 1,2 --overlap 1 --pingpong 1,0 --split-release 1 | FileCheck %s
 
@@ -14,6 +16,18 @@
 // CHECK-DAG: pruned [conversion] bm128 bn128 s2 wg1 ov pp sr: flash-to-gpu: block_m = 128 with warpgroups = 1 is not supported
 // CHECK-DAG: pruned [conversion] bm128 bn256 s4 wg2 ov pp sr: flash-to-gpu: the config needs {{[0-9]+}} bytes of shared memory, more than the 232448
 // CHECK-DAG: pruned [duplicate] bm64 bn128 s2 wg1 ov - sr: the conversion applies it as bm64 bn128 s2 wg1 ov - sr, the same kernel as bm64 bn128 s2 wg1 ov pp sr
+
+// Head dim 64, block_n 256, overlap: O 32 + S 128 + P 64 + 32 > 240; without
+// overlap it may fit and is left to ptxas.
+// RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only --block-m 128 --block-n 256 --stages 1 --warpgroups 2 --overlap 1,0 | FileCheck %s --check-prefix=REGS
+// REGS: 2 configs: 1 candidates, 1 pruned (registers)
+// REGS: candidate c0000 bm128 bn256 s1 wg2 - pp sr
+// REGS: pruned [registers] bm128 bn256 s1 wg2 ov pp sr: needs at least 256 registers per consumer thread (O 32, S 128, P 64 beside the next S, 32 other), setmaxnreg gives 240: it would spill
+
+// The default space searches ping-pong and split release on only.
+// RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only | FileCheck %s --check-prefix=DEFAULT
+// DEFAULT: 768 configs:
+// DEFAULT-NOT: candidate {{.*}} -{{$}}
 
 // Shapes must match the kernel's head dim; lists must parse.
 // RUN: not flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,128 --prune-only 2>&1 | FileCheck %s --check-prefix=HEADDIM

@@ -1,15 +1,18 @@
 //===- flash-tune-run.cpp - time a flash-tune bundle on the GPU -----------===//
 //
 //   flash-tune-run BUNDLE_DIR -o tuning.json [--timings timings.json]
-//                  [--device N] [--iters N] [--warmup N]
+//                  [--device N,...] [--iters N] [--warmup N] [--probe N]
+//                  [--screen X] [--skip ID,...] [--hang-seconds S]
 //
 // The runtime half of flash-tune: links libflashrt's C++ library and LLVM
 // Support statically, never libLLVM.so, so it runs on a GPU host that has
 // only a CUDA driver. It checks each candidate once against the float64
 // reference, times the ones that pass on every shape of the bundle, picks
 // the winners and writes the tuning database itself (lib/Autotune), so the
-// two-step mode needs nothing else on the GPU host.
-// Exit codes: 0 done, 1 no candidate passed for some shape, 2 error,
+// two-step mode needs nothing else on the GPU host. Every GPU it sees gets
+// a worker unless --device names some.
+// Exit codes: 0 done, 1 no candidate passed for some shape, 2 error (also a
+// hung kernel: the timings so far are written, the database is not),
 // 77 skipped (no CUDA driver or GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -41,12 +44,29 @@ static cl::opt<std::string>
                 cl::desc("Also write every measurement (default: "
                          "<bundle>/timings.json)"),
                 cl::init(""), cl::cat(category));
-static cl::opt<int> device("device", cl::desc("CUDA device ordinal"),
-                           cl::init(0), cl::cat(category));
+static cl::list<int> devices("device",
+                             cl::desc("CUDA device ordinals (default: all)"),
+                             cl::CommaSeparated, cl::cat(category));
 static cl::opt<unsigned> iters("iters", cl::desc("Timed launches per shape"),
                                cl::init(50), cl::cat(category));
 static cl::opt<unsigned> warmup("warmup", cl::desc("Untimed launches first"),
-                                cl::init(10), cl::cat(category));
+                                cl::init(5), cl::cat(category));
+static cl::opt<unsigned>
+    probe("probe", cl::desc("Launches per shape in the first (probe) pass"),
+          cl::init(5), cl::cat(category));
+static cl::opt<double>
+    screen("screen",
+           cl::desc("Time fully only candidates whose probe is within this "
+                    "multiple of the best probe (0: time all fully)"),
+           cl::init(1.10), cl::cat(category));
+static cl::list<std::string> skip("skip",
+                                  cl::desc("Candidate ids not to run (e.g. "
+                                           "one that hung)"),
+                                  cl::CommaSeparated, cl::cat(category));
+static cl::opt<double>
+    hangSeconds("hang-seconds",
+                cl::desc("Seconds after which a launch counts as hung"),
+                cl::init(20), cl::cat(category));
 static cl::opt<unsigned> seed("seed", cl::desc("Random seed of the inputs"),
                               cl::init(1), cl::cat(category));
 
@@ -80,9 +100,14 @@ int main(int argc, char **argv) {
     return report(db.takeError());
 
   TimerOptions options;
-  options.device = device;
+  options.devices.assign(devices.begin(), devices.end());
   options.iters = iters;
   options.warmup = warmup;
+  options.probe = probe;
+  options.screenRatio = screen;
+  options.hangSeconds = hangSeconds;
+  for (const std::string &id : skip)
+    options.skip.insert(id);
   options.seed = seed;
   options.progress = &outs();
   options.interactive = sys::Process::StandardOutIsDisplayed();
@@ -95,6 +120,13 @@ int main(int argc, char **argv) {
     timingsPath = bundleDir + "/timings.json";
   if (Error err = writeJsonAtomically(timingsPath, timings->toJson()))
     return report(std::move(err));
+  if (!timings->incomplete.empty()) {
+    errs() << formatv("flash-tune-run: error: {0}\nthe timings so far are in "
+                      "{1}; {2} was not changed\n",
+                      timings->incomplete, timingsPath,
+                      outputFile.getValue());
+    return kExitError;
+  }
 
   std::vector<Winner> winners =
       selectWinners(manifest->shapes, timings->timings);

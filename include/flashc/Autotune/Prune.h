@@ -9,6 +9,12 @@
 // two consumer warpgroups, overlap off above head dim 128), so configs that
 // lower to the same kernel are found from its output.
 //
+// One rule of flash-tune's own comes after the conversion, because only
+// ptxas knows registers and compiling is the expensive step: a config whose
+// accumulators alone, plus a floor for everything else, exceed the
+// registers setmaxnreg gives a consumer thread is certain to spill
+// (checkRegisterFit). Close calls are left to ptxas.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHC_AUTOTUNE_PRUNE_H
@@ -51,7 +57,23 @@ struct LoweredKernel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   /// The config the conversion recorded in flash.launch (what it applied).
   TuneConfig applied;
+  int64_t headDim = 0;
+  /// Registers per consumer thread after setmaxnreg (flash.launch).
+  int64_t consumerRegs = 0;
 };
+
+/// Registers every consumer thread needs beyond the accumulators (row max
+/// and sum, addresses, loop and barrier state); the lowest the kernels of
+/// -convert-flash-to-gpu were seen to use (ptxas -v).
+constexpr int64_t kRegisterFloor = 32;
+
+/// Why `applied` must spill: per consumer thread (64 query rows per
+/// warpgroup of 128 threads) O holds head_dim/2 f32 registers, S block_n/2
+/// and, when S_{j+1} overlaps P_j V, P block_n/4 more; with kRegisterFloor
+/// that may not exceed `consumerRegs`. Nothing when it may fit.
+std::optional<std::string> checkRegisterFit(const TuneConfig &applied,
+                                            int64_t headDim,
+                                            int64_t consumerRegs);
 
 /// Parses the source in `context` and runs the tuned kernel pipeline; on
 /// failure the error holds the diagnostics (the reason to prune).

@@ -25,10 +25,12 @@ struct SearchSpace {
   llvm::SmallVector<int64_t> blockN = {64, 96, 128, 176, 192, 256};
   llvm::SmallVector<int64_t> stages = {1, 2, 3, 4};
   llvm::SmallVector<int64_t> warpgroups = {1, 2, 3, 4};
-  /// -convert-flash-to-gpu schedule options, on and off.
+  /// -convert-flash-to-gpu schedule options. Overlap is searched on and
+  /// off (it trades registers for latency); ping-pong and split release
+  /// only on, as flash-tune's defaults (see its --pingpong).
   llvm::SmallVector<bool> overlap = {true, false};
-  llvm::SmallVector<bool> pingpong = {true, false};
-  llvm::SmallVector<bool> splitRelease = {true, false};
+  llvm::SmallVector<bool> pingpong = {true};
+  llvm::SmallVector<bool> splitRelease = {true};
 
   /// Number of points in the cross product.
   size_t size() const;

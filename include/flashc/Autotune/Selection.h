@@ -35,6 +35,8 @@ struct CandidateTiming {
   TimingStatus status = TimingStatus::Error;
   std::string message; ///< the check's summary or the error
   double medianMs = 0; ///< only for Ok
+  int64_t launches = 0; ///< timed launches behind medianMs (Ok only)
+  int device = -1;      ///< the CUDA ordinal it ran on (-1: not recorded)
 };
 
 /// The timings file: the GPU, the bundle it timed and every measurement.
@@ -42,6 +44,8 @@ struct TimingsFile {
   std::string gpu;
   BundleManifest manifest; ///< only the header fields are written
   std::vector<CandidateTiming> timings;
+  /// Why the run stopped early (a hung kernel); empty when it finished.
+  std::string incomplete;
 
   llvm::json::Value toJson() const;
   static llvm::Expected<TimingsFile> parse(llvm::StringRef text,

@@ -6,6 +6,16 @@
 // with CUDA events after a warm-up, taking the median, with inputs rotated
 // among sets larger than L2 so L2 does not serve them.
 //
+// Most of a search space is slow, so there are two passes. The first
+// checks every candidate and times it over `probe` launches per shape; the
+// second gives the full `iters` launches only to the finalists, those whose
+// probe median is within `screenRatio` of the best probe of the shape. The
+// others keep their probe median, marked as screened: they cannot win.
+//
+// One worker thread per GPU takes candidates from a shared queue; every
+// device gets the same inputs, so a candidate's check does not depend on
+// where it ran.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHC_AUTOTUNE_TIMER_H
@@ -13,14 +23,21 @@
 
 #include "flashc/Autotune/Selection.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace flashc::tune {
 
 struct TimerOptions {
-  int device = 0;
-  unsigned warmup = 10;
+  /// CUDA device ordinals to use, one worker each; empty: every device.
+  std::vector<int> devices;
+  unsigned warmup = 5;
   unsigned iters = 50;
+  /// Launches per shape in the first pass.
+  unsigned probe = 5;
+  /// Finalists: probe median within this multiple of the best probe of the
+  /// shape (0: no first pass, every candidate gets `iters` launches).
+  double screenRatio = 1.10;
   unsigned seed = 1;
   /// Query rows compared with the reference (first, last, hard rows and a
   /// random sample).
@@ -30,14 +47,20 @@ struct TimerOptions {
   /// Input sets rotate until they span this many bytes (an H200 has 60 MB
   /// of L2).
   size_t rotateBytes = size_t(256) << 20;
+  /// A launch that has not finished after this long is taken for a hang:
+  /// the GPU cannot be used further by this process, so the run stops with
+  /// an error naming the candidate (rerun with it in `skip`).
+  double hangSeconds = 20;
+  /// Candidate ids not to run at all.
+  llvm::StringSet<> skip;
   llvm::raw_ostream *progress = nullptr;
   bool interactive = false;
 };
 
 /// Times the bundle in `dir`. Fails only when nothing can be timed: no
 /// driver or GPU (the error's code is the runtime's NoDriver/NoDevice), an
-/// unreadable bundle, or a failed allocation. A candidate that cannot load
-/// or launch, or fails the check, is recorded as such.
+/// unreadable bundle, a failed allocation or a hung kernel. A candidate that
+/// cannot load or launch, or fails the check, is recorded as such.
 llvm::Expected<TimingsFile> timeBundle(llvm::StringRef dir,
                                        const BundleManifest &manifest,
                                        const TimerOptions &options);

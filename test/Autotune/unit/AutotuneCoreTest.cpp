@@ -93,10 +93,16 @@ TEST(SearchSpace, CrossProductInOrder) {
   EXPECT_EQ(unique.size(), configs.size());
 }
 
-TEST(SearchSpace, DefaultSpaceCoversEveryAxis) {
+TEST(SearchSpace, DefaultSpaceSearchesTheTileAxes) {
   SearchSpace space;
   EXPECT_EQ(enumerateConfigs(space).size(), space.size());
-  EXPECT_GT(space.size(), 1000u);
+  EXPECT_EQ(space.size(), 4u * 6u * 4u * 4u * 2u);
+  for (size_t n : {space.blockM.size(), space.blockN.size(),
+                   space.stages.size(), space.warpgroups.size(),
+                   space.overlap.size()})
+    EXPECT_GT(n, 1u);
+  EXPECT_EQ(space.pingpong, SmallVector<bool>{true});
+  EXPECT_EQ(space.splitRelease, SmallVector<bool>{true});
 }
 
 TEST(SearchSpace, ParseLists) {
@@ -362,6 +368,9 @@ TEST(Selection, TimingsFileRoundTrip) {
   file.timings = {timing("c1", {1, 2, 128, 64}, TimingStatus::Ok, 0.1),
                   timing("c2", {1, 2, 128, 64}, TimingStatus::CheckFailed, 0)};
   file.timings[1].message = "check failed";
+  file.timings[0].launches = 5;
+  file.timings[0].device = 1;
+  file.incomplete = "c3: the checked launch did not finish";
   std::string text = formatv("{0}", file.toJson()).str();
   Expected<TimingsFile> parsed = TimingsFile::parse(text, "t.json");
   ASSERT_TRUE(bool(parsed)) << message(parsed.takeError());
@@ -370,6 +379,11 @@ TEST(Selection, TimingsFileRoundTrip) {
   EXPECT_EQ(parsed->timings[1].status, TimingStatus::CheckFailed);
   EXPECT_EQ(parsed->timings[1].message, "check failed");
   EXPECT_EQ(parsed->timings[0].config, file.timings[0].config);
+  EXPECT_EQ(parsed->timings[0].launches, 5);
+  EXPECT_EQ(parsed->timings[0].device, 1);
+  EXPECT_EQ(parsed->timings[1].launches, 0);
+  EXPECT_EQ(parsed->timings[1].device, -1);
+  EXPECT_EQ(parsed->incomplete, file.incomplete);
   Expected<TimingsFile> foreign =
       TimingsFile::parse(R"({"format": "flashc-tuning-db"})", "t.json");
   ASSERT_FALSE(bool(foreign));

@@ -73,6 +73,44 @@ TEST(Prune, ConversionMessageIsTheReason) {
       lowerCandidate(*context, source, {128, 128, 2, 2}, "sm_90a");
   ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
   EXPECT_EQ(ok->applied, (TuneConfig{128, 128, 2, 2, true, true, true}));
+  EXPECT_EQ(ok->headDim, 128);
+  EXPECT_EQ(ok->consumerRegs, 240);
+}
+
+TEST(Prune, RegisterFitCountsTheAccumulators) {
+  // D = 128, overlap: O 64 + S 64 + P 32 + 32 = 192 <= 240.
+  EXPECT_FALSE(checkRegisterFit({128, 128, 2, 2, true, true, true}, 128, 240));
+  // block_n 256, overlap: 64 + 128 + 64 + 32 = 288.
+  std::optional<std::string> wide =
+      checkRegisterFit({128, 256, 1, 2, true, true, true}, 128, 240);
+  ASSERT_TRUE(wide);
+  EXPECT_NE(wide->find("at least 288 registers"), std::string::npos) << *wide;
+  EXPECT_NE(wide->find("setmaxnreg gives 240"), std::string::npos) << *wide;
+  // Without overlap P is not live beside the next S: 64 + 128 + 32 fits.
+  EXPECT_FALSE(checkRegisterFit({128, 256, 1, 2, false, true, true}, 128, 240));
+  // Four consumers get 120: 64 + 32 + 32 = 128 does not fit.
+  EXPECT_TRUE(checkRegisterFit({256, 64, 2, 4, false, false, true}, 128, 120));
+  // The D = 256 kernels of kernels/: 128 + 32 + 32 = 192.
+  EXPECT_FALSE(checkRegisterFit({128, 64, 2, 2, false, true, true}, 256, 240));
+}
+
+TEST(Prune, OverBudgetConfigsAreNotCompiled) {
+  KernelSource source = kernel("attention.mlir");
+  SearchSpace space;
+  space.blockM = {128};
+  space.blockN = {128, 256};
+  space.stages = {1};
+  space.warpgroups = {2};
+  space.overlap = {true, false};
+  std::vector<TuneConfig> configs = enumerateConfigs(space);
+  CompileOptions options;
+  options.threads = 2;
+  PruneResult result = pruneConfigs(source, configs, options);
+  ASSERT_EQ(result.pruned.size(), 1u);
+  EXPECT_EQ(result.pruned[0].stage, "registers");
+  EXPECT_EQ(result.pruned[0].config,
+            (TuneConfig{128, 256, 1, 2, true, true, true}));
+  EXPECT_EQ(result.kept.size(), 3u);
 }
 
 TEST(Prune, SameKernelIsOneCandidate) {
