@@ -12,8 +12,10 @@ entry to bench/RESULTS.md.
     python3 bench/compare.py --kernels DIR [--dtype bf16] [--quick]
 
 DIR holds kernel.cubin + kernel.json pairs; a shape/dtype/causal with no
-matching kernel shows '-' for flashc. FLOPs: 4 * B * H * N^2 * D, halved
-for causal.
+matching kernel shows '-' for flashc. A kernel compiled with
+`flashc --tuning-db T --shape B,H,N,D` records that shape (`tuned_for`) and
+is used for exactly that shape, in preference to an untuned kernel of the
+same dtype/D/causal. FLOPs: 4 * B * H * N^2 * D, halved for causal.
 """
 import argparse
 import datetime
@@ -44,7 +46,10 @@ def parse_args():
 
 
 def find_kernels(kdir):
-    """(dtype, head_dim, causal) -> (path, metadata), first by name."""
+    """(dtype, head_dim, causal[, (B, H, N)]) -> (path, metadata).
+
+    Untuned kernels are keyed without a shape, tuned ones with the shape
+    they were tuned for; the first by name wins a key."""
     found = {}
     for path in sorted(glob.glob(os.path.join(kdir, "*.json"))):
         try:
@@ -54,8 +59,18 @@ def find_kernels(kdir):
         if meta.get("format") != "flashc-kernel":
             continue
         key = (meta["dtype"], meta["head_dim"], bool(meta["causal"]))
+        tuned = meta.get("tuned_for")
+        if tuned:
+            key += (tuple(tuned["shape"][:3]),)
         found.setdefault(key, (path, meta))
     return found
+
+
+def config_name(meta):
+    c = meta.get("config", {})
+    return (f"bm{c.get('block_m')} bn{c.get('block_n')} s{c.get('stages')} "
+            f"wg{c.get('warpgroups')}"
+            + (" tuned" if meta.get("tuned_for") else ""))
 
 
 def bench_fn(fn, rep_ms):
@@ -143,9 +158,12 @@ def main():
                         row[label] = None
                         row[label + "_why"] = str(e).splitlines()[0][:80]
                 key = (args.dtype, d, causal)
+                if key + ((b, h, n),) in kernels:
+                    key += ((b, h, n),)
                 row["flashc"] = None
                 if key in kernels:
-                    path = kernels[key][0]
+                    path, meta = kernels[key]
+                    row["config"] = config_name(meta)
                     try:
                         if path not in loaded:
                             loaded[path] = flashc.load(path)
@@ -189,18 +207,20 @@ def ratio(a, b):
 
 
 HEADER = ("| N | D | causal | B | H | flashc TFLOP/s | cuDNN TFLOP/s | "
-          "FA2 TFLOP/s | flashc/cuDNN | flashc/FA2 | flashc rel err vs SDPA |")
+          "FA2 TFLOP/s | flashc/cuDNN | flashc/FA2 | flashc rel err vs SDPA | "
+          "flashc config |")
 
 
 def format_row(r):
     return (f"| {r['N']} | {r['D']} | {'yes' if r['causal'] else 'no'} | "
             f"{r['B']} | {r['H']} | {fmt(r['flashc'])} | {fmt(r['cudnn'])} | "
             f"{fmt(r['fa2'])} | {ratio(r['flashc'], r['cudnn'])} | "
-            f"{ratio(r['flashc'], r['fa2'])} | {fmt(r.get('err'), '{:.1e}')} |")
+            f"{ratio(r['flashc'], r['fa2'])} | {fmt(r.get('err'), '{:.1e}')} | "
+            f"{r.get('config', '-')} |")
 
 
 def format_table(rows):
-    lines = [HEADER, "|" + "---|" * 11]
+    lines = [HEADER, "|" + "---|" * 12]
     lines += [format_row(r) for r in rows]
     notes = sorted({f"{k}: {r[k]}" for r in rows for k in r
                     if k.endswith("_why")})

@@ -17,6 +17,19 @@
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --emit=mlir | FileCheck %s --check-prefix=GPU2
 // GPU2: config = {block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, warpgroups = 1 : i64}
 
+// kernel.json names the entry that chose the config.
+// RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 -o %t.ptx
+// RUN: FileCheck %s --check-prefix=META < %t.json
+// META: "block_n": 128
+// META: "tuned_for": {
+// META-NEXT: "shape": [
+// META-NEXT: 2,
+// META-NEXT: 16,
+// META-NEXT: 1024,
+// META-NEXT: 64
+// META-NEXT: ],
+// META-NEXT: "tuning_db": "{{.*}}tuning.json"
+
 // RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,16384,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=MISS
 // MISS: error: {{.*}}tuning.json: no tuning entry for shape 2,16,16384,64 (bucket N<=16384 D=64 BH<=32, arch sm_90a) of this kernel (source hash 4fd6f2c6c155); it has:
 // MISS-NEXT: sm_90a NVIDIA H200 N<=1024 D=64 BH<=32

@@ -246,6 +246,13 @@ int main(int argc, char **argv) {
         {binaryName, emit == Emit::Cubin ? "cubin" : "ptx", arch, sourceHash});
     if (failed(metadata))
       return 1;
+    // Which tuning entry chose the config, so a runner can match the
+    // binary to the shape it was tuned for.
+    if (*tuned)
+      (*metadata)["tuned_for"] = llvm::json::Object{
+          {"tuning_db", tuningDb.getValue()},
+          {"shape", flashc::tune::toJson(
+                        llvm::cantFail(flashc::tune::parseShape(tuneShape)))}};
   }
 
   flashc::GpuTargetOptions target;
