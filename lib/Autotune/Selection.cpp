@@ -36,6 +36,8 @@ json::Value TimingsFile::toJson() const {
       o["launches"] = t.launches;
     if (t.device >= 0)
       o["device"] = t.device;
+    if (t.screened)
+      o["screened"] = true;
     array.push_back(std::move(o));
   }
   json::Object root{{"format", kTimingsFormat},
@@ -115,6 +117,7 @@ Expected<TimingsFile> TimingsFile::parse(StringRef text, StringRef path) {
       t.message = message->str();
     t.launches = (*o)->getInteger("launches").value_or(0);
     t.device = int((*o)->getInteger("device").value_or(-1));
+    t.screened = (*o)->getBoolean("screened").value_or(false);
     file.timings.push_back(std::move(t));
   }
   return file;
@@ -140,6 +143,8 @@ flashc::tune::selectWinners(ArrayRef<ProblemShape> shapes,
         continue;
       }
       ++winner.timed;
+      if (t.screened)
+        continue;
       if (!winner.best || std::make_pair(t.medianMs, StringRef(t.candidate)) <
                               std::make_pair(winner.best->medianMs,
                                              StringRef(winner.best->candidate)))

@@ -547,6 +547,7 @@ std::vector<size_t> chooseFinalists(Session &session) {
       if (t.medianMs <= options.screenRatio * *best) {
         session.finalShapes[index].push_back(shape);
       } else {
+        t.screened = true;
         t.message = formatv("screened: the median of {0} launches is over "
                             "{1}x the best",
                             t.launches, options.screenRatio)

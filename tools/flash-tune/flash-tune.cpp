@@ -5,6 +5,8 @@
 //   flash-tune --run-bundle DIR -o tuning.json             (time only)
 //   flash-tune kernel.mlir --shape ... --prune-only        (list the space)
 //   flash-tune --show tuning.json
+//   flash-tune --select timings.json [--select ...] -o tuning.json
+//              (choose the winners again from recorded timings)
 //
 // The compiler half: enumerate, prune, compile (lib/Autotune). Timing needs
 // the runtime, which must not share a binary with libLLVM.so, so it is the
@@ -14,7 +16,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Autotune/Compile.h"
+#include "flashc/Autotune/Files.h"
 #include "flashc/Autotune/SearchSpace.h"
+#include "flashc/Autotune/Selection.h"
 #include "flashc/Autotune/TuningDb.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -58,6 +62,11 @@ cl::opt<std::string> bundleDir(
     "bundle-dir",
     cl::desc("Where one-step mode compiles to (default: <-o>.bundle)"),
     cl::value_desc("DIR"), cl::init(""), cl::cat(category));
+cl::list<std::string>
+    selectFiles("select",
+                cl::desc("Pick winners from a timings file that "
+                         "flash-tune-run wrote, into -o (no GPU needed)"),
+                cl::value_desc("timings.json"), cl::cat(category));
 cl::opt<std::string> showFile("show", cl::desc("Print a tuning database"),
                               cl::value_desc("tuning.json"), cl::init(""),
                               cl::cat(category));
@@ -185,6 +194,45 @@ int show() {
   return 0;
 }
 
+/// --select: the selection flash-tune-run makes, replayed on its timings.
+int selectFromTimings() {
+  if (outputFile.empty())
+    return fail("--select needs -o tuning.json");
+  Expected<TuningDb> db = TuningDb::loadForUpdate(outputFile);
+  if (!db)
+    return fail(toString(db.takeError()));
+  size_t written = 0;
+  for (const std::string &path : selectFiles) {
+    Expected<std::string> text = readFile(path);
+    if (!text)
+      return fail(toString(text.takeError()));
+    Expected<TimingsFile> timings = TimingsFile::parse(*text, path);
+    if (!timings)
+      return fail(toString(timings.takeError()));
+    if (!timings->incomplete.empty())
+      return fail(path + " is from a run that stopped early (" +
+                  timings->incomplete + "): its winners would be partial");
+    std::vector<ProblemShape> shapes;
+    for (const CandidateTiming &t : timings->timings)
+      if (!llvm::is_contained(shapes, t.shape))
+        shapes.push_back(t.shape);
+    std::vector<Winner> winners = selectWinners(shapes, timings->timings);
+    for (const Winner &w : winners)
+      if (w.best)
+        outs() << formatv("{0}: {1} {2} {3:f4} ms ({4} timed)\n",
+                          w.shape.str(), w.best->candidate,
+                          w.best->config.str(), w.best->medianMs, w.timed);
+      else
+        outs() << formatv("{0}: no candidate passed\n", w.shape.str());
+    written += recordWinners(*db, timings->manifest, timings->gpu, winners);
+  }
+  if (Error err = db->save(outputFile))
+    return fail(toString(std::move(err)));
+  outs() << formatv("{0} entries written to {1}\n", written,
+                    outputFile.getValue());
+  return 0;
+}
+
 void printVerdicts(const BundleManifest &manifest, size_t total) {
   std::map<std::string, size_t> byStage;
   for (const PrunedConfig &p : manifest.pruned)
@@ -215,6 +263,8 @@ int main(int argc, char **argv) {
 
   if (!showFile.empty())
     return show();
+  if (!selectFiles.empty())
+    return selectFromTimings();
   if (!runBundleDir.empty()) {
     if (outputFile.empty())
       return fail("--run-bundle needs -o tuning.json");

@@ -37,6 +37,9 @@ struct CandidateTiming {
   double medianMs = 0; ///< only for Ok
   int64_t launches = 0; ///< timed launches behind medianMs (Ok only)
   int device = -1;      ///< the CUDA ordinal it ran on (-1: not recorded)
+  /// Ok, but only probed: a short burst of launches is not comparable with
+  /// a full measurement (clocks differ), so a screened timing never wins.
+  bool screened = false;
 };
 
 /// The timings file: the GPU, the bundle it timed and every measurement.
@@ -62,7 +65,7 @@ struct Winner {
 };
 
 /// One winner per shape of `shapes` (in that order): the smallest median
-/// among Ok timings; a tie goes to the smaller candidate id, so the choice
+/// among Ok timings that are not screened; a tie goes to the smaller candidate id, so the choice
 /// does not depend on the order timings arrive in. Timings for other shapes
 /// are ignored.
 std::vector<Winner> selectWinners(llvm::ArrayRef<ProblemShape> shapes,

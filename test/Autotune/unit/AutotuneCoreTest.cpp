@@ -349,6 +349,24 @@ TEST(Selection, FastestCheckedCandidateWins) {
   EXPECT_EQ(first->candidates, 2);
 }
 
+TEST(Selection, ScreenedProbesNeverWin) {
+  // c1's short probe ran faster than anyone's full measurement (clocks in a
+  // burst), but only fully timed candidates compare.
+  ProblemShape shape{1, 16, 16384, 128};
+  std::vector<CandidateTiming> timings = {
+      timing("c1", shape, TimingStatus::Ok, 3.52),
+      timing("c2", shape, TimingStatus::Ok, 3.56),
+      timing("c3", shape, TimingStatus::Ok, 3.68)};
+  timings[0].screened = true;
+  std::vector<Winner> winners = selectWinners({shape}, timings);
+  ASSERT_TRUE(winners[0].best.has_value());
+  EXPECT_EQ(winners[0].best->candidate, "c2");
+  EXPECT_EQ(winners[0].timed, 3);
+  // Only screened timings: no winner rather than a probe.
+  timings[1].screened = timings[2].screened = true;
+  EXPECT_FALSE(selectWinners({shape}, timings)[0].best.has_value());
+}
+
 TEST(Selection, TiesGoToTheSmallerIdWhateverTheOrder) {
   ProblemShape shape{1, 16, 1024, 128};
   std::vector<CandidateTiming> timings = {
@@ -370,6 +388,7 @@ TEST(Selection, TimingsFileRoundTrip) {
   file.timings[1].message = "check failed";
   file.timings[0].launches = 5;
   file.timings[0].device = 1;
+  file.timings[0].screened = true;
   file.incomplete = "c3: the checked launch did not finish";
   std::string text = formatv("{0}", file.toJson()).str();
   Expected<TimingsFile> parsed = TimingsFile::parse(text, "t.json");
@@ -381,6 +400,8 @@ TEST(Selection, TimingsFileRoundTrip) {
   EXPECT_EQ(parsed->timings[0].config, file.timings[0].config);
   EXPECT_EQ(parsed->timings[0].launches, 5);
   EXPECT_EQ(parsed->timings[0].device, 1);
+  EXPECT_TRUE(parsed->timings[0].screened);
+  EXPECT_FALSE(parsed->timings[1].screened);
   EXPECT_EQ(parsed->timings[1].launches, 0);
   EXPECT_EQ(parsed->timings[1].device, -1);
   EXPECT_EQ(parsed->incomplete, file.incomplete);
