@@ -59,3 +59,27 @@
 // KEEP: error: {{.*}}.json: not valid JSON
 // KEEP: '{{.*}}.json' is left as it is: pass another -o or move the file away
 // RUN: cmp %S/Inputs/corrupt.json %t.json
+
+// --select replays flash-tune-run's choice on recorded timings: the fastest
+// fully timed candidate that passed the check wins; a screened probe (a
+// short burst) and a wrong result never do; a shape nobody passed gets no
+// entry. Then flashc compiles the winner.
+// RUN: rm -f %t.db.json
+// RUN: flash-tune --select %S/Inputs/timings.json -o %t.db.json | FileCheck %s --check-prefix=SELECT
+// SELECT: 4,32,4096,64: c0001 bm256 bn96 s1 wg4 - - sr 1.2600 ms (3 timed)
+// SELECT: 1,32,16384,64: no candidate passed
+// SELECT: 1 entries written to
+// RUN: flashc %S/Inputs/kernel.mlir --tuning-db %t.db.json --shape 4,32,4096,64 --emit=tile | FileCheck %s --check-prefix=SELECTED
+// SELECTED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4>
+// A timings file of a run that stopped at a hung kernel is refused.
+// RUN: sed -e 's/"causal": false,/"causal": false, "incomplete": "c0009 hangs",/' %S/Inputs/timings.json > %t.partial.json
+// RUN: not flash-tune --select %t.partial.json -o %t.db2.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
+// PARTIAL: error: {{.*}}partial.json is from a run that stopped early (c0009 hangs)
+
+// bench/tuning/h200-bf16-fa3.json is the database bench/RESULTS.md's tuned
+// table was compiled from; it is keyed by the hash of each kernels/ source,
+// so editing a kernel without re-tuning fails here.
+// RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
+// SHIPPED: flash.config = #flash.config<block_m = 192, block_n = 176, stages = 1, warpgroups = 3>
+// RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 2,16,8192,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
+// SHIPPED-CAUSAL: flash.config = #flash.config<block_m = 128, block_n = 192, warpgroups = 2>
