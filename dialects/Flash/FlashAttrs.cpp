@@ -10,9 +10,19 @@
 using namespace mlir;
 using namespace mlir::flash;
 
+FailureOr<bool> mlir::flash::parseScheduleFlag(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
+}
+
 LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t blockM, int64_t blockN, int64_t stages,
-                                 int64_t warpgroups) {
+                                 int64_t warpgroups, bool overlap,
+                                 bool pingpong, bool splitRelease) {
   if (warpgroups < 1 || warpgroups > 4)
     return emitError() << "warpgroups must be between 1 and 4, got "
                        << warpgroups;
@@ -36,5 +46,6 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 ConfigAttr ConfigAttr::getDefault(MLIRContext *context, int64_t headDim) {
   int64_t blockN = headDim <= 128 ? 128 : 64;
   return ConfigAttr::get(context, /*block_m=*/128, blockN, /*stages=*/2,
-                         /*warpgroups=*/2);
+                         /*warpgroups=*/2, /*overlap=*/true,
+                         /*pingpong=*/true, /*split_release=*/true);
 }

@@ -10,6 +10,12 @@
 #include "Flash/FlashDialect.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+namespace mlir::flash {
+/// Parses a `#flash.config` schedule switch: `true` or `false`.
+FailureOr<bool> parseScheduleFlag(AsmParser &parser);
+} // namespace mlir::flash
 
 #define GET_ATTRDEF_CLASSES
 #include "Flash/FlashAttrs.h.inc"

@@ -10,6 +10,14 @@
 include "FlashDialect.td"
 include "mlir/IR/AttrTypeBase.td"
 
+// A schedule switch of #flash.config: written `true` or `false`, default
+// `true` (elided when printed).
+class Flash_ScheduleFlag<string desc> : AttrParameter<"bool", desc> {
+  let defaultValue = "true";
+  let parser = [{ ::mlir::flash::parseScheduleFlag($_parser) }];
+  let printer = [{ $_printer << ($_self ? "true" : "false") }];
+}
+
 def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
   let mnemonic = "config";
   let summary = "Tile configuration of an attention kernel";
@@ -23,19 +31,37 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     - `stages`: depth of the shared-memory pipeline for K and V, 1 to 8.
     - `warpgroups`: consumer warpgroups per program, 1 to 4.
 
-    `stages` and `warpgroups` may be omitted (defaults 2 and 1).
+    The schedule of the GPU kernel (`true` or `false`, default `true`):
+
+    - `overlap`: issue S_{j+1} = Q K_{j+1}^T before P_j V_j, so a
+      warpgroup's softmax overlaps its own matmuls (FA3's intra-warpgroup
+      overlap). Costs P's registers beside the next S; the lowering applies
+      it for head dims up to 128, and with one stage only with
+      `split_release`.
+    - `pingpong`: order the matmuls of two consumer warpgroups so one's
+      softmax runs under the other's matmuls (applies with 2 warpgroups).
+    - `split_release`: free a K slot once S retired and a V slot once P V
+      retired, rather than both after P V.
+
+    Everything but `block_m` and `block_n` may be omitted (defaults: 2
+    stages, 1 warpgroup, every schedule switch on).
 
     Example:
 
     ```mlir
     #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>
+    #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4,
+                  overlap = false>
     ```
   }];
   let parameters = (ins
     "int64_t":$block_m,
     "int64_t":$block_n,
     DefaultValuedParameter<"int64_t", "2">:$stages,
-    DefaultValuedParameter<"int64_t", "1">:$warpgroups
+    DefaultValuedParameter<"int64_t", "1">:$warpgroups,
+    Flash_ScheduleFlag<"S/PV overlap within a warpgroup">:$overlap,
+    Flash_ScheduleFlag<"ping-pong of two consumer warpgroups">:$pingpong,
+    Flash_ScheduleFlag<"separate K and V slot release">:$split_release
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

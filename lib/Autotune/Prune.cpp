@@ -101,7 +101,7 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
   DiagnosticCollector diagnostics(context);
   flash::ConfigAttr attr = flash::ConfigAttr::getChecked(
       emitError, &context, config.blockM, config.blockN, config.stages,
-      config.warpgroups);
+      config.warpgroups, config.overlap, config.pingpong, config.splitRelease);
   if (attr)
     return std::nullopt;
   return diagnostics.getText();

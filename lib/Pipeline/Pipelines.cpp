@@ -52,6 +52,9 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   options.blockN = overrides.blockN;
   options.stages = overrides.stages;
   options.warpgroups = overrides.warpgroups;
+  options.overlap = overrides.overlap;
+  options.pingpong = overrides.pingpong;
+  options.splitRelease = overrides.splitRelease;
   pm.addNestedPass<func::FuncOp>(flash::createFlashTile(options));
   pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
 }

@@ -131,7 +131,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     ConfigAttr base = op.getConfigAttr();
     if (!base)
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
-    if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0)
+    if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0 &&
+        overlap < 0 && pingpong < 0 && splitRelease < 0)
       return base;
     auto emitError = [&] {
       return op.emitOpError("with -flash-tile options: ");
@@ -139,10 +140,16 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     auto pick = [](int64_t override, int64_t original) {
       return override ? override : original;
     };
+    auto pickFlag = [](int override, bool original) {
+      return override < 0 ? original : override != 0;
+    };
     ConfigAttr config = ConfigAttr::getChecked(
         emitError, op.getContext(), pick(blockM, base.getBlockM()),
         pick(blockN, base.getBlockN()), pick(stages, base.getStages()),
-        pick(warpgroups, base.getWarpgroups()));
+        pick(warpgroups, base.getWarpgroups()),
+        pickFlag(overlap, base.getOverlap()),
+        pickFlag(pingpong, base.getPingpong()),
+        pickFlag(splitRelease, base.getSplitRelease()));
     if (!config)
       return failure();
     return config;

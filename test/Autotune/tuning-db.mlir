@@ -9,7 +9,7 @@
 
 // N = 3000 and B*H = 24 fall into the N<=4096, BH<=32 bucket.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,12,3000,64 --emit=tile | FileCheck %s --check-prefix=TILE
-// TILE: flash.config = #flash.config<block_m = 64, block_n = 176, stages = 3>
+// TILE: flash.config = #flash.config<block_m = 64, block_n = 176, stages = 3, overlap = false, pingpong = false>
 
 // The schedule options of the entry reach the conversion too.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 --gpu "NVIDIA H200" --emit=mlir | FileCheck %s --check-prefix=GPU
@@ -70,7 +70,7 @@
 // SELECT: 1,32,16384,64: no candidate passed
 // SELECT: 1 entries written to
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %t.db.json --shape 4,32,4096,64 --emit=tile | FileCheck %s --check-prefix=SELECTED
-// SELECTED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4>
+// SELECTED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false>
 // A timings file of a run that stopped at a hung kernel is refused.
 // RUN: sed -e 's/"causal": false,/"causal": false, "incomplete": "c0009 hangs",/' %S/Inputs/timings.json > %t.partial.json
 // RUN: not flash-tune --select %t.partial.json -o %t.db2.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
@@ -80,6 +80,6 @@
 // table was compiled from; it is keyed by the hash of each kernels/ source,
 // so editing a kernel without re-tuning fails here.
 // RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
-// SHIPPED: flash.config = #flash.config<block_m = 192, block_n = 176, stages = 1, warpgroups = 3>
+// SHIPPED: flash.config = #flash.config<block_m = 192, block_n = 176, stages = 1, warpgroups = 3, overlap = false, pingpong = false>
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 2,16,8192,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
 // SHIPPED-CAUSAL: flash.config = #flash.config<block_m = 128, block_n = 192, warpgroups = 2>

@@ -225,3 +225,9 @@ func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: 
 // S1: config = {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 0 : i64, stages = 1 : i64, warpgroups = 1 : i64}
 // RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=S1SPLIT
 // S1SPLIT: config = {block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 1 : i64,
+
+// The schedule comes from the config; the pass options only turn switches
+// off. A kernel whose config turns overlap off is serial even though the
+// pass allows overlap.
+// RUN: flash-opt %kernels/attention.mlir -flash-tile="overlap=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CFG
+// CFG: config = {block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}

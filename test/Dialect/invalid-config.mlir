@@ -67,3 +67,11 @@ func.func @missing_block_n() attributes {c = #flash.config<block_m = 64>} {
 func.func @unknown_parameter() attributes {c = #flash.config<block_m = 64, block_n = 64, tile = 3>} {
   return
 }
+
+// -----
+
+// expected-error @+2 {{expected 'true' or 'false'}}
+// expected-error @+1 {{failed to parse Flash_ConfigAttr parameter 'overlap' which is to be a `bool`}}
+func.func @schedule_flag_not_bool() attributes {c = #flash.config<block_m = 64, block_n = 64, overlap = 1>} {
+  return
+}

@@ -28,3 +28,12 @@ func.func @largest(%q: memref<1x1x64x64xbf16>, %o: memref<1x1x64x64xbf16>) {
 func.func @on_a_function() attributes {flash.config = #flash.config<block_m = 192, block_n = 112, stages = 1, warpgroups = 3>} {
   return
 }
+
+// -----
+
+// Schedule switches: `true` is the default and elided, `false` is printed.
+// CHECK-LABEL: func.func @schedule
+// CHECK-SAME: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, split_release = false>
+func.func @schedule() attributes {flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = true, split_release = false>} {
+  return
+}

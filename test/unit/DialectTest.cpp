@@ -40,7 +40,9 @@ protected:
       return success();
     });
     return flash::ConfigAttr::getChecked(emitError, &context, blockM, blockN,
-                                         stages, warpgroups);
+                                         stages, warpgroups, /*overlap=*/true,
+                                         /*pingpong=*/true,
+                                         /*split_release=*/true);
   }
 
   /// Parses the body of a function holding one flash.attention.

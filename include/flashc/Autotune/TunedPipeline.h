@@ -2,9 +2,9 @@
 //
 // flash-tune compiles candidates and flashc --tuning-db compiles winners
 // through this one function, so the kernel that was timed is the kernel that
-// ships. It is lib/Pipeline's buildGpuKernelPipeline with the schedule
-// options of -convert-flash-to-gpu set too (TileOverrides carries only the
-// tile sizes).
+// ships. It is lib/Pipeline's buildGpuKernelPipeline with every field of
+// the config (sizes and schedule switches) as -flash-tile overrides, so the
+// tiled function's #flash.config is the tuned config.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +16,7 @@
 
 namespace flashc::tune {
 
-/// The tile sizes of `config` as flash-tile overrides.
+/// `config` as flash-tile overrides.
 TileOverrides toTileOverrides(const TuneConfig &config);
 
 /// flash.attention -> gpu.module kernel for `chip` with `config`.

@@ -57,17 +57,20 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "GPU architecture the kernel is written for">,
-    // The schedule of prototypes/gpu's best verified kernel (ovpps); each
-    // knob can be turned off (ws_s2 = all three off, also verified).
+    // The schedule comes from each kernel's #flash.config (default: all on,
+    // prototypes/gpu's best verified variant ovpps); these options can turn
+    // a switch off for every kernel, to compare schedules (ws_s2 = all
+    // three off, also verified).
     Option<"overlap", "overlap", "bool", "true",
-           "Issue S_j and PV_{j-1} back to back (FA3 intra-warpgroup "
-           "overlap; applies when head_dim <= 128, and with one stage only "
-           "with split-release)">,
+           "Allow the configs' S/PV overlap (false: off everywhere; applies "
+           "when head_dim <= 128, and with one stage only with "
+           "split release)">,
     Option<"pingpong", "pingpong", "bool", "true",
-           "Order the GEMMs of two consumer warpgroups with named barriers "
-           "(applies when warpgroups = 2)">,
+           "Allow the configs' ping-pong of two consumer warpgroups (false: "
+           "off everywhere; applies when warpgroups = 2)">,
     Option<"splitRelease", "split-release", "bool", "true",
-           "Release a K slot once S retired, a V slot once P V retired">,
+           "Allow the configs' split K/V slot release (false: off "
+           "everywhere)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -15,12 +15,16 @@
 
 namespace flashc {
 
-/// Tile-config overrides: 0 keeps the kernel's own #flash.config.
+/// Tile-config overrides: 0 (sizes) or -1 (schedule switches) keeps the
+/// kernel's own #flash.config.
 struct TileOverrides {
   int64_t blockM = 0;
   int64_t blockN = 0;
   int64_t stages = 0;
   int64_t warpgroups = 0;
+  int overlap = -1;
+  int pingpong = -1;
+  int splitRelease = -1;
 };
 
 /// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).

@@ -36,6 +36,13 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
            "K/V pipeline depth (0: from the op's config or default)">,
     Option<"warpgroups", "warpgroups", "int64_t", "0",
            "Consumer warpgroups (0: from the op's config or default)">,
+    Option<"overlap", "overlap", "int", "-1",
+           "S/PV overlap: 1 on, 0 off (-1: from the op's config or default)">,
+    Option<"pingpong", "pingpong", "int", "-1",
+           "Ping-pong: 1 on, 0 off (-1: from the op's config or default)">,
+    Option<"splitRelease", "split-release", "int", "-1",
+           "Split K/V release: 1 on, 0 off (-1: from the op's config or "
+           "default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

@@ -146,10 +146,12 @@ struct ConvertFlashToGPUPass
       // Overlap issues S_{j+1} before P_j V_j; without split release K_{j+1}
       // can only land once V_j's slot is released, after P_j V_j, so with a
       // single stage the two wait on each other (a hang seen on the GPU).
-      spec->overlap = overlap && spec->headDim <= 128 &&
-                      (splitRelease || spec->stages >= 2);
-      spec->pingpong = pingpong && spec->warpgroups == 2;
-      spec->split = splitRelease;
+      // The config asks for a schedule; a pass option set to false turns a
+      // switch off for every kernel (to compare schedules).
+      spec->split = spec->split && splitRelease;
+      spec->overlap = spec->overlap && overlap && spec->headDim <= 128 &&
+                      (spec->split || spec->stages >= 2);
+      spec->pingpong = spec->pingpong && pingpong && spec->warpgroups == 2;
       buildKernelModule(func, *spec);
       func.erase();
     }

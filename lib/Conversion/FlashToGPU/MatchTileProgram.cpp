@@ -195,6 +195,9 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.blockN = config.getBlockN();
   spec.stages = config.getStages();
   spec.warpgroups = config.getWarpgroups();
+  spec.overlap = config.getOverlap();
+  spec.pingpong = config.getPingpong();
+  spec.split = config.getSplitRelease();
   if (spec.blockM != 64 * spec.warpgroups)
     return func.emitError("flash-to-gpu: block_m = ")
            << spec.blockM << " with warpgroups = " << spec.warpgroups
