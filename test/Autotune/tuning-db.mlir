@@ -80,6 +80,6 @@
 // table was compiled from; it is keyed by the hash of each kernels/ source,
 // so editing a kernel without re-tuning fails here.
 // RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
-// SHIPPED: flash.config = #flash.config<block_m = 192, block_n = 176, stages = 1, warpgroups = 3, overlap = false, pingpong = false>
+// SHIPPED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false>
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 2,16,8192,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
 // SHIPPED-CAUSAL: flash.config = #flash.config<block_m = 128, block_n = 192, warpgroups = 2>
