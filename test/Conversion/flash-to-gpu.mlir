@@ -231,3 +231,10 @@ func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: 
 // pass allows overlap.
 // RUN: flash-opt %kernels/attention.mlir -flash-tile="overlap=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CFG
 // CFG: config = {block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
+
+// flashc's schedule flags set the same switches (here on a D = 64 kernel
+// whose config turns overlap off).
+// RUN: flashc %kernels/attention_d64.mlir --overlap=1 --emit=mlir -o - | FileCheck %s --check-prefix=FLAGS
+// RUN: flashc %kernels/attention_d64.mlir --emit=mlir -o - | FileCheck %s --check-prefix=NOFLAGS
+// FLAGS: config = {block_m = 256 : i64, block_n = 96 : i64, consumer_regs = 112 : i64, overlap = 1 : i64,
+// NOFLAGS: config = {block_m = 256 : i64, block_n = 96 : i64, consumer_regs = 112 : i64, overlap = 0 : i64,

@@ -6,6 +6,7 @@
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %S/../Tools/Inputs/unknown-op.mlir -o %t.ptx | FileCheck %s --check-prefix=PARSE
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %kernels/attention.mlir --block-n=24 -o %t.ptx | FileCheck %s --check-prefix=CONFIG
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %kernels/attention.mlir --cuda-root=%t.no-toolkit -o %t.ptx | FileCheck %s --check-prefix=TOOLKIT
+// RUN: %python %S/../Tools/Inputs/exit-status.py flashc %kernels/attention.mlir --overlap=2 -o %t.ptx | FileCheck %s --check-prefix=FLAG
 
 // MISSING: flashc: error: cannot open input file '{{.*}}no-such-kernel.mlir': No such file or directory
 // MISSING: exit status 1
@@ -21,3 +22,5 @@
 // CONFIG: exit status 1
 // TOOLKIT: error: no CUDA toolkit at '{{.*}}no-toolkit' ({{.*}}libdevice.10.bc is missing): install the CUDA toolkit or pass --cuda-root
 // TOOLKIT: exit status 1
+// FLAG: flashc: error: --overlap takes 1 (on) or 0 (off), got 2
+// FLAG: exit status 1

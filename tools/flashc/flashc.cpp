@@ -67,6 +67,14 @@ cl::opt<int64_t> stages("stages", cl::desc("Override stages"), cl::init(0),
                         cl::cat(category));
 cl::opt<int64_t> warpgroups("warpgroups", cl::desc("Override warpgroups"),
                             cl::init(0), cl::cat(category));
+// The schedule switches of #flash.config: 1 on, 0 off, unset keeps.
+cl::opt<int> overlap("overlap", cl::desc("Override overlap (1 or 0)"),
+                     cl::init(-1), cl::cat(category));
+cl::opt<int> pingpong("pingpong", cl::desc("Override pingpong (1 or 0)"),
+                      cl::init(-1), cl::cat(category));
+cl::opt<int> splitRelease("split-release",
+                          cl::desc("Override split_release (1 or 0)"),
+                          cl::init(-1), cl::cat(category));
 cl::opt<std::string> tuningDb(
     "tuning-db",
     cl::desc("Compile the config flash-tune chose for --shape (and --gpu)"),
@@ -116,9 +124,11 @@ lookupTunedConfig(llvm::StringRef sourceHash) {
     fail("--tuning-db needs --shape B,H,N,D to pick an entry");
     return failure();
   }
-  if (blockM || blockN || stages || warpgroups) {
-    fail("--tuning-db and --block-m/--block-n/--stages/--warpgroups both "
-         "choose the config: give one of them");
+  if (blockM || blockN || stages || warpgroups || overlap >= 0 ||
+      pingpong >= 0 || splitRelease >= 0) {
+    fail("--tuning-db and --block-m/--block-n/--stages/--warpgroups/"
+         "--overlap/--pingpong/--split-release both choose the config: give "
+         "one of them");
     return failure();
   }
   llvm::Expected<flashc::tune::ProblemShape> shape =
@@ -212,7 +222,12 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
-  flashc::TileOverrides overrides{blockM, blockN, stages, warpgroups};
+  for (cl::opt<int> *flag : {&overlap, &pingpong, &splitRelease})
+    if (*flag < -1 || *flag > 1)
+      return fail("--" + flag->ArgStr + " takes 1 (on) or 0 (off), got " +
+                  std::to_string(*flag));
+  flashc::TileOverrides overrides{blockM,  blockN,   stages,      warpgroups,
+                                  overlap, pingpong, splitRelease};
   if (hasKernelLevelOps(*module)) {
     PassManager pm(&context);
     if (*tuned && emit == Emit::Tile)
