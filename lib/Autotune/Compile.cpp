@@ -66,7 +66,7 @@ PruneResult flashc::tune::pruneConfigs(const KernelSource &source,
         std::string line = valid[i].str();
         if (kernel) {
           lowered[i] = kernel->applied;
-          overBudget[i] = checkRegisterFit(kernel->applied, kernel->headDim,
+          overBudget[i] = checkRegisterFit(kernel->accumulatorRegs,
                                            kernel->consumerRegs);
         } else {
           line += ": pruned";

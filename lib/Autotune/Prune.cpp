@@ -108,25 +108,19 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
 }
 
 std::optional<std::string>
-flashc::tune::checkRegisterFit(const TuneConfig &applied, int64_t headDim,
-                               int64_t consumerRegs) {
-  int64_t o = headDim / 2, s = applied.blockN / 2,
-          p = applied.overlap ? applied.blockN / 4 : 0;
-  int64_t need = o + s + p + kRegisterFloor;
+flashc::tune::checkRegisterFit(int64_t accumulatorRegs, int64_t consumerRegs) {
+  int64_t need = accumulatorRegs + kRegisterFloor;
   if (need <= consumerRegs)
     return std::nullopt;
-  std::string why = "needs at least " + std::to_string(need) +
-                    " registers per consumer thread (O " + std::to_string(o) +
-                    ", S " + std::to_string(s);
-  if (p)
-    why += ", P " + std::to_string(p) + " beside the next S";
-  why += ", " + std::to_string(kRegisterFloor) + " other), setmaxnreg gives " +
-         std::to_string(consumerRegs) + ": it would spill";
-  return why;
+  return "needs at least " + std::to_string(need) +
+         " registers per consumer thread (" + std::to_string(accumulatorRegs) +
+         " live accumulators, " + std::to_string(kRegisterFloor) +
+         " other), setmaxnreg gives " + std::to_string(consumerRegs) +
+         ": it would spill";
 }
 
 /// What flash.launch records on the kernel: the config the conversion
-/// applied after its own adjustments, the head dim and the register budget.
+/// applied after its own adjustments and its register counts.
 static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
   bool found = false;
   module.walk([&](gpu::GPUFuncOp func) {
@@ -143,7 +137,7 @@ static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
         TuneConfig{c("block_m"),      c("block_n"),       c("stages"),
                    c("warpgroups"),   c("overlap") == 1,  c("pingpong") == 1,
                    c("split_release") == 1};
-    lowered.headDim = get(launch, "head_dim");
+    lowered.accumulatorRegs = c("accumulator_regs");
     lowered.consumerRegs = c("consumer_regs");
     found = true;
   });

@@ -22,7 +22,7 @@
 // RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only --block-m 128 --block-n 256 --stages 1 --warpgroups 2 --overlap 1,0 | FileCheck %s --check-prefix=REGS
 // REGS: 2 configs: 1 candidates, 1 pruned (registers)
 // REGS: candidate c0000 bm128 bn256 s1 wg2 - pp sr
-// REGS: pruned [registers] bm128 bn256 s1 wg2 ov pp sr: needs at least 256 registers per consumer thread (O 32, S 128, P 64 beside the next S, 32 other), setmaxnreg gives 240: it would spill
+// REGS: pruned [registers] bm128 bn256 s1 wg2 ov pp sr: needs at least 256 registers per consumer thread (224 live accumulators, 32 other), setmaxnreg gives 240: it would spill
 
 // The default space searches ping-pong and split release on only.
 // RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only | FileCheck %s --check-prefix=DEFAULT

@@ -13,9 +13,9 @@
 
 // The schedule options of the entry reach the conversion too.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 --gpu "NVIDIA H200" --emit=mlir | FileCheck %s --check-prefix=GPU
-// GPU: config = {block_m = 128 : i64, block_n = 128 : i64, {{.*}}overlap = 1 : i64, pingpong = 1 : i64{{.*}}split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
+// GPU: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, {{.*}}overlap = 1 : i64, pingpong = 1 : i64{{.*}}split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --emit=mlir | FileCheck %s --check-prefix=GPU2
-// GPU2: config = {block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, warpgroups = 1 : i64}
+// GPU2: config = {accumulator_regs = 120 : i64, block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, warpgroups = 1 : i64}
 
 // kernel.json names the entry that chose the config.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 -o %t.ptx

@@ -57,8 +57,9 @@ struct LoweredKernel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   /// The config the conversion recorded in flash.launch (what it applied).
   TuneConfig applied;
-  int64_t headDim = 0;
-  /// Registers per consumer thread after setmaxnreg (flash.launch).
+  /// Accumulator registers a consumer thread keeps live, and what
+  /// setmaxnreg gives it (flash.launch).
+  int64_t accumulatorRegs = 0;
   int64_t consumerRegs = 0;
 };
 
@@ -67,12 +68,10 @@ struct LoweredKernel {
 /// -convert-flash-to-gpu were seen to use (ptxas -v).
 constexpr int64_t kRegisterFloor = 32;
 
-/// Why `applied` must spill: per consumer thread (64 query rows per
-/// warpgroup of 128 threads) O holds head_dim/2 f32 registers, S block_n/2
-/// and, when S_{j+1} overlaps P_j V, P block_n/4 more; with kRegisterFloor
-/// that may not exceed `consumerRegs`. Nothing when it may fit.
-std::optional<std::string> checkRegisterFit(const TuneConfig &applied,
-                                            int64_t headDim,
+/// Why a kernel must spill: the accumulators it keeps live (the
+/// conversion's count: O, S and, with overlap, P beside the next S) plus
+/// kRegisterFloor exceed `consumerRegs`. Nothing when it may fit.
+std::optional<std::string> checkRegisterFit(int64_t accumulatorRegs,
                                             int64_t consumerRegs);
 
 /// Parses the source in `context` and runs the tuned kernel pipeline; on

@@ -75,6 +75,12 @@ struct KernelSpec {
   /// f32 accumulator registers per thread of S and of O.
   int64_t sRegs() const { return blockN / 2; }
   int64_t oRegs() const { return headDim / 2; }
+  /// Accumulator registers a consumer thread keeps live at once: O and S,
+  /// and with overlap P_j (bf16 pairs) beside S_{j+1}. flash-tune prunes
+  /// configs where this cannot fit consumerRegs().
+  int64_t liveAccumulatorRegs() const {
+    return oRegs() + sRegs() + (overlap ? sRegs() / 2 : 0);
+  }
 };
 
 /// Recognises the tile program `-flash-tile -flash-fuse` produce in `func`

@@ -73,25 +73,35 @@ TEST(Prune, ConversionMessageIsTheReason) {
       lowerCandidate(*context, source, {128, 128, 2, 2}, "sm_90a");
   ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
   EXPECT_EQ(ok->applied, (TuneConfig{128, 128, 2, 2, true, true, true}));
-  EXPECT_EQ(ok->headDim, 128);
+  EXPECT_EQ(ok->accumulatorRegs, 64 + 64 + 32);
   EXPECT_EQ(ok->consumerRegs, 240);
 }
 
 TEST(Prune, RegisterFitCountsTheAccumulators) {
-  // D = 128, overlap: O 64 + S 64 + P 32 + 32 = 192 <= 240.
-  EXPECT_FALSE(checkRegisterFit({128, 128, 2, 2, true, true, true}, 128, 240));
-  // block_n 256, overlap: 64 + 128 + 64 + 32 = 288.
-  std::optional<std::string> wide =
-      checkRegisterFit({128, 256, 1, 2, true, true, true}, 128, 240);
+  KernelSource source = kernel("attention.mlir");
+  std::unique_ptr<mlir::MLIRContext> context = createTuneContext();
+  auto lower = [&](const TuneConfig &config) {
+    llvm::Expected<LoweredKernel> k =
+        lowerCandidate(*context, source, config, "sm_90a");
+    EXPECT_TRUE(bool(k)) << llvm::toString(k.takeError());
+    return std::make_pair(k->accumulatorRegs, k->consumerRegs);
+  };
+  // The conversion counts, per consumer thread, O (D/2 = 64), S (block_n/2)
+  // and with overlap P (block_n/4).
+  EXPECT_EQ(lower({128, 128, 2, 2, true, true, true}),
+            std::make_pair(int64_t(160), int64_t(240)));
+  EXPECT_EQ(lower({128, 256, 1, 2, false, true, true}),
+            std::make_pair(int64_t(192), int64_t(240)));
+  EXPECT_EQ(lower({256, 64, 2, 4, false, true, true}),
+            std::make_pair(int64_t(96), int64_t(112)));
+  // 160 + 32 fits 240; 256 + 32 does not.
+  EXPECT_FALSE(checkRegisterFit(160, 240));
+  std::optional<std::string> wide = checkRegisterFit(256, 240);
   ASSERT_TRUE(wide);
   EXPECT_NE(wide->find("at least 288 registers"), std::string::npos) << *wide;
   EXPECT_NE(wide->find("setmaxnreg gives 240"), std::string::npos) << *wide;
-  // Without overlap P is not live beside the next S: 64 + 128 + 32 fits.
-  EXPECT_FALSE(checkRegisterFit({128, 256, 1, 2, false, true, true}, 128, 240));
-  // Four consumers get 120: 64 + 32 + 32 = 128 does not fit.
-  EXPECT_TRUE(checkRegisterFit({256, 64, 2, 4, false, false, true}, 128, 120));
-  // The D = 256 kernels of kernels/: 128 + 32 + 32 = 192.
-  EXPECT_FALSE(checkRegisterFit({128, 64, 2, 2, false, true, true}, 256, 240));
+  // Four consumers get 112: 96 + 32 does not fit.
+  EXPECT_TRUE(checkRegisterFit(96, 112));
 }
 
 TEST(Prune, OverBudgetConfigsAreNotCompiled) {
