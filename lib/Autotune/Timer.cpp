@@ -490,7 +490,9 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
       if (probe == options.iters)
         records[i].message.clear();
       line += formatv(" {0:f4} ms", m->medianMs);
-      if (!first && probe == options.iters)
+      // The bar's "best" is per pass: the best probe while probing (the
+      // bar says "probing"), the best full median while timing.
+      if (!first)
         first = m->medianMs;
     }
     if (session.progress)
