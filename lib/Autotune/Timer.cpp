@@ -490,9 +490,10 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
       if (probe == options.iters)
         records[i].message.clear();
       line += formatv(" {0:f4} ms", m->medianMs);
-      // The bar's "best" is per pass: the best probe while probing (the
-      // bar says "probing"), the best full median while timing.
-      if (!first)
+      // The bar's "best" is the first shape's, per pass: the best probe
+      // while probing (the bar says "probing"), the best full median while
+      // timing.
+      if (i == 0)
         first = m->medianMs;
     }
     if (session.progress)
