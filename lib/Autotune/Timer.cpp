@@ -109,15 +109,10 @@ public:
             std::vector<uint16_t> &bits) {
     const tune::ProblemShape &s = layout.shape;
     bits.resize(size_t(layout.elems[tensor]));
-    std::uniform_real_distribution<float> uni(-1.f, 1.f);
     for (size_t i = 0; i < bits.size(); ++i) {
       int64_t row = int64_t(i) / s.headDim % s.seq;
-      // Hard rows: logits near 1e3 test the running max.
-      float scale = (tensor == 0 && row % 16 == 3) ? 1000.f : 1.f;
-      float x = uni(rng);
-      if (x == 0.f)
-        x = 0.5f;
-      bits[i] = ref::floatToHalfBits(x * scale, layout.dtype);
+      bits[i] = ref::drawInputBits(rng, layout.dtype,
+                                   tensor == 0 && ref::isHardQueryRow(row));
     }
   }
 

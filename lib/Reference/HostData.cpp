@@ -74,4 +74,11 @@ uint16_t halfNaNBits(DType dtype) {
   return dtype == DType::BF16 ? 0x7fc0 : 0x7e00;
 }
 
+uint16_t drawInputBits(std::mt19937_64 &rng, DType dtype, bool hardRow) {
+  float x = std::uniform_real_distribution<float>(-1.f, 1.f)(rng);
+  if (x == 0.f)
+    x = 0.5f;
+  return floatToHalfBits(hardRow ? x * 1000.f : x, dtype);
+}
+
 } // namespace flashc::ref

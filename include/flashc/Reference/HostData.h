@@ -12,6 +12,7 @@
 #include "flashc/Runtime/KernelMetadata.h"
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace flashc::ref {
@@ -23,6 +24,14 @@ float halfBitsToFloat(uint16_t bits, flashc::rt::DType dtype);
 
 /// NaN bit pattern of bf16/f16, used to poison outputs.
 uint16_t halfNaNBits(flashc::rt::DType dtype);
+
+/// One input element as every GPU check draws it (flash-run, flash-tune):
+/// uniform(-1, 1), never exactly 0, times 1000 on a hard query row so its
+/// logits reach ~1e3, rounded to `dtype`.
+uint16_t drawInputBits(std::mt19937_64 &rng, flashc::rt::DType dtype,
+                       bool hardRow);
+/// The hard query rows: every 16th, starting at row 3.
+inline bool isHardQueryRow(int64_t row) { return row % 16 == 3; }
 
 /// Element (b, h, n, d) offset in a tensor of the given strides.
 inline int64_t offsetOf(const int64_t strides[4], int64_t b, int64_t h,
