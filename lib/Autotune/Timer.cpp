@@ -380,6 +380,7 @@ struct Session {
   const tune::TimerOptions &options;
   const ExpectedRows &expected;
   std::optional<tune::Progress> &progress;
+  size_t numWorkers = 1;
   /// Candidate indices of the current pass, taken in order by the workers.
   std::vector<size_t> queue;
   std::atomic<size_t> next{0};
@@ -396,7 +397,7 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
   ScopedContext scope(worker.getContext());
   const tune::BundleManifest &manifest = session.manifest;
   const tune::TimerOptions &options = session.options;
-  bool several = options.devices.size() > 1;
+  bool several = session.numWorkers > 1;
   int ordinal = worker.device().ordinal;
   unsigned probe = pass == Pass::Probe && options.screenRatio > 0
                        ? std::min(options.probe, options.iters)
@@ -454,11 +455,13 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
         recordAll(TimingStatus::CheckFailed, *failure);
         continue;
       }
+      // A probe is screened until the final pass times it fully.
+      bool probeOnly = probe < options.iters;
       records.clear();
       for (const tune::ProblemShape &shape : manifest.shapes)
         records.push_back({c.id, c.config, shape, TimingStatus::Ok,
-                           probe < options.iters ? "probe" : "", 0, 0,
-                           ordinal});
+                           probeOnly ? "probe" : "", 0, 0, ordinal,
+                           probeOnly});
     }
     std::vector<size_t> shapes;
     if (pass == Pass::Final)
@@ -482,8 +485,10 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
       records[i].medianMs = m->medianMs;
       records[i].launches = m->launches;
       records[i].device = ordinal;
-      if (probe == options.iters)
+      if (probe == options.iters) {
         records[i].message.clear();
+        records[i].screened = false;
+      }
       line += formatv(" {0:f4} ms", m->medianMs);
       // The bar's "best" is the first shape's, per pass: the best probe
       // while probing (the bar says "probing"), the best full median while
@@ -525,7 +530,7 @@ void runWorkers(Session &session,
 
 /// Picks the finalists from the probes: per shape, every candidate whose
 /// probe is within `ratio` of the best probe; the rest keep their probe,
-/// marked as screened.
+/// still screened, with the reason.
 std::vector<size_t> chooseFinalists(Session &session) {
   const tune::TimerOptions &options = session.options;
   size_t numShapes = session.manifest.shapes.size();
@@ -545,7 +550,6 @@ std::vector<size_t> chooseFinalists(Session &session) {
       if (t.medianMs <= options.screenRatio * *best) {
         session.finalShapes[index].push_back(shape);
       } else {
-        t.screened = true;
         t.message = formatv("screened: the median of {0} launches is over "
                             "{1}x the best",
                             t.launches, options.screenRatio)
@@ -651,6 +655,7 @@ flashc::tune::timeBundle(StringRef dir, const BundleManifest &manifest,
   file.manifest = manifest;
   std::optional<Progress> progress;
   Session session{dir, manifest, options, expected, progress};
+  session.numWorkers = workers.size();
   session.results.resize(manifest.candidates.size());
   session.finalShapes.resize(manifest.candidates.size());
   std::vector<size_t> all(manifest.candidates.size());
