@@ -6,6 +6,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace llvm;
 using namespace flashc::tune;
@@ -153,6 +154,23 @@ flashc::tune::selectWinners(ArrayRef<ProblemShape> shapes,
     winners.push_back(std::move(winner));
   }
   return winners;
+}
+
+bool flashc::tune::printWinners(raw_ostream &os, ArrayRef<Winner> winners) {
+  bool all = true;
+  for (const Winner &w : winners) {
+    if (!w.best) {
+      os << formatv("{0}: no candidate passed ({1} wrong, {2} errors)\n",
+                    w.shape.str(), w.checkFailed, w.errors);
+      all = false;
+      continue;
+    }
+    os << formatv("{0}: {1} {2} {3:f4} ms ({4} timed, {5} wrong, {6} "
+                  "errors)\n",
+                  w.shape.str(), w.best->candidate, w.best->config.str(),
+                  w.best->medianMs, w.timed, w.checkFailed, w.errors);
+  }
+  return all;
 }
 
 size_t flashc::tune::recordWinners(TuningDb &db, const BundleManifest &manifest,

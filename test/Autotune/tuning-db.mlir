@@ -66,8 +66,8 @@
 // entry. Then flashc compiles the winner.
 // RUN: rm -f %t.db.json
 // RUN: flash-tune --select %S/Inputs/timings.json -o %t.db.json | FileCheck %s --check-prefix=SELECT
-// SELECT: 4,32,4096,64: c0001 bm256 bn96 s1 wg4 - - sr 1.2600 ms (3 timed)
-// SELECT: 1,32,16384,64: no candidate passed
+// SELECT: 4,32,4096,64: c0001 bm256 bn96 s1 wg4 - - sr 1.2600 ms (3 timed, 1 wrong, 0 errors)
+// SELECT: 1,32,16384,64: no candidate passed (0 wrong, 1 errors)
 // SELECT: 1 entries written to
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %t.db.json --shape 4,32,4096,64 --emit=tile | FileCheck %s --check-prefix=SELECTED
 // SELECTED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false>

@@ -130,19 +130,7 @@ int main(int argc, char **argv) {
 
   std::vector<Winner> winners =
       selectWinners(manifest->shapes, timings->timings);
-  int status = 0;
-  for (const Winner &w : winners) {
-    if (!w.best) {
-      outs() << formatv("{0}: no candidate passed ({1} wrong, {2} errors)\n",
-                        w.shape.str(), w.checkFailed, w.errors);
-      status = kExitNoWinner;
-      continue;
-    }
-    outs() << formatv("{0}: {1} {2} {3:f4} ms ({4} timed, {5} wrong, {6} "
-                      "errors)\n",
-                      w.shape.str(), w.best->candidate, w.best->config.str(),
-                      w.best->medianMs, w.timed, w.checkFailed, w.errors);
-  }
+  int status = printWinners(outs(), winners) ? 0 : kExitNoWinner;
   size_t written = recordWinners(*db, *manifest, timings->gpu, winners);
   if (Error err = db->save(outputFile))
     return report(std::move(err));

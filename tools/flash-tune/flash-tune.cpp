@@ -217,13 +217,7 @@ int selectFromTimings() {
       if (!llvm::is_contained(shapes, t.shape))
         shapes.push_back(t.shape);
     std::vector<Winner> winners = selectWinners(shapes, timings->timings);
-    for (const Winner &w : winners)
-      if (w.best)
-        outs() << formatv("{0}: {1} {2} {3:f4} ms ({4} timed)\n",
-                          w.shape.str(), w.best->candidate,
-                          w.best->config.str(), w.best->medianMs, w.timed);
-      else
-        outs() << formatv("{0}: no candidate passed\n", w.shape.str());
+    printWinners(outs(), winners);
     written += recordWinners(*db, timings->manifest, timings->gpu, winners);
   }
   if (Error err = db->save(outputFile))

@@ -71,6 +71,11 @@ struct Winner {
 std::vector<Winner> selectWinners(llvm::ArrayRef<ProblemShape> shapes,
                                   llvm::ArrayRef<CandidateTiming> timings);
 
+/// One line per shape: the winner, its config and median, and how many
+/// candidates were timed, wrong or broken. Returns false if some shape has
+/// no winner.
+bool printWinners(llvm::raw_ostream &os, llvm::ArrayRef<Winner> winners);
+
 /// Records each winner (shapes nobody passed are skipped) under
 /// (manifest's source hash and arch, `gpu`, the shape's bucket). When two
 /// shapes of one call fall into one bucket, the later one's winner stays.
