@@ -128,11 +128,10 @@ static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
     auto config = launch ? launch.getAs<DictionaryAttr>("config") : nullptr;
     if (!config)
       return;
-    auto get = [&](DictionaryAttr dict, StringRef key) -> int64_t {
-      auto value = dict.getAs<IntegerAttr>(key);
+    auto c = [&](StringRef key) -> int64_t {
+      auto value = config.getAs<IntegerAttr>(key);
       return value ? value.getInt() : -1;
     };
-    auto c = [&](StringRef key) { return get(config, key); };
     lowered.applied =
         TuneConfig{c("block_m"),      c("block_n"),       c("stages"),
                    c("warpgroups"),   c("overlap") == 1,  c("pingpong") == 1,

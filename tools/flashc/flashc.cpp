@@ -111,14 +111,14 @@ Emit inferEmit() {
 }
 
 /// The --tuning-db entry for --shape, or nothing without --tuning-db.
-FailureOr<std::optional<flashc::tune::TuneConfig>>
-lookupTunedConfig(llvm::StringRef sourceHash) {
+FailureOr<std::optional<flashc::tune::TuningEntry>>
+lookupTuningEntry(llvm::StringRef sourceHash) {
   if (tuningDb.empty()) {
     if (!tuneShape.empty() || !tuneGpu.empty()) {
       fail("--shape and --gpu select a --tuning-db entry: give --tuning-db");
       return failure();
     }
-    return std::optional<flashc::tune::TuneConfig>();
+    return std::optional<flashc::tune::TuningEntry>();
   }
   if (tuneShape.empty()) {
     fail("--tuning-db needs --shape B,H,N,D to pick an entry");
@@ -149,7 +149,7 @@ lookupTunedConfig(llvm::StringRef sourceHash) {
     fail(tuningDb + ": " + llvm::toString(entry.takeError()));
     return failure();
   }
-  return std::optional<flashc::tune::TuneConfig>((*entry)->config);
+  return std::optional<flashc::tune::TuningEntry>(**entry);
 }
 
 bool hasKernelLevelOps(ModuleOp module) {
@@ -203,8 +203,8 @@ int main(int argc, char **argv) {
   if (!input)
     return fail(error);
   std::string sourceHash = flashc::hashSource(input->getBuffer());
-  FailureOr<std::optional<flashc::tune::TuneConfig>> tuned =
-      lookupTunedConfig(sourceHash);
+  FailureOr<std::optional<flashc::tune::TuningEntry>> tuned =
+      lookupTuningEntry(sourceHash);
   if (failed(tuned))
     return 1;
 
@@ -231,9 +231,10 @@ int main(int argc, char **argv) {
   if (hasKernelLevelOps(*module)) {
     PassManager pm(&context);
     if (*tuned && emit == Emit::Tile)
-      flashc::buildTilePipeline(pm, flashc::tune::toTileOverrides(**tuned));
+      flashc::buildTilePipeline(pm,
+                                flashc::tune::toTileOverrides((*tuned)->config));
     else if (*tuned)
-      flashc::tune::buildTunedKernelPipeline(pm, **tuned, arch);
+      flashc::tune::buildTunedKernelPipeline(pm, (*tuned)->config, arch);
     else if (emit == Emit::Tile)
       flashc::buildTilePipeline(pm, overrides);
     else
@@ -264,10 +265,9 @@ int main(int argc, char **argv) {
     // Which tuning entry chose the config, so a runner can match the
     // binary to the shape it was tuned for.
     if (*tuned)
-      (*metadata)["tuned_for"] = llvm::json::Object{
-          {"tuning_db", tuningDb.getValue()},
-          {"shape", flashc::tune::toJson(
-                        llvm::cantFail(flashc::tune::parseShape(tuneShape)))}};
+      (*metadata)["tuned_for"] =
+          llvm::json::Object{{"tuning_db", tuningDb.getValue()},
+                             {"shape", flashc::tune::toJson((*tuned)->shape)}};
   }
 
   flashc::GpuTargetOptions target;

@@ -140,16 +140,16 @@ struct ConvertFlashToGPUPass
         failedAny = true;
         continue;
       }
-      // The overlapped schedule carries P_{j-1} beside S_j and O: with
-      // D = 256 (128 O registers) ptxas spills under the 168-register cap of
-      // 384 threads, the serial schedule does not. Verified on the GPU for
-      // D = 128 (prototypes/gpu/NOTES.md).
-      // Overlap issues S_{j+1} before P_j V_j; without split release K_{j+1}
-      // can only land once V_j's slot is released, after P_j V_j, so with a
-      // single stage the two wait on each other (a hang seen on the GPU).
       // The config asks for a schedule; a pass option set to false turns a
       // switch off for every kernel (to compare schedules).
       spec->split = spec->split && splitRelease;
+      // The overlapped schedule carries P_j beside S_{j+1} and O: with
+      // D = 256 (128 O registers) ptxas spills even at the consumers' 240
+      // registers, the serial schedule does not (prototypes/gpu/NOTES.md).
+      // Overlap also issues S_{j+1} before P_j V_j; without split release
+      // K_{j+1} can only land once V_j's slot is released, after P_j V_j, so
+      // with a single stage the two wait on each other (a hang seen on the
+      // GPU).
       spec->overlap = spec->overlap && overlap && spec->headDim <= 128 &&
                       (spec->split || spec->stages >= 2);
       spec->pingpong = spec->pingpong && pingpong && spec->warpgroups == 2;
