@@ -7,7 +7,8 @@
 #   bench/tune-shapes.sh run DIR OUT             # GPU host: time, pick
 #
 # `emit-fa3 DIR [flash-tune]` instead writes one bundle per bf16 kernel of
-# kernels/ (D = 64/128/256, causal and not) holding all six FA3 shapes
+# kernels/ (D = 64/128/256, causal and not, persistent searched too)
+# holding all six FA3 shapes
 # (N = 512..16384), DIR/fa3-<kernel>/, for bench/compare.py's table; `run`
 # writes their winners to OUT/tuning-fa3.json.
 #
@@ -60,7 +61,8 @@ emit-fa3)
       args+=(--shape "$((16384 / n)),$((2048 / d)),$n,$d")
     done
     start=$(date +%s%N)
-    "$tune" "$root/kernels/$k.mlir" "${args[@]}" --emit-bundle "$dir/fa3-$k" | tail -1
+    "$tune" "$root/kernels/$k.mlir" "${args[@]}" --persistent 0,1 \
+      --emit-bundle "$dir/fa3-$k" | tail -1
     echo "emit fa3-$k: $(( ($(date +%s%N) - start) / 1000000 )) ms"
   done
   cp "$(dirname "$tune")/flash-tune-run" "$dir/"

@@ -22,7 +22,8 @@ FailureOr<bool> mlir::flash::parseScheduleFlag(AsmParser &parser) {
 LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t blockM, int64_t blockN, int64_t stages,
                                  int64_t warpgroups, bool overlap,
-                                 bool pingpong, bool splitRelease) {
+                                 bool pingpong, bool splitRelease,
+                                 bool persistent) {
   if (warpgroups < 1 || warpgroups > 4)
     return emitError() << "warpgroups must be between 1 and 4, got "
                        << warpgroups;
@@ -47,5 +48,6 @@ ConfigAttr ConfigAttr::getDefault(MLIRContext *context, int64_t headDim) {
   int64_t blockN = headDim <= 128 ? 128 : 64;
   return ConfigAttr::get(context, /*block_m=*/128, blockN, /*stages=*/2,
                          /*warpgroups=*/2, /*overlap=*/true,
-                         /*pingpong=*/true, /*split_release=*/true);
+                         /*pingpong=*/true, /*split_release=*/true,
+                         /*persistent=*/false);
 }

@@ -10,10 +10,11 @@
 include "FlashDialect.td"
 include "mlir/IR/AttrTypeBase.td"
 
-// A schedule switch of #flash.config: written `true` or `false`, default
-// `true` (elided when printed).
-class Flash_ScheduleFlag<string desc> : AttrParameter<"bool", desc> {
-  let defaultValue = "true";
+// A schedule switch of #flash.config: written `true` or `false`, elided
+// when printed at its default.
+class Flash_ScheduleFlag<string desc, string default = "true">
+    : AttrParameter<"bool", desc> {
+  let defaultValue = default;
   let parser = [{ ::mlir::flash::parseScheduleFlag($_parser) }];
   let printer = [{ $_printer << ($_self ? "true" : "false") }];
 }
@@ -42,9 +43,13 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
       softmax runs under the other's matmuls (applies with 2 warpgroups).
     - `split_release`: free a K slot once S retired and a V slot once P V
       retired, rather than both after P V.
+    - `persistent` (default `false`): launch one program per SM, each
+      walking a share of the tiles (longest first, heads grouped so their
+      K and V stay in L2) with its K/V pipeline running on from one tile to
+      the next, instead of one program per tile.
 
     Everything but `block_m` and `block_n` may be omitted (defaults: 2
-    stages, 1 warpgroup, every schedule switch on).
+    stages, 1 warpgroup, every schedule switch but `persistent` on).
 
     Example:
 
@@ -52,6 +57,8 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>
     #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4,
                   overlap = false>
+    #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2,
+                  persistent = true>
     ```
   }];
   let parameters = (ins
@@ -61,7 +68,8 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     DefaultValuedParameter<"int64_t", "1">:$warpgroups,
     Flash_ScheduleFlag<"S/PV overlap within a warpgroup">:$overlap,
     Flash_ScheduleFlag<"ping-pong of two consumer warpgroups">:$pingpong,
-    Flash_ScheduleFlag<"separate K and V slot release">:$split_release
+    Flash_ScheduleFlag<"separate K and V slot release">:$split_release,
+    Flash_ScheduleFlag<"one program per SM over the tiles", "false">:$persistent
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

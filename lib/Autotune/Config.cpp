@@ -12,9 +12,9 @@ using namespace flashc::tune;
 using namespace flashc::tune::json_util;
 
 std::string TuneConfig::str() const {
-  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}", blockM, blockN, stages,
-                 warpgroups, overlap ? "ov" : "-", pingpong ? "pp" : "-",
-                 splitRelease ? "sr" : "-");
+  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}", blockM, blockN,
+                 stages, warpgroups, overlap ? "ov" : "-", pingpong ? "pp" : "-",
+                 splitRelease ? "sr" : "-", persistent ? " ps" : "");
 }
 
 json::Object flashc::tune::toJson(const TuneConfig &config) {
@@ -24,7 +24,8 @@ json::Object flashc::tune::toJson(const TuneConfig &config) {
                       {"warpgroups", config.warpgroups},
                       {"overlap", int64_t(config.overlap)},
                       {"pingpong", int64_t(config.pingpong)},
-                      {"split_release", int64_t(config.splitRelease)}};
+                      {"split_release", int64_t(config.splitRelease)},
+                      {"persistent", int64_t(config.persistent)}};
 }
 
 Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
@@ -46,8 +47,11 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
   std::pair<StringRef, bool *> flags[] = {
       {"overlap", &config.overlap},
       {"pingpong", &config.pingpong},
-      {"split_release", &config.splitRelease}};
+      {"split_release", &config.splitRelease},
+      {"persistent", &config.persistent}};
   for (auto [key, field] : flags) {
+    if (key == "persistent" && !(*object)->get(key))
+      continue;
     Expected<int64_t> v = getInt(**object, key, where);
     if (!v)
       return v.takeError();

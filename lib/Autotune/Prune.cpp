@@ -101,7 +101,8 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
   DiagnosticCollector diagnostics(context);
   flash::ConfigAttr attr = flash::ConfigAttr::getChecked(
       emitError, &context, config.blockM, config.blockN, config.stages,
-      config.warpgroups, config.overlap, config.pingpong, config.splitRelease);
+      config.warpgroups, config.overlap, config.pingpong, config.splitRelease,
+      config.persistent);
   if (attr)
     return std::nullopt;
   return diagnostics.getText();
@@ -132,10 +133,10 @@ static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
       auto value = config.getAs<IntegerAttr>(key);
       return value ? value.getInt() : -1;
     };
-    lowered.applied =
-        TuneConfig{c("block_m"),      c("block_n"),       c("stages"),
-                   c("warpgroups"),   c("overlap") == 1,  c("pingpong") == 1,
-                   c("split_release") == 1};
+    lowered.applied = TuneConfig{
+        c("block_m"),       c("block_n"),           c("stages"),
+        c("warpgroups"),    c("overlap") == 1,      c("pingpong") == 1,
+        c("split_release") == 1, c("persistent") == 1};
     lowered.accumulatorRegs = c("accumulator_regs");
     lowered.consumerRegs = c("consumer_regs");
     found = true;

@@ -9,7 +9,8 @@ using namespace flashc::tune;
 
 size_t SearchSpace::size() const {
   return blockM.size() * blockN.size() * stages.size() * warpgroups.size() *
-         overlap.size() * pingpong.size() * splitRelease.size();
+         overlap.size() * pingpong.size() * splitRelease.size() *
+         persistent.size();
 }
 
 std::vector<TuneConfig>
@@ -23,8 +24,10 @@ flashc::tune::enumerateConfigs(const SearchSpace &space) {
           for (bool overlap : space.overlap)
             for (bool pingpong : space.pingpong)
               for (bool splitRelease : space.splitRelease)
-                configs.push_back({blockM, blockN, stages, warpgroups, overlap,
-                                   pingpong, splitRelease});
+                for (bool persistent : space.persistent)
+                  configs.push_back({blockM, blockN, stages, warpgroups,
+                                     overlap, pingpong, splitRelease,
+                                     persistent});
   return configs;
 }
 

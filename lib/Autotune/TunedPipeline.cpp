@@ -5,9 +5,10 @@
 using namespace mlir;
 
 flashc::TileOverrides flashc::tune::toTileOverrides(const TuneConfig &config) {
-  return {config.blockM,       config.blockN,        config.stages,
-          config.warpgroups,   int(config.overlap),  int(config.pingpong),
-          int(config.splitRelease)};
+  return {config.blockM,          config.blockN,
+          config.stages,          config.warpgroups,
+          int(config.overlap),    int(config.pingpong),
+          int(config.splitRelease), int(config.persistent)};
 }
 
 void flashc::tune::buildTunedKernelPipeline(OpPassManager &pm,

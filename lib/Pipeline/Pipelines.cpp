@@ -55,6 +55,7 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   options.overlap = overrides.overlap;
   options.pingpong = overrides.pingpong;
   options.splitRelease = overrides.splitRelease;
+  options.persistent = overrides.persistent;
   pm.addNestedPass<func::FuncOp>(flash::createFlashTile(options));
   pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
 }

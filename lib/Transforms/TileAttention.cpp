@@ -132,7 +132,7 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     if (!base)
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
     if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0 &&
-        overlap < 0 && pingpong < 0 && splitRelease < 0)
+        overlap < 0 && pingpong < 0 && splitRelease < 0 && persistent < 0)
       return base;
     auto emitError = [&] {
       return op.emitOpError("with -flash-tile options: ");
@@ -149,7 +149,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         pick(warpgroups, base.getWarpgroups()),
         pickFlag(overlap, base.getOverlap()),
         pickFlag(pingpong, base.getPingpong()),
-        pickFlag(splitRelease, base.getSplitRelease()));
+        pickFlag(splitRelease, base.getSplitRelease()),
+        pickFlag(persistent, base.getPersistent()));
     if (!config)
       return failure();
     return config;

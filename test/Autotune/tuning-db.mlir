@@ -13,9 +13,9 @@
 
 // The schedule options of the entry reach the conversion too.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 --gpu "NVIDIA H200" --emit=mlir | FileCheck %s --check-prefix=GPU
-// GPU: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, {{.*}}overlap = 1 : i64, pingpong = 1 : i64{{.*}}split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
+// GPU: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, {{.*}}overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64{{.*}}split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --emit=mlir | FileCheck %s --check-prefix=GPU2
-// GPU2: config = {accumulator_regs = 120 : i64, block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, warpgroups = 1 : i64}
+// GPU2: config = {accumulator_regs = 120 : i64, block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, warpgroups = 1 : i64}
 
 // kernel.json names the entry that chose the config.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 -o %t.ptx
@@ -43,7 +43,7 @@
 // RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --emit=tile 2>&1 | FileCheck %s --check-prefix=NOSHAPE
 // NOSHAPE: error: --tuning-db needs --shape B,H,N,D to pick an entry
 // RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --block-n 64 --emit=tile 2>&1 | FileCheck %s --check-prefix=BOTH
-// BOTH: error: --tuning-db and --block-m/--block-n/--stages/--warpgroups/--overlap/--pingpong/--split-release both choose the config
+// BOTH: error: --tuning-db and --block-m/--block-n/--stages/--warpgroups/--overlap/--pingpong/--split-release/--persistent both choose the config
 // RUN: not flashc %S/Inputs/kernel.mlir --shape 2,16,4096,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=NODB
 // NODB: error: --shape and --gpu select a --tuning-db entry: give --tuning-db
 

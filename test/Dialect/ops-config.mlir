@@ -37,3 +37,18 @@ func.func @on_a_function() attributes {flash.config = #flash.config<block_m = 19
 func.func @schedule() attributes {flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = true, split_release = false>} {
   return
 }
+
+// -----
+
+// `persistent` is the one switch that defaults to `false`: `false` is elided,
+// `true` is printed.
+// CHECK-LABEL: func.func @persistent
+// CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true>
+func.func @persistent() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2, persistent = true>} {
+  return
+}
+// CHECK-LABEL: func.func @not_persistent
+// CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2>}
+func.func @not_persistent() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2, persistent = false>} {
+  return
+}

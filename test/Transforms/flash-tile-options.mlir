@@ -2,11 +2,13 @@
 // RUN: not flash-opt %s -flash-tile="block-n=24" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: flash-opt %s -flash-tile="overlap=0 split-release=0" | FileCheck %s --check-prefix=SCHED
 // RUN: flash-opt %s -flash-tile="pingpong=1" | FileCheck %s --check-prefix=KEEP
+// RUN: flash-opt %s -flash-tile="persistent=1" | FileCheck %s --check-prefix=PERSIST
 
 // Schedule switches override too (1 on, 0 off): here pingpong=1 turns the
 // op's pingpong = false back on, and all-default switches print as nothing.
 // SCHED: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2, overlap = false, pingpong = false, split_release = false>
 // KEEP: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2>}
+// PERSIST: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2, pingpong = false, persistent = true>}
 
 // Options override the op's config, keeping what they do not name.
 // CHECK: flash.config = #flash.config<block_m = 128, block_n = 16, stages = 3, warpgroups = 2, pingpong = false>

@@ -42,7 +42,8 @@ protected:
     return flash::ConfigAttr::getChecked(emitError, &context, blockM, blockN,
                                          stages, warpgroups, /*overlap=*/true,
                                          /*pingpong=*/true,
-                                         /*split_release=*/true);
+                                         /*split_release=*/true,
+                                         /*persistent=*/false);
   }
 
   /// Parses the body of a function holding one flash.attention.

@@ -32,10 +32,11 @@ struct TuneConfig {
   bool overlap = true;
   bool pingpong = true;
   bool splitRelease = true;
+  bool persistent = false;
 
   auto tie() const {
     return std::tie(blockM, blockN, stages, warpgroups, overlap, pingpong,
-                    splitRelease);
+                    splitRelease, persistent);
   }
   bool operator==(const TuneConfig &other) const {
     return tie() == other.tie();
@@ -43,13 +44,15 @@ struct TuneConfig {
   bool operator!=(const TuneConfig &other) const { return !(*this == other); }
   bool operator<(const TuneConfig &other) const { return tie() < other.tie(); }
 
-  /// A short readable name: "bm128 bn128 s2 wg2 ov pp sr" ("-" for off).
+  /// A short readable name: "bm128 bn128 s2 wg2 ov pp sr" ("-" for off),
+  /// with " ps" appended when persistent.
   std::string str() const;
 };
 
 /// {"block_m": .., "block_n": .., "stages": .., "warpgroups": ..,
-///  "overlap": 0|1, "pingpong": 0|1, "split_release": 0|1} - the same keys
-/// kernel.json's "config" uses.
+///  "overlap": 0|1, "pingpong": 0|1, "split_release": 0|1,
+///  "persistent": 0|1} - the same keys kernel.json's "config" uses.
+/// "persistent" may be missing (0): databases from before it existed.
 llvm::json::Object toJson(const TuneConfig &config);
 /// Reads what toJson writes; `where` names the object in errors.
 llvm::Expected<TuneConfig> configFromJson(const llvm::json::Value &value,

@@ -31,6 +31,9 @@ struct SearchSpace {
   llvm::SmallVector<bool> overlap = {true, false};
   llvm::SmallVector<bool> pingpong = {true};
   llvm::SmallVector<bool> splitRelease = {true};
+  /// One program per tile only, as flash-tune's default (see its
+  /// --persistent): searching both doubles the compile time.
+  llvm::SmallVector<bool> persistent = {false};
 
   /// Number of points in the cross product.
   size_t size() const;

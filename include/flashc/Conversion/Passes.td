@@ -71,6 +71,9 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     Option<"splitRelease", "split-release", "bool", "true",
            "Allow the configs' split K/V slot release (false: off "
            "everywhere)">,
+    Option<"persistent", "persistent", "bool", "true",
+           "Allow the configs' persistent tile schedule (false: one block "
+           "per tile everywhere)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -25,6 +25,7 @@ struct TileOverrides {
   int overlap = -1;
   int pingpong = -1;
   int splitRelease = -1;
+  int persistent = -1;
 };
 
 /// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).

@@ -43,6 +43,9 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
     Option<"splitRelease", "split-release", "int", "-1",
            "Split K/V release: 1 on, 0 off (-1: from the op's config or "
            "default)">,
+    Option<"persistent", "persistent", "int", "-1",
+           "Persistent tile schedule: 1 on, 0 off (-1: from the op's config "
+           "or default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

@@ -54,6 +54,14 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_k")}}));
   params.push_back(dict({{"kind", str("f32")}, {"value", str("scale_log2")}}));
+  if (spec.persistent) {
+    params.push_back(dict({{"kind", str("i32")}, {"value", str("batch")}}));
+    params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
+  }
+  DictionaryAttr grid =
+      spec.persistent
+          ? dict({{"kind", str("persistent")}})
+          : dict({{"kind", str("tiles")}, {"block_m", i64(spec.blockM)}});
 
   return dict(
       {{"dtype", str(isa<BFloat16Type>(spec.elementType) ? "bf16" : "f16")},
@@ -64,18 +72,19 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
        {"block", b.getDenseI64ArrayAttr({spec.threads(), 1, 1})},
        {"cluster", b.getDenseI64ArrayAttr({1, 1, 1})},
        {"shared_memory_bytes", i64(spec.sharedMemoryBytes())},
-       {"grid", dict({{"kind", str("tiles")}, {"block_m", i64(spec.blockM)}})},
+       {"grid", grid},
        {"config", dict({{"accumulator_regs", i64(spec.liveAccumulatorRegs())},
                         {"block_m", i64(spec.blockM)},
                         {"block_n", i64(spec.blockN)},
                         {"stages", i64(spec.stages)},
                         {"warpgroups", i64(spec.warpgroups)},
                         {"producer_warpgroups", i64(1)},
-                        {"producer_regs", i64(KernelSpec::kProducerRegs)},
+                        {"producer_regs", i64(spec.producerRegs())},
                         {"consumer_regs", i64(spec.consumerRegs())},
                         {"overlap", i64(spec.overlap)},
                         {"pingpong", i64(spec.pingpong)},
-                        {"split_release", i64(spec.split)}})},
+                        {"split_release", i64(spec.split)},
+                        {"persistent", i64(spec.persistent)}})},
        {"params", b.getArrayAttr(params)}});
 }
 
@@ -93,6 +102,8 @@ static void buildKernelModule(func::FuncOp func, const KernelSpec &spec) {
   if (spec.hasLse)
     args.push_back(globalPtr);
   args.append({b.getI32Type(), b.getI32Type(), b.getF32Type()});
+  if (spec.persistent)
+    args.append({b.getI32Type(), b.getI32Type()});
   auto kernel =
       gpu::GPUFuncOp::create(b, spec.name, b.getFunctionType(args, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -153,6 +164,7 @@ struct ConvertFlashToGPUPass
       spec->overlap = spec->overlap && overlap && spec->headDim <= 128 &&
                       (spec->split || spec->stages >= 2);
       spec->pingpong = spec->pingpong && pingpong && spec->warpgroups == 2;
+      spec->persistent = spec->persistent && persistent;
       buildKernelModule(func, *spec);
       func.erase();
     }

@@ -44,10 +44,14 @@ struct KernelSpec {
   bool overlap = true;  // issue S_j and PV_{j-1} back to back
   bool pingpong = true; // order the two consumers' GEMMs (warpgroups == 2)
   bool split = true;    // release K slots after S, V slots after PV
+  /// One block per SM walking the tile schedule (TileSchedule.cpp) instead
+  /// of one block per tile.
+  bool persistent = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
-  /// and the consumers.
-  static constexpr int64_t kProducerRegs = 24;
+  /// and the consumers. A persistent producer keeps the tile schedule live
+  /// beside its copy loop: with 24 (or 32) registers ptxas spills it.
+  int64_t producerRegs() const { return persistent ? 40 : 24; }
   int64_t launchRegs() const;
   int64_t consumerRegs() const;
 
@@ -65,13 +69,15 @@ struct KernelSpec {
     return offV() + stages * stageBytes() + 1024;
   }
   /// mbarrier indices: full_k[s], full_v[s], empty[s] (V, or K and V when
-  /// not split), empty_k[s] (split only), q.
-  int64_t numBarriers() const { return (split ? 4 : 3) * stages + 1; }
+  /// not split), empty_k[s] (split only), q, q_empty (persistent only: the
+  /// next tile's Q may land once every consumer's last S retired).
   int64_t barFullK() const { return 0; }
   int64_t barFullV() const { return stages; }
   int64_t barEmpty() const { return 2 * stages; }
   int64_t barEmptyK() const { return 3 * stages; }
-  int64_t barQ() const { return numBarriers() - 1; }
+  int64_t barQ() const { return (split ? 4 : 3) * stages; }
+  int64_t barQEmpty() const { return barQ() + 1; }
+  int64_t numBarriers() const { return barQ() + (persistent ? 2 : 1); }
   /// f32 accumulator registers per thread of S and of O.
   int64_t sRegs() const { return blockN / 2; }
   int64_t oRegs() const { return headDim / 2; }
@@ -123,12 +129,26 @@ public:
   //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
   void emitSharedMemoryAndBarriers();
   void emitTileBounds();
+
+  //===--- TileSchedule.cpp: which tiles a block computes -----------------===//
+  /// Runs `body` for each (query block, batch*head) tile of this block, with
+  /// blockX32, blockY, the tile bounds, kvBase and qParity set: once, for
+  /// the block's own tile, or (persistent) over the block's share of the
+  /// tile schedule. Producer and consumers walk the same tiles.
+  void forEachTile(function_ref<void()> body);
+  /// Persistent: consumers free Q once the tile's last S (key tile j)
+  /// retired, or at once when the tile has no key tiles.
+  void releaseQAfterLastS(Value j);
+  void releaseQIfNoKeyTiles();
   void issueQ();
   /// TMA of tile j into slot j % stages: K and V, or only K / only V.
   enum class KV { Both, K, V };
   void issueKV(Value j, KV which = KV::Both);
-  /// Waits until tile j's slot (released for tile j - stages) is free.
-  void waitEmpty(Value j, int64_t baseBarrier);
+  /// Position of key tile j in the K/V ring: kvBase + j.
+  Value ringPosition(Value j);
+  /// Waits until ring position pos's slot (released for pos - stages) is
+  /// free.
+  void waitEmpty(Value pos, int64_t baseBarrier);
   void emitProducer();
   struct Slot {
     Value slot, parity, descOffset;
@@ -205,6 +225,9 @@ public:
 
   // Prologue values.
   Value smem, shift, baseDesc, tid, tid32, blockX32, blockY, bar, isThread0;
+  // Persistent only: batch and heads arguments; per tile, the ring position
+  // of its first key tile (null: 0) and the parity of its Q phase.
+  Value batchArg, headsArg, kvBase, qParity;
   // Tile bounds (i32 block level, index loop bounds).
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer thread geometry and descriptors.

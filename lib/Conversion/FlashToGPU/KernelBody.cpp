@@ -55,7 +55,7 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   tmKVType = mapType(kvBoxType);
 
   // Arguments: tmQ, tmK, tmV (pointers to CUtensorMaps), O, [LSE], seq_q,
-  // seq_k, scale_log2. A kernel argument of the nvgpu descriptor type makes
+  // seq_k, scale_log2, and for a persistent kernel batch and heads. A kernel argument of the nvgpu descriptor type makes
   // convert-gpu-to-nvvm fail to legalize the gpu.func, so the pointers are
   // cast here; the descriptor type lowers to !llvm.ptr and the casts fold.
   b.setInsertionPointToStart(entry);
@@ -72,6 +72,10 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   seqQ = entry->getArgument(next++);
   seqK = entry->getArgument(next++);
   scaleLog2 = entry->getArgument(next++);
+  if (spec.persistent) {
+    batchArg = entry->getArgument(next++);
+    headsArg = entry->getArgument(next++);
+  }
   // Constants go before the casts, in creation order.
   constBuilder.setInsertionPoint(tmQ.getDefiningOp());
 }
@@ -130,7 +134,8 @@ KernelEmitter::ifThenElse(Value cond, TypeRange types,
 
 void KernelEmitter::emitKernel() {
   emitSharedMemoryAndBarriers();
-  emitTileBounds();
+  if (!spec.persistent)
+    emitTileBounds();
 
   Value wg = arith::DivUIOp::create(b, tid32, cI32(128));
   Value threadInGroup = arith::RemUIOp::create(b, tid32, cI32(128));
@@ -160,27 +165,46 @@ void KernelEmitter::emitConsumer(Value consumer, Value threadInGroup) {
   Value w16 = arith::MulIOp::create(b, warp, cI32(16));
   Value cw64 = arith::MulIOp::create(b, consumerIdx, cI32(64));
   Value r0a = arith::AddIOp::create(b, w16, laneRow);
-  Value r0b = arith::AddIOp::create(b, r0a, cw64);
-  row0 = arith::AddIOp::create(b, r0b, m0);
-  row1 = arith::AddIOp::create(b, row0, cI32(8));
+  Value rowInBlock = arith::AddIOp::create(b, r0a, cw64);
+  auto setRows = [&] {
+    row0 = arith::AddIOp::create(b, rowInBlock, m0);
+    row1 = arith::AddIOp::create(b, row0, cI32(8));
+  };
+  if (!spec.persistent)
+    setRows();
   col0 = arith::MulIOp::create(b, quad, cI32(2));
   emitDescriptors(consumerIdx);
 
-  // Wait for Q (phase 0: it is loaded once).
-  nvgpu::MBarrierTryWaitParityOp::create(b, bar, cI1(false), cIndex(10000000),
-                                         cIndex(spec.barQ()));
+  auto waitQ = [&] {
+    nvgpu::MBarrierTryWaitParityOp::create(
+        b, bar, spec.persistent ? qParity : cI1(false), cIndex(10000000),
+        cIndex(spec.barQ()));
+  };
+  // A block that owns one tile waits for Q before the ping-pong starts, as
+  // it always did; a persistent one waits per tile.
+  if (!spec.persistent)
+    waitQ();
   if (spec.pingpong) {
-    // Consumer 1 lets consumer 0 issue its GEMMs first.
+    // Consumer 1 lets consumer 0 issue its GEMMs first. Both consumers work
+    // on the same tiles, so the turns stay paired across a persistent
+    // block's tiles.
     Value isSecond = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                            consumerIdx, cI32(1));
     ifThen(isSecond,
            [&] { NVVM::BarrierArriveOp::create(b, cI32(1), cI32(256)); });
   }
 
-  SmallVector<Value> state =
-      spec.overlap ? emitOverlappedLoops() : emitSerialLoops();
-  ArrayRef<Value> st(state);
-  emitEpilogue(st.slice(0, 2), st.slice(2, 2), st.drop_front(4));
+  forEachTile([&] {
+    if (spec.persistent) {
+      setRows();
+      waitQ();
+    }
+    SmallVector<Value> state =
+        spec.overlap ? emitOverlappedLoops() : emitSerialLoops();
+    releaseQIfNoKeyTiles();
+    ArrayRef<Value> st(state);
+    emitEpilogue(st.slice(0, 2), st.slice(2, 2), st.drop_front(4));
+  });
 }
 
 void KernelEmitter::schedSync() {
@@ -214,6 +238,7 @@ SmallVector<Value> KernelEmitter::emitSerialLoops() {
       wgWait(0);
       SmallVector<Value> sv = sValues(sAcc);
       releaseK(s.slot);
+      releaseQAfterLastS(j);
       SoftmaxResult sm =
           softmax(sv, its.slice(0, 2), its.slice(2, 2), masked, j);
       SmallVector<Value> acc = scaleAcc(its.drop_front(4), sm.alpha);
@@ -261,6 +286,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
         wgWait(0);
         SmallVector<Value> sv = sValues(sAcc);
         releaseK(s.slot);
+        releaseQAfterLastS(cIndex(0));
         // Tile 0 may be ragged or on the diagonal: always masked.
         SoftmaxResult sm = softmax(sv, {negInf, negInf},
                                    {cF32(0.0f), cF32(0.0f)}, true, cIndex(0));
@@ -291,6 +317,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
       wgWait(1);
       SmallVector<Value> sv = sValues(sAcc);
       releaseK(s.slot);
+      releaseQAfterLastS(j);
       SoftmaxResult sm = softmax(sv, mOld, lOld, masked, j);
       wgWait(0);
       // Keep P_{j-1} live until PV_{j-1} retired, so P_j does not get its

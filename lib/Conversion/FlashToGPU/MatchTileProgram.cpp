@@ -50,7 +50,7 @@ int64_t KernelSpec::consumerRegs() const {
   // more blocks the consumers' setmaxnreg.inc forever (a hang seen on the
   // GPU with 4 consumers at 120 where 112 is all there is). Multiples of 8,
   // at most 240 (headroom under the 255 limit).
-  int64_t pool = launchRegs() * (warpgroups + 1) - kProducerRegs;
+  int64_t pool = launchRegs() * (warpgroups + 1) - producerRegs();
   return std::min<int64_t>(240, pool / warpgroups / 8 * 8);
 }
 
@@ -198,6 +198,7 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.overlap = config.getOverlap();
   spec.pingpong = config.getPingpong();
   spec.split = config.getSplitRelease();
+  spec.persistent = config.getPersistent();
   if (spec.blockM != 64 * spec.warpgroups)
     return func.emitError("flash-to-gpu: block_m = ")
            << spec.blockM << " with warpgroups = " << spec.warpgroups

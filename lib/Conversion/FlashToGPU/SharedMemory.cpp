@@ -3,7 +3,8 @@
 // The shared-memory side of the kernel: the dynamic shared memory window
 // aligned to 1 KiB by hand, the mbarrier group (full_k[s], full_v[s],
 // empty[s], q), the block's key-tile bounds, and the producer warpgroup that
-// issues the TMA loads of Q once and of K/V tile j into ring slot j % stages.
+// issues, per tile, the TMA loads of Q and of K/V tile j into ring slot
+// (kvBase + j) % stages: a persistent block's ring runs on across its tiles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,9 +42,11 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   tid32 = arith::IndexCastOp::create(b, i32, tid);
-  Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-  blockX32 = arith::IndexCastOp::create(b, i32, blockX);
+  if (!spec.persistent) {
+    Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+    blockX32 = arith::IndexCastOp::create(b, i32, blockX);
+  }
   bar = nvgpu::MBarrierCreateOp::create(b, barType);
 
   isThread0 =
@@ -63,6 +66,9 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
     }
     nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ()),
                                   Value());
+    if (spec.persistent)
+      nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
+                                    cIndex(spec.barQEmpty()), Value());
   });
   gpu::BarrierOp::create(b);
 }
@@ -107,8 +113,13 @@ void KernelEmitter::issueQ() {
   }
 }
 
+Value KernelEmitter::ringPosition(Value j) {
+  return kvBase ? arith::AddIOp::create(b, kvBase, j).getResult() : j;
+}
+
 void KernelEmitter::issueKV(Value j, KV which) {
-  Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
+  Value slot =
+      arith::RemUIOp::create(b, ringPosition(j), cIndex(spec.stages));
   Value row = arith::MulIOp::create(b, j, cIndex(spec.blockN));
   Value slotBytes = arith::MulIOp::create(b, slot, cIndex(spec.stageBytes()));
   struct Operand {
@@ -135,10 +146,11 @@ void KernelEmitter::issueKV(Value j, KV which) {
   }
 }
 
-void KernelEmitter::waitEmpty(Value j, int64_t baseBarrier) {
-  // Tile j reuses the slot of tile j - stages: wait for that round's release.
-  Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
-  Value round = arith::DivUIOp::create(b, j, cIndex(spec.stages));
+void KernelEmitter::waitEmpty(Value pos, int64_t baseBarrier) {
+  // Ring position pos reuses the slot of pos - stages: wait for that round's
+  // release.
+  Value slot = arith::RemUIOp::create(b, pos, cIndex(spec.stages));
+  Value round = arith::DivUIOp::create(b, pos, cIndex(spec.stages));
   Value prev = arith::SubIOp::create(b, round, cIndex(1));
   Value prev32 = arith::IndexCastOp::create(b, i32, prev);
   Value bit = arith::AndIOp::create(b, prev32, cI32(1));
@@ -149,35 +161,47 @@ void KernelEmitter::waitEmpty(Value j, int64_t baseBarrier) {
 }
 
 void KernelEmitter::emitProducer() {
-  NVVM::SetMaxRegisterOp::create(b, KernelSpec::kProducerRegs,
+  NVVM::SetMaxRegisterOp::create(b, spec.producerRegs(),
                                  NVVM::SetMaxRegisterAction::decrease);
   // One thread issues every copy; the others of the warpgroup idle.
   ifThen(isThread0, [&] {
     nvgpu::TmaPrefetchOp::create(b, tmK, Value());
     nvgpu::TmaPrefetchOp::create(b, tmV, Value());
-    issueQ();
-    forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
-      Value reuse = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, j,
-                                          cIndex(spec.stages));
-      if (!spec.split) {
-        ifThen(reuse, [&] { waitEmpty(j, spec.barEmpty()); });
-        issueKV(j);
-        return SmallVector<Value>();
+    forEachTile([&] {
+      if (spec.persistent) {
+        // The previous tile's Q must be consumed. The first wait asks for
+        // the phase before the barrier's first one, which counts as done.
+        Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));
+        Value barId = cIndex(spec.barQEmpty());
+        nvgpu::MBarrierTryWaitParityOp::create(b, bar, prevParity,
+                                               cIndex(kWaitTicks), barId);
       }
-      // K of tile j may load once S of tile j - stages retired, V once its
-      // P V did: K runs ahead of V.
-      ifThen(reuse, [&] { waitEmpty(j, spec.barEmptyK()); });
-      issueKV(j, KV::K);
-      ifThen(reuse, [&] { waitEmpty(j, spec.barEmpty()); });
-      issueKV(j, KV::V);
-      return SmallVector<Value>();
+      issueQ();
+      forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
+        Value pos = ringPosition(j);
+        Value reuse = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, pos,
+                                            cIndex(spec.stages));
+        if (!spec.split) {
+          ifThen(reuse, [&] { waitEmpty(pos, spec.barEmpty()); });
+          issueKV(j);
+          return SmallVector<Value>();
+        }
+        // K of tile j may load once S of tile j - stages retired, V once its
+        // P V did: K runs ahead of V.
+        ifThen(reuse, [&] { waitEmpty(pos, spec.barEmptyK()); });
+        issueKV(j, KV::K);
+        ifThen(reuse, [&] { waitEmpty(pos, spec.barEmpty()); });
+        issueKV(j, KV::V);
+        return SmallVector<Value>();
+      });
     });
   });
 }
 
 KernelEmitter::Slot KernelEmitter::slotInfo(Value j) {
-  Value slot = arith::RemUIOp::create(b, j, cIndex(spec.stages));
-  Value round = arith::DivUIOp::create(b, j, cIndex(spec.stages));
+  Value pos = ringPosition(j);
+  Value slot = arith::RemUIOp::create(b, pos, cIndex(spec.stages));
+  Value round = arith::DivUIOp::create(b, pos, cIndex(spec.stages));
   Value round32 = arith::IndexCastOp::create(b, i32, round);
   Value bit = arith::AndIOp::create(b, round32, cI32(1));
   Value parity = arith::TruncIOp::create(b, i1, bit);

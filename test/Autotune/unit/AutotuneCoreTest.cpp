@@ -103,6 +103,44 @@ TEST(SearchSpace, DefaultSpaceSearchesTheTileAxes) {
     EXPECT_GT(n, 1u);
   EXPECT_EQ(space.pingpong, SmallVector<bool>{true});
   EXPECT_EQ(space.splitRelease, SmallVector<bool>{true});
+  EXPECT_EQ(space.persistent, SmallVector<bool>{false});
+}
+
+TEST(SearchSpace, PersistentIsAnAxis) {
+  SearchSpace space;
+  space.blockM = {128};
+  space.blockN = {128};
+  space.stages = {2};
+  space.warpgroups = {2};
+  space.overlap = {true};
+  space.persistent = {false, true};
+  std::vector<TuneConfig> configs = enumerateConfigs(space);
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_FALSE(configs[0].persistent);
+  EXPECT_TRUE(configs[1].persistent);
+  EXPECT_NE(configs[0], configs[1]);
+  EXPECT_EQ(configs[0].str(), "bm128 bn128 s2 wg2 ov pp sr");
+  EXPECT_EQ(configs[1].str(), "bm128 bn128 s2 wg2 ov pp sr ps");
+}
+
+TEST(Config, PersistentJsonRoundTripAndDefault) {
+  TuneConfig config{128, 176, 2, 2, true, true, true, true};
+  json::Value value(toJson(config));
+  Expected<TuneConfig> back = configFromJson(value, "c");
+  ASSERT_TRUE(bool(back));
+  EXPECT_EQ(*back, config);
+  // Databases written before the switch existed have no "persistent".
+  json::Object old = toJson(config);
+  old.erase("persistent");
+  Expected<TuneConfig> legacy = configFromJson(json::Value(std::move(old)), "c");
+  ASSERT_TRUE(bool(legacy));
+  EXPECT_FALSE(legacy->persistent);
+  json::Object bad = toJson(config);
+  bad["persistent"] = 2;
+  Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_NE(message(wrong.takeError()).find("c.persistent: expected 0 or 1"),
+            std::string::npos);
 }
 
 TEST(SearchSpace, ParseLists) {

@@ -1,0 +1,98 @@
+// The persistent schedule (#flash.config persistent = true): one block per
+// SM walks its share of the tiles; the K/V ring and the Q barrier run on
+// across them, and the producer reloads Q only once every consumer's last
+// S of the previous tile retired (the q_empty barrier).
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s
+// flashc's --persistent sets it; values other than 0 and 1 are refused.
+// RUN: flashc %kernels/attention.mlir --persistent=1 --emit=mlir -o - | FileCheck %s --check-prefix=FLASHC
+// RUN: not flashc %kernels/attention.mlir --persistent=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
+// The pass option turns it off for every kernel.
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="persistent=0" | FileCheck %s --check-prefix=OFF
+
+// batch and heads follow scale_log2; the launch contract asks for a
+// persistent grid and passes both. The producer keeps 40 registers (the
+// tile schedule is live beside its copy loop), so consumers get 232.
+// CHECK: gpu.func @attention_causal(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[O:.*]]: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %{{.*}}: f32, %[[B:.*]]: i32, %[[H:.*]]: i32) kernel
+// CHECK-SAME: consumer_regs = 232 : i64
+// CHECK-SAME: persistent = 1 : i64
+// CHECK-SAME: producer_regs = 40 : i64
+// CHECK-SAME: grid = {kind = "persistent"}
+// CHECK-SAME: {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "batch"}, {kind = "i32", value = "heads"}]
+// full_k[2], full_v[2], empty[2], empty_k[2], q, q_empty (every consumer
+// thread arrives: 256).
+// CHECK: %[[BAR:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
+// CHECK: nvgpu.mbarrier.init %[[BAR]][%c9], %c256
+
+// Producer: the tile schedule (query blocks of seq_q; causal work items are
+// pairs of them, B*H*ceil(blocks/2) items; rounds over the grid), then per
+// tile: wait q_empty, load Q, the key loop.
+// CHECK: nvvm.setmaxregister decrease 40
+// CHECK: %[[NM:.*]] = arith.ceildivui %[[NQ]], %c128_i32 : i32
+// CHECK: %[[BH:.*]] = arith.muli %[[B]], %[[H]] : i32
+// CHECK: %[[PAIRS:.*]] = arith.ceildivui %[[NM]], %c2_i32 : i32
+// CHECK: %[[NT:.*]] = arith.muli %[[PAIRS]], %[[BH]] : i32
+// CHECK: %[[G:.*]] = arith.index_cast %grid_dim_x : index to i32
+// CHECK: %[[BLK:.*]] = arith.index_cast %block_id_x : index to i32
+// CHECK: %[[ROUNDS:.*]] = arith.ceildivui %[[NT]], %[[G]] : i32
+// CHECK: scf.for %[[R:.*]] = %c0 to %{{.*}} step %c1 iter_args(%[[BASE0:.*]] = %c0, %[[DONE0:.*]] = %c0_i32) -> (index, i32)
+// CHECK: %[[R32:.*]] = arith.index_cast %[[R]] : index to i32
+// CHECK: %[[RG:.*]] = arith.muli %[[R32]], %[[G]] : i32
+// CHECK: %[[T:.*]] = arith.addi %[[RG]], %[[BLK]] : i32
+// CHECK: %[[OWN:.*]] = arith.cmpi ult, %[[T]], %[[NT]] : i32
+// CHECK: scf.if %[[OWN]] -> (index, i32)
+// Pair (level, blocks - 1 - level), the longer first; one member when they
+// coincide.
+// CHECK: %[[NM1:.*]] = arith.subi %[[NM]], %c1_i32 : i32
+// CHECK: %[[LONGER:.*]] = arith.subi %[[NM1]], %[[LEVEL:.*]] : i32
+// CHECK: %[[PAIRED:.*]] = arith.cmpi ult, %[[LEVEL]], %[[LONGER]] : i32
+// CHECK: %[[COUNT:.*]] = arith.select %[[PAIRED]], %c2, %c1 : index
+// CHECK: scf.for %[[M:.*]] = %c0 to %[[COUNT]] step %c1 iter_args(%[[BASE:.*]] = %[[BASE0]], %[[DONE:.*]] = %[[DONE0]]) -> (index, i32)
+// CHECK: %[[SECOND:.*]] = arith.cmpi ne, %[[M]], %c0 : index
+// CHECK: arith.select %[[SECOND]], %[[LEVEL]], %[[LONGER]] : i32
+// CHECK: %[[QP:.*]] = arith.andi %[[DONE]], %c1_i32 : i32
+// CHECK: %[[QPAR:.*]] = arith.trunci %[[QP]] : i32 to i1
+// The first wait asks for the phase before the first: it passes at once.
+// CHECK: %[[PREV:.*]] = arith.xori %[[QPAR]], %true : i1
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]][%c9], %[[PREV]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BAR]][%c8], %c32768
+// CHECK-COUNT-2: nvgpu.tma.async.load
+// K/V go to ring position base + j.
+// CHECK: scf.for %[[J:.*]] = %c0 to
+// CHECK: %[[POS:.*]] = arith.addi %[[BASE]], %[[J]] : index
+// CHECK: arith.cmpi uge, %[[POS]], %c2 : index
+// CHECK: nvgpu.tma.async.load
+// The next tile's ring starts where this one's ended.
+// CHECK: %[[NEXT:.*]] = arith.addi %[[BASE]], %{{[0-9]+}} : index
+// CHECK-NEXT: %[[DONE1:.*]] = arith.addi %[[DONE]], %c1_i32 : i32
+// CHECK-NEXT: scf.yield %[[NEXT]], %[[DONE1]] : index, i32
+
+// Consumers: the same schedule; Q waited with this tile's parity, q_empty
+// arrived on after the last S retired and, for a tile with no key tiles, at
+// once.
+// CHECK: nvvm.setmaxregister increase 232
+// CHECK: gpu.grid_dim x
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %c0, %{{.*}} = %c0_i32) -> (index, i32)
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %[[CDONE:.*]] = %{{.*}}) -> (index, i32)
+// CHECK: %[[CQ:.*]] = arith.andi %[[CDONE]], %c1_i32 : i32
+// CHECK: %[[CQPAR:.*]] = arith.trunci %[[CQ]] : i32 to i1
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]][%c8], %[[CQPAR]]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: scf.if
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BAR]][%c9]
+// CHECK: arith.cmpi sle, %{{.*}}, %c0_i32 : i32
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BAR]][%c9]
+// The epilogue indexes O by this tile's head.
+// CHECK: llvm.getelementptr %[[O]]
+// CHECK: gpu.return
+
+// OFF: gpu.func @attention_causal(%{{.*}}, %{{.*}}: f32) kernel
+// OFF-SAME: grid = {block_m = 128 : i64, kind = "tiles"}
+// OFF: gpu.block_id y
+// OFF-NOT: arith.ceildivui
+// OFF-NOT: num_barriers = 10
+// OFF: gpu.return
+
+// FLASHC: gpu.func @attention(
+// FLASHC-SAME: grid = {kind = "persistent"}
+// BADFLAG: error: --persistent takes 1 (on) or 0 (off), got 2
