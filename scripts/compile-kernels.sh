@@ -2,7 +2,7 @@
 # compile-kernels.sh OUTDIR [FLASHC] - compiles every kernels/*.mlir with
 # flashc to OUTDIR/<name>.cubin + <name>.json (for a GPU host, see
 # prepare-gpu-host.sh's FLASHC_EXTRA_KERNELS) and prints ptxas's register
-# and spill line for each.
+# and spill line for each (TUNING_DB: see the end).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$1
@@ -13,3 +13,22 @@ for source in "$ROOT"/kernels/*.mlir; do
   report=$("$FLASHC" "$source" -o "$OUT/$name.cubin" --resource-usage 2>&1)
   echo "$name: $(echo "$report" | grep -E 'registers|spill' | tr -s ' ' | tr '\n' ' ')"
 done
+# With TUNING_DB set, also one kernel per entry of that database whose source
+# is in kernels/: OUTDIR/<kernel>_n<N>.cubin, compiled with --tuning-db for
+# the entry's shape (kernel.json's tuned_for; bench/compare.py uses it for
+# exactly that shape).
+if [[ -n "${TUNING_DB:-}" ]]; then
+  python3 - "$TUNING_DB" <<'PY' |
+import json, sys
+for e in json.load(open(sys.argv[1]))["entries"]:
+    print(e["kernel"], ",".join(str(x) for x in e["shape"]))
+PY
+  while read -r kernel shape; do
+    source=$ROOT/kernels/$kernel.mlir
+    [[ -f $source ]] || continue
+    name=${kernel}_n$(echo "$shape" | cut -d, -f3)
+    report=$("$FLASHC" "$source" --tuning-db "$TUNING_DB" --shape "$shape" \
+      -o "$OUT/$name.cubin" --resource-usage 2>&1)
+    echo "$name: $(echo "$report" | grep -E 'registers|spill' | tr -s ' ' | tr '\n' ' ')"
+  done
+fi
