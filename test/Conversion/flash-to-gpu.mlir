@@ -127,6 +127,12 @@
 // CAUSAL: gpu.func @attention_causal(
 // CAUSAL-SAME: causal = true
 // CAUSAL-SAME: has_lse = true
+// Query blocks run last to first (the longest tiles start first).
+// CAUSAL: %[[BX:.*]] = arith.index_cast %block_id_x : index to i32
+// CAUSAL-NEXT: %grid_dim_x = gpu.grid_dim x
+// CAUSAL-NEXT: %[[GX:.*]] = arith.index_cast %grid_dim_x : index to i32
+// CAUSAL-NEXT: %[[LAST:.*]] = arith.subi %[[GX]], %c1_i32 : i32
+// CAUSAL-NEXT: arith.subi %[[LAST]], %[[BX]] : i32
 // Key tiles end at the diagonal (bottom-right aligned: seq_k - seq_q).
 // CAUSAL: %[[DIAG:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CAUSAL: arith.minsi

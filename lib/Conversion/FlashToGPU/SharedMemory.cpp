@@ -46,6 +46,15 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
     Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     blockX32 = arith::IndexCastOp::create(b, i32, blockX);
+    if (spec.causal) {
+      // Blocks start in x order: under a causal mask the last query block
+      // sees the most keys, so it goes first and the short tiles fill the
+      // tail.
+      Value gridX = arith::IndexCastOp::create(
+          b, i32, gpu::GridDimOp::create(b, gpu::Dimension::x));
+      Value lastX = arith::SubIOp::create(b, gridX, cI32(1));
+      blockX32 = arith::SubIOp::create(b, lastX, blockX32);
+    }
   }
   bar = nvgpu::MBarrierCreateOp::create(b, barType);
 
