@@ -70,6 +70,7 @@ def config_name(meta):
     c = meta.get("config", {})
     return (f"bm{c.get('block_m')} bn{c.get('block_n')} s{c.get('stages')} "
             f"wg{c.get('warpgroups')}"
+            + (" persistent" if c.get("persistent") else "")
             + (" tuned" if meta.get("tuned_for") else ""))
 
 
