@@ -113,6 +113,21 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *context) override {
+    // A schedule switch is 1, 0 or unset (-1); anything else is a typo, not
+    // "on".
+    for (auto [name, value] :
+         {std::pair<StringRef, int>{"overlap", overlap},
+          {"pingpong", pingpong},
+          {"split-release", splitRelease},
+          {"persistent", persistent}})
+      if (value < -1 || value > 1)
+        return emitError(UnknownLoc::get(context))
+               << "-flash-tile: " << name << " takes 1 (on) or 0 (off), got "
+               << value;
+    return success();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     SmallVector<AttentionOp> attentions;

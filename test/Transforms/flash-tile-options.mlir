@@ -3,6 +3,10 @@
 // RUN: flash-opt %s -flash-tile="overlap=0 split-release=0" | FileCheck %s --check-prefix=SCHED
 // RUN: flash-opt %s -flash-tile="pingpong=1" | FileCheck %s --check-prefix=KEEP
 // RUN: flash-opt %s -flash-tile="persistent=1" | FileCheck %s --check-prefix=PERSIST
+// RUN: not flash-opt %s -flash-tile="overlap=2" 2>&1 | FileCheck %s --check-prefix=FLAG
+// RUN: not flash-opt %s -flash-tile="persistent=-3" 2>&1 | FileCheck %s --check-prefix=FLAG2
+// FLAG: -flash-tile: overlap takes 1 (on) or 0 (off), got 2
+// FLAG2: -flash-tile: persistent takes 1 (on) or 0 (off), got -3
 
 // Schedule switches override too (1 on, 0 off): here pingpong=1 turns the
 // op's pingpong = false back on, and all-default switches print as nothing.
