@@ -98,6 +98,14 @@
 // OVPPS: nvvm.barrier.arrive
 // OVPPS: nvvm.wgmma.wait.group.sync.aligned 0
 // OVPPS: nvgpu.mbarrier.arrive %[[BAR]]
+// Tile 0's softmax is masked only when no key tile is full (nFull = 0).
+// OVPPS: %[[FULL:.*]] = arith.cmpi sgt, %{{.*}}, %c0_i32 : i32
+// OVPPS-NEXT: scf.if %[[FULL]] -> (f32, f32, f32, f32, i32
+// OVPPS-NOT: arith.cmpi sgt
+// OVPPS: math.exp2
+// OVPPS: } else {
+// OVPPS: arith.cmpi sgt, %{{.*}}, %c0_i32 : i32
+// OVPPS-NEXT: arith.select %{{.*}}, %{{.*}}, %cst
 // Steady state: one fence, S_j and PV_{j-1} back to back, wait 1, softmax,
 // wait 0, P_{j-1} kept live, V slot released.
 // OVPPS: arith.maxui

@@ -125,6 +125,10 @@ public:
   SmallVector<Value> ifThenElse(Value cond, TypeRange types,
                                 function_ref<SmallVector<Value>()> thenFn,
                                 ValueRange elseVals);
+  /// scf.if with results built by both branches.
+  SmallVector<Value> ifThenElse(Value cond, TypeRange types,
+                                function_ref<SmallVector<Value>()> thenFn,
+                                function_ref<SmallVector<Value>()> elseFn);
 
   //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
   void emitSharedMemoryAndBarriers();
