@@ -7,7 +7,9 @@
 // prototypes/gpu/gen.py: warp specialised (one producer warpgroup, one
 // consumer warpgroup per 64 query rows) with the schedule of its best
 // verified variant `ovpps` (intra-warpgroup S/PV overlap, two-consumer
-// ping-pong, split K/V slot release), each knob a pass option.
+// ping-pong, split K/V slot release), each knob a #flash.config switch that
+// a pass option can turn off; `persistent` makes it one block per SM walking
+// the tiles (TileSchedule.cpp).
 //
 //===----------------------------------------------------------------------===//
 
