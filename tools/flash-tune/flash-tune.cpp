@@ -116,9 +116,9 @@ cl::opt<std::string>
     splitRelease("split-release",
                  cl::desc("split K/V release (default 1; 1,0 searches both)"),
                  cl::init("1"), cl::cat(spaceCategory));
-// Persistent kernels won only at small N without a causal mask (5 % at
-// N = 512, bench/RESULTS.md) and double the compile time: off by default,
-// `--persistent 0,1` searches both.
+// Persistent kernels win mostly at N <= 4096 (up to 1.17x under a causal
+// mask, bench/RESULTS.md) and searching them doubles the compile time: off
+// by default, `--persistent 0,1` searches both.
 cl::opt<std::string> persistent("persistent",
                                 cl::desc("persistent tile schedule (default "
                                          "0; 0,1 searches both)"),

@@ -146,6 +146,8 @@ public:
   /// retired, or at once when the tile has no key tiles.
   void releaseQAfterLastS(Value j);
   void releaseQIfNoKeyTiles();
+  /// Arrives on q_empty when `cond` holds.
+  void releaseQ(Value cond);
   void issueQ();
   /// TMA of tile j into slot j % stages: K and V, or only K / only V.
   enum class KV { Both, K, V };

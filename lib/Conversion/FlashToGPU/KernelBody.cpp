@@ -55,9 +55,10 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   tmKVType = mapType(kvBoxType);
 
   // Arguments: tmQ, tmK, tmV (pointers to CUtensorMaps), O, [LSE], seq_q,
-  // seq_k, scale_log2, and for a persistent kernel batch and heads. A kernel argument of the nvgpu descriptor type makes
-  // convert-gpu-to-nvvm fail to legalize the gpu.func, so the pointers are
-  // cast here; the descriptor type lowers to !llvm.ptr and the casts fold.
+  // seq_k, scale_log2, and for a persistent kernel batch and heads. A kernel
+  // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
+  // legalize the gpu.func, so the pointers are cast here; the descriptor
+  // type lowers to !llvm.ptr and the casts fold.
   b.setInsertionPointToStart(entry);
   auto cast = [&](Value arg, Type type) {
     return UnrealizedConversionCastOp::create(b, type, arg).getResult(0);
