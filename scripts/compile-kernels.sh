@@ -8,10 +8,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$1
 FLASHC=${2:-$ROOT/build/bin/flashc}
 mkdir -p "$OUT"
-for source in "$ROOT"/kernels/*.mlir; do
-  name=$(basename "$source" .mlir)
-  report=$("$FLASHC" "$source" -o "$OUT/$name.cubin" --resource-usage 2>&1)
+# compile NAME SOURCE [FLASHC ARGS...]: OUT/NAME.cubin, and ptxas's line.
+compile() {
+  local name=$1 source=$2 report
+  shift 2
+  report=$("$FLASHC" "$source" "$@" -o "$OUT/$name.cubin" --resource-usage 2>&1)
   echo "$name: $(echo "$report" | grep -E 'registers|spill' | tr -s ' ' | tr '\n' ' ')"
+}
+for source in "$ROOT"/kernels/*.mlir; do
+  compile "$(basename "$source" .mlir)" "$source"
 done
 # With TUNING_DB set, also one kernel per entry of that database whose source
 # is in kernels/: OUTDIR/<kernel>_n<N>.cubin, compiled with --tuning-db for
@@ -26,9 +31,7 @@ PY
   while read -r kernel shape; do
     source=$ROOT/kernels/$kernel.mlir
     [[ -f $source ]] || continue
-    name=${kernel}_n$(echo "$shape" | cut -d, -f3)
-    report=$("$FLASHC" "$source" --tuning-db "$TUNING_DB" --shape "$shape" \
-      -o "$OUT/$name.cubin" --resource-usage 2>&1)
-    echo "$name: $(echo "$report" | grep -E 'registers|spill' | tr -s ' ' | tr '\n' ' ')"
+    compile "${kernel}_n$(echo "$shape" | cut -d, -f3)" "$source" \
+      --tuning-db "$TUNING_DB" --shape "$shape"
   done
 fi
