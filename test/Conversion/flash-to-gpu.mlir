@@ -52,9 +52,9 @@
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"
 // CHECK-NOT: arith.select
 // CHECK: nvvm.shfl.sync  bfly
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: math.fma %{{.*}}, %[[SCALE]], %{{.*}} : f32
-// CHECK: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
 // CHECK: nvvm.wgmma.fence.aligned
@@ -102,7 +102,7 @@
 // OVPPS: %[[FULL:.*]] = arith.cmpi sgt, %{{.*}}, %c0_i32 : i32
 // OVPPS-NEXT: scf.if %[[FULL]] -> (f32, f32, f32, f32, i32
 // OVPPS-NOT: arith.cmpi sgt
-// OVPPS: math.exp2
+// OVPPS: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // OVPPS: } else {
 // OVPPS: arith.cmpi sgt, %{{.*}}, %c0_i32 : i32
 // OVPPS-NEXT: arith.select %{{.*}}, %{{.*}}, %cst
@@ -120,7 +120,7 @@
 // OVPPS: nvvm.barrier.arrive
 // OVPPS-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // OVPPS: nvgpu.mbarrier.arrive %[[BAR]]
-// OVPPS: math.exp2
+// OVPPS: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // OVPPS: nvvm.wgmma.wait.group.sync.aligned 0
 // OVPPS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "", "=r,0"
 // OVPPS: nvgpu.mbarrier.arrive %[[BAR]]

@@ -7,8 +7,8 @@
 // 8(i/4) + i%2 of the thread's 8-column group. A row is spread over the four
 // threads of a quad, so row reductions are a register tree plus two
 // butterfly shuffles. The running max m is kept in log2 units and
-// p = exp2(s * scale_log2 - m) is one fma plus ex2.approx; the row sum l is
-// kept per thread and quad-reduced once, in the epilogue. A row that saw no
+// p = exp2(s * scale_log2 - m) is one fma plus ex2.approx.ftz; the row sum
+// l is kept per thread and quad-reduced once, in the epilogue. A row that saw no
 // key yet (m = -inf) subtracts 0 instead, so nothing becomes NaN.
 //
 //===----------------------------------------------------------------------===//
@@ -24,6 +24,16 @@
 
 using namespace mlir;
 using namespace mlir::flash::gpu_lowering;
+
+/// 2^x as one MUFU.EX2. math.exp2 becomes `ex2.approx.f32`, which ptxas
+/// wraps in a denormal guard (compare, two predicated multiplies); the flushed
+/// inputs lie below 2^-126 of the row max and add nothing to the row sum.
+static Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, x.getType(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+             ValueRange{x})
+      .getResult(0);
+}
 
 /// Pairwise tree reduction of `xs` with `combine`.
 template <typename OpTy>
@@ -91,14 +101,14 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
     Value mUse = arith::SelectOp::create(b, isNegInf, cF32(0.0f), mNew);
     Value d = arith::SubFOp::create(b, mOld[r], mUse);
-    res.alpha.push_back(math::Exp2Op::create(b, d));
+    res.alpha.push_back(exp2FlushDenormals(b, d));
     res.mNew.push_back(mNew);
     mNeg.push_back(arith::NegFOp::create(b, mUse));
   }
   SmallVector<Value> p;
   for (int64_t i = 0; i < numS; ++i) {
     Value t = math::FmaOp::create(b, s[i], scaleLog2, mNeg[(i / 2) % 2]);
-    p.push_back(math::Exp2Op::create(b, t));
+    p.push_back(exp2FlushDenormals(b, t));
   }
   for (int64_t r = 0; r < 2; ++r) {
     SmallVector<Value> xs;
