@@ -1,7 +1,7 @@
 // RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OVPPS
 // RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse \
 // RUN:   -convert-flash-to-gpu="overlap=0 pingpong=0 split-release=0" | FileCheck %s
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL --implicit-check-not=nvvm.vote.sync
 // RUN: flash-opt %s -convert-flash-to-gpu | FileCheck %s --check-prefix=SMALL
 // RUN: flash-opt %kernels/attention_d256.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=D256
 
@@ -56,6 +56,9 @@
 // CHECK: math.fma %{{.*}}, %[[SCALE]], %{{.*}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: nvvm.vote.sync  any
+// CHECK-NEXT: scf.if
+// CHECK-COUNT-64: arith.mulf
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $69, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, $1,
@@ -79,6 +82,7 @@
 // OVPPS: gpu.func @attention(
 // OVPPS-SAME: overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64
 // OVPPS-SAME: shared_memory_bytes = 164864 : i64
+// OVPPS: %[[LAG8:.*]] = arith.constant 8.000000e+00 : f32
 // full_k[2], full_v[2], empty (V)[2], empty_k[2], q.
 // OVPPS: %[[BAR:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // OVPPS-COUNT-9: nvgpu.mbarrier.init %[[BAR]]
@@ -120,10 +124,21 @@
 // OVPPS: nvvm.barrier.arrive
 // OVPPS-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // OVPPS: nvgpu.mbarrier.arrive %[[BAR]]
+// A row's running max moves only when the tile's max passes it by more than
+// 8 (log2 units); O is rescaled only when some row of the warp moved.
+// OVPPS: %[[LAG:.*]] = arith.addf %[[M0:arg[0-9]+]], %[[LAG8]] : f32
+// OVPPS-NEXT: %[[MOVES:.*]] = arith.cmpf ogt, %[[MX:.*]], %[[LAG]] : f32
+// OVPPS-NEXT: arith.select %[[MOVES]], %[[MX]], %[[M0]] : f32
 // OVPPS: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // OVPPS: nvvm.wgmma.wait.group.sync.aligned 0
 // OVPPS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "", "=r,0"
 // OVPPS: nvgpu.mbarrier.arrive %[[BAR]]
+// OVPPS: %[[ANY:.*]] = nvvm.vote.sync  any %c-1_i32, %{{.*}} -> i1
+// OVPPS-NEXT: scf.if %[[ANY]] -> (f32
+// OVPPS-COUNT-64: arith.mulf
+// OVPPS-NEXT: scf.yield
+// OVPPS-NEXT: } else {
+// OVPPS-NEXT: scf.yield
 // OVPPS: scf.for
 // Last P V after the loops.
 // OVPPS: scf.if
@@ -135,6 +150,9 @@
 // CAUSAL: gpu.func @attention_causal(
 // CAUSAL-SAME: causal = true
 // CAUSAL-SAME: has_lse = true
+// The causal kernel keeps the exact running max and rescales O every tile
+// (lagging it measured slower under the mask): no lag constant, no vote.
+// CAUSAL-NOT: arith.constant 8.000000e+00 : f32
 // Query blocks run last to first (the longest tiles start first).
 // CAUSAL: %[[BX:.*]] = arith.index_cast %block_id_x : index to i32
 // CAUSAL-NEXT: %grid_dim_x = gpu.grid_dim x

@@ -165,6 +165,7 @@ struct ConvertFlashToGPUPass
                       (spec->split || spec->stages >= 2);
       spec->pingpong = spec->pingpong && pingpong && spec->warpgroups == 2;
       spec->persistent = spec->persistent && persistent;
+      spec->lagMax = !spec->causal;
       buildKernelModule(func, *spec);
       func.erase();
     }

@@ -49,6 +49,14 @@ struct KernelSpec {
   /// One block per SM walking the tile schedule (TileSchedule.cpp) instead
   /// of one block per tile.
   bool persistent = false;
+  /// Let a row's running max lag the true max by up to 2^8 and rescale O
+  /// only when some row of the warp moved it (Softmax.cpp). Measured on the
+  /// H200 (FA3 shapes, same configs, bench/RESULTS.md 2026-12-03): without a
+  /// mask +0.1-6.6% (D256 N=4096 +6.6%, D64 N=4096 +6.5%); with the causal
+  /// mask mostly -1 to -5.5% (short rows move their max on most tiles, and
+  /// the branch made ptxas spill the persistent overlapped configs), so
+  /// only unmasked-by-causality kernels lag.
+  bool lagMax = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
@@ -191,10 +199,15 @@ public:
   //===--- Softmax.cpp: online softmax on the accumulator layout ---------===//
   struct SoftmaxResult {
     SmallVector<Value> mNew, lNew, alpha, packedP;
+    /// i1 (lagMax only): one of this thread's rows moved its running max.
+    Value moved;
   };
   SoftmaxResult softmax(SmallVector<Value> s, ArrayRef<Value> mOld,
                         ArrayRef<Value> lOld, bool masked, Value j);
-  SmallVector<Value> scaleAcc(ArrayRef<Value> acc, ArrayRef<Value> alpha);
+  /// O *= alpha; with lagMax skipped (a warp-uniform branch) when no row of
+  /// the warp moved its running max.
+  SmallVector<Value> scaleAcc(ArrayRef<Value> acc, ArrayRef<Value> alpha,
+                              Value moved);
   /// Two f32 -> one i32 holding two 16-bit floats (cvt.rn.{bf16,f16}x2.f32).
   Value packPair(Value lo, Value hi);
 

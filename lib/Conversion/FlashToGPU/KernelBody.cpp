@@ -250,7 +250,7 @@ SmallVector<Value> KernelEmitter::emitSerialLoops() {
       releaseQAfterLastS(j);
       SoftmaxResult sm =
           softmax(sv, its.slice(0, 2), its.slice(2, 2), masked, j);
-      SmallVector<Value> acc = scaleAcc(its.drop_front(4), sm.alpha);
+      SmallVector<Value> acc = scaleAcc(its.drop_front(4), sm.alpha, sm.moved);
       schedSync();
       SmallVector<Value> vDescs = prepPV(s);
       Value o = emitPV(sm.packedP, acc, vDescs);
@@ -346,7 +346,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
         (void)fenceOperand(b, p);
       SmallVector<Value> acc2 = oValues(o);
       release(prev.slot);
-      SmallVector<Value> acc3 = scaleAcc(acc2, sm.alpha);
+      SmallVector<Value> acc3 = scaleAcc(acc2, sm.alpha, sm.moved);
       SmallVector<Value> yielded = sm.mNew;
       llvm::append_range(yielded, sm.lNew);
       llvm::append_range(yielded, sm.packedP);

@@ -35,6 +35,13 @@ static Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
       .getResult(0);
 }
 
+/// How far (log2 units) a row's running max may lag the true max before it
+/// moves (KernelSpec::lagMax). Any reference gives the same O / l and LSE; a
+/// lagging one saves the O rescale of every tile whose max did not grow by
+/// more than this (FlashAttention-4's conditional rescaling): p <= 2^8 still
+/// fits a bf16 or fp16 P and an f32 row sum.
+static constexpr float kMaxLag = 8.0f;
+
 /// Pairwise tree reduction of `xs` with `combine`.
 template <typename OpTy>
 static Value treeReduce(ImplicitLocOpBuilder &b, SmallVector<Value> xs) {
@@ -96,7 +103,20 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
       mx = arith::MaxNumFOp::create(b, mx, sh);
     }
     Value mxScaled = arith::MulFOp::create(b, mx, scaleLog2);
-    Value mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled);
+    Value mNew;
+    if (spec.lagMax) {
+      // The reference moves only when the tile's max passes it by more
+      // than kMaxLag (so always from -inf): p stays <= 2^kMaxLag.
+      Value bar = arith::AddFOp::create(b, mOld[r], cF32(kMaxLag));
+      Value moves =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mxScaled, bar);
+      mNew = arith::SelectOp::create(b, moves, mxScaled, mOld[r]);
+      res.moved =
+          res.moved ? arith::OrIOp::create(b, res.moved, moves).getResult()
+                    : moves;
+    } else {
+      mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled);
+    }
     Value isNegInf =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
     Value mUse = arith::SelectOp::create(b, isNegInf, cF32(0.0f), mNew);
@@ -124,11 +144,22 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
 }
 
 SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,
-                                           ArrayRef<Value> alpha) {
-  SmallVector<Value> out;
-  for (auto [i, a] : llvm::enumerate(acc))
-    out.push_back(arith::MulFOp::create(b, a, alpha[(i / 2) % 2]));
-  return out;
+                                           ArrayRef<Value> alpha,
+                                           Value moved) {
+  auto scaled = [&] {
+    SmallVector<Value> out;
+    for (auto [i, a] : llvm::enumerate(acc))
+      out.push_back(arith::MulFOp::create(b, a, alpha[(i / 2) % 2]));
+    return out;
+  };
+  if (!moved)
+    return scaled();
+  // Every lane of the warp takes the same branch (a warp-wide vote), so the
+  // wgmma that follows stays convergent.
+  Value anyMoved = NVVM::VoteSyncOp::create(b, i1, cI32(-1), moved,
+                                            NVVM::VoteSyncKind::any);
+  SmallVector<Type> types(acc.size(), f32);
+  return ifThenElse(anyMoved, types, scaled, acc);
 }
 
 Value KernelEmitter::packPair(Value lo, Value hi) {
