@@ -42,16 +42,17 @@ static Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
 /// fits a bf16 or fp16 P and an f32 row sum.
 static constexpr float kMaxLag = 8.0f;
 
-/// Pairwise tree reduction of `xs` with `combine`.
+/// Pairwise tree reduction of `xs` with `combine`, level by level in place:
+/// (x0 op x1), (x2 op x3), ..., an odd last element carried up.
 template <typename OpTy>
 static Value treeReduce(ImplicitLocOpBuilder &b, SmallVector<Value> xs) {
-  while (xs.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t a = 0; a + 1 < xs.size(); a += 2)
-      next.push_back(OpTy::create(b, xs[a], xs[a + 1]));
-    if (xs.size() % 2)
-      next.push_back(xs.back());
-    xs = std::move(next);
+  if (xs.empty())
+    llvm_unreachable("a row holds at least one accumulator register");
+  for (size_t width = xs.size(); width > 1; width = (width + 1) / 2) {
+    for (size_t a = 0; a < width / 2; ++a)
+      xs[a] = OpTy::create(b, xs[2 * a], xs[2 * a + 1]);
+    if (width % 2)
+      xs[width / 2] = xs[width - 1];
   }
   return xs.front();
 }
