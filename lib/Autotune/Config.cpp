@@ -44,13 +44,19 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
       return v.takeError();
     *field = *v;
   }
-  std::pair<StringRef, bool *> flags[] = {
-      {"overlap", &config.overlap},
-      {"pingpong", &config.pingpong},
-      {"split_release", &config.splitRelease},
-      {"persistent", &config.persistent}};
-  for (auto [key, field] : flags) {
-    if (key == "persistent" && !(*object)->get(key))
+  // A flag added after databases were first written is optional there: a
+  // missing key keeps the TuneConfig default (what those entries ran with).
+  struct Flag {
+    StringRef key;
+    bool *field;
+    bool optional;
+  };
+  Flag flags[] = {{"overlap", &config.overlap, false},
+                  {"pingpong", &config.pingpong, false},
+                  {"split_release", &config.splitRelease, false},
+                  {"persistent", &config.persistent, true}};
+  for (auto [key, field, optional] : flags) {
+    if (optional && !(*object)->get(key))
       continue;
     Expected<int64_t> v = getInt(**object, key, where);
     if (!v)
