@@ -55,7 +55,7 @@ struct KernelSpec {
   /// mask +0.1-6.6% (D256 N=4096 +6.6%, D64 N=4096 +6.5%); with the causal
   /// mask mostly -1 to -5.5% (short rows move their max on most tiles, and
   /// the branch made ptxas spill the persistent overlapped configs), so
-  /// only unmasked-by-causality kernels lag.
+  /// only kernels without the causal mask lag.
   bool lagMax = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer

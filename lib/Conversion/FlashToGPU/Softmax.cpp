@@ -8,8 +8,10 @@
 // threads of a quad, so row reductions are a register tree plus two
 // butterfly shuffles. The running max m is kept in log2 units and
 // p = exp2(s * scale_log2 - m) is one fma plus ex2.approx.ftz; the row sum
-// l is kept per thread and quad-reduced once, in the epilogue. A row that saw no
-// key yet (m = -inf) subtracts 0 instead, so nothing becomes NaN.
+// l is kept per thread and quad-reduced once, in the epilogue. A row that
+// saw no key yet (m = -inf) subtracts 0 instead, so nothing becomes NaN.
+// With KernelSpec::lagMax m is a reference that trails the true max by up
+// to kMaxLag, and O is rescaled only in tiles where it moved.
 //
 //===----------------------------------------------------------------------===//
 
@@ -112,9 +114,9 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
       Value moves =
           arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mxScaled, bar);
       mNew = arith::SelectOp::create(b, moves, mxScaled, mOld[r]);
-      res.moved =
-          res.moved ? arith::OrIOp::create(b, res.moved, moves).getResult()
-                    : moves;
+      res.moved = res.moved
+                      ? arith::OrIOp::create(b, res.moved, moves).getResult()
+                      : moves;
     } else {
       mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled);
     }
@@ -145,8 +147,7 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
 }
 
 SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,
-                                           ArrayRef<Value> alpha,
-                                           Value moved) {
+                                           ArrayRef<Value> alpha, Value moved) {
   auto scaled = [&] {
     SmallVector<Value> out;
     for (auto [i, a] : llvm::enumerate(acc))
@@ -157,8 +158,8 @@ SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,
     return scaled();
   // Every lane of the warp takes the same branch (a warp-wide vote), so the
   // wgmma that follows stays convergent.
-  Value anyMoved = NVVM::VoteSyncOp::create(b, i1, cI32(-1), moved,
-                                            NVVM::VoteSyncKind::any);
+  Value anyMoved =
+      NVVM::VoteSyncOp::create(b, i1, cI32(-1), moved, NVVM::VoteSyncKind::any);
   SmallVector<Type> types(acc.size(), f32);
   return ifThenElse(anyMoved, types, scaled, acc);
 }
