@@ -154,15 +154,18 @@ struct ConvertFlashToGPUPass
       // The config asks for a schedule; a pass option set to false turns a
       // switch off for every kernel (to compare schedules).
       spec->split = spec->split && splitRelease;
-      // The overlapped schedule carries P_j beside S_{j+1} and O: with
-      // D = 256 (128 O registers) ptxas spills even at the consumers' 240
-      // registers, the serial schedule does not (prototypes/gpu/NOTES.md).
-      // Overlap also issues S_{j+1} before P_j V_j; without split release
+      // Overlap issues S_{j+1} before P_j V_j; without split release
       // K_{j+1} can only land once V_j's slot is released, after P_j V_j, so
       // with a single stage the two wait on each other (a hang seen on the
       // GPU).
-      spec->overlap = spec->overlap && overlap && spec->headDim <= 128 &&
-                      (spec->split || spec->stages >= 2);
+      spec->overlap =
+          spec->overlap && overlap && (spec->split || spec->stages >= 2);
+      // The overlapped schedule carries P_j beside S_{j+1} and O. At D = 256
+      // (128 O registers) the hoisted Q descriptors and the masked
+      // overlapped body are what made ptxas spill; at D <= 128 neither is
+      // needed and both cost instructions.
+      spec->rematQDescriptors = spec->headDim > 128;
+      spec->serialMaskedTiles = spec->headDim > 128;
       spec->pingpong = spec->pingpong && pingpong && spec->warpgroups == 2;
       spec->persistent = spec->persistent && persistent;
       spec->lagMax = !spec->causal;

@@ -57,6 +57,17 @@ struct KernelSpec {
   /// the branch made ptxas spill the persistent overlapped configs), so
   /// only kernels without the causal mask lag.
   bool lagMax = false;
+  /// Rebuild the per-k-step Q descriptors in every key tile from one opaque
+  /// base instead of keeping them live across the loop (LLVM hoists the
+  /// loop-invariant adds: 2 * headDim / 16 registers). At D = 256 those 32
+  /// registers are what made the overlapped schedule spill; at D <= 128 the
+  /// extra adds only cost.
+  bool rematQDescriptors = false;
+  /// Overlap only the unmasked key tiles; the masked ones (causal diagonal,
+  /// ragged tail) run serially after the overlapped loop drained. The
+  /// masked overlapped body is the schedule's register peak (mask indices
+  /// beside S_{j+1}, P_j and O): at D = 256 every causal config spilled.
+  bool serialMaskedTiles = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
@@ -223,6 +234,8 @@ public:
   /// The key loops, serial (S_j, softmax, PV_j) or overlapped (S_j with
   /// PV_{j-1}); both return (m[2], l[2], acc).
   SmallVector<Value> emitSerialLoops();
+  /// One serial key tile: state (m[2], l[2], acc) in, the same out.
+  SmallVector<Value> serialStep(Value j, ValueRange state, bool masked);
   SmallVector<Value> emitOverlappedLoops();
 
 private:

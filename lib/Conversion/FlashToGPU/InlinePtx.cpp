@@ -70,6 +70,8 @@ Value mlir::flash::gpu_lowering::createWgmmaRegA(
 /// asynchronous wgmma exist in SSA from the moment it is issued.
 Value mlir::flash::gpu_lowering::fenceOperand(ImplicitLocOpBuilder &b,
                                               Value v) {
-  StringRef constraints = v.getType().isF32() ? "=f,0" : "=r,0";
+  StringRef constraints = v.getType().isF32()         ? "=f,0"
+                          : v.getType().isInteger(64) ? "=l,0"
+                                                      : "=r,0";
   return createAsm(b, v.getType(), v, "", constraints).getResult(0);
 }

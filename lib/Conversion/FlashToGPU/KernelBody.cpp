@@ -11,7 +11,8 @@
 // softmax(S_j) under PV_{j-1}, wait 0, O *= alpha. With ping-pong the two
 // consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's
 // softmax runs under the other's GEMMs; with split release the K slot is
-// freed as soon as S retired.
+// freed as soon as S retired. At D = 256 (KernelSpec::serialMaskedTiles)
+// only the unmasked tiles overlap; the masked ones follow serially.
 //
 //===----------------------------------------------------------------------===//
 
@@ -234,41 +235,45 @@ void KernelEmitter::schedArrive() {
   NVVM::BarrierArriveOp::create(b, other, cI32(256));
 }
 
-SmallVector<Value> KernelEmitter::emitSerialLoops() {
+SmallVector<Value> KernelEmitter::serialStep(Value j, ValueRange state,
+                                             bool masked) {
   // S_j -> softmax -> PV_j, each product waited within the iteration.
-  auto body = [&](bool masked) {
-    return [&, masked](Value j, ValueRange it) {
-      SmallVector<Value> itVec(it);
-      ArrayRef<Value> its(itVec);
-      Slot s = slotInfo(j);
-      schedSync();
-      Value sAcc = emitS(prepS(s));
-      schedArrive();
-      wgWait(0);
-      SmallVector<Value> sv = sValues(sAcc);
-      releaseK(s.slot);
-      releaseQAfterLastS(j);
-      SoftmaxResult sm =
-          softmax(sv, its.slice(0, 2), its.slice(2, 2), masked, j);
-      SmallVector<Value> acc = scaleAcc(its.drop_front(4), sm.alpha, sm.moved);
-      schedSync();
-      SmallVector<Value> vDescs = prepPV(s);
-      Value o = emitPV(sm.packedP, acc, vDescs);
-      schedArrive();
-      wgWait(0);
-      SmallVector<Value> acc2 = oValues(o);
-      release(s.slot);
-      SmallVector<Value> yielded = sm.mNew;
-      llvm::append_range(yielded, sm.lNew);
-      llvm::append_range(yielded, acc2);
-      return yielded;
-    };
-  };
+  SmallVector<Value> stateVec(state);
+  ArrayRef<Value> st(stateVec);
+  Slot s = slotInfo(j);
+  schedSync();
+  Value sAcc = emitS(prepS(s));
+  schedArrive();
+  wgWait(0);
+  SmallVector<Value> sv = sValues(sAcc);
+  releaseK(s.slot);
+  releaseQAfterLastS(j);
+  SoftmaxResult sm = softmax(sv, st.slice(0, 2), st.slice(2, 2), masked, j);
+  SmallVector<Value> acc = scaleAcc(st.drop_front(4), sm.alpha, sm.moved);
+  schedSync();
+  SmallVector<Value> vDescs = prepPV(s);
+  Value o = emitPV(sm.packedP, acc, vDescs);
+  schedArrive();
+  wgWait(0);
+  SmallVector<Value> acc2 = oValues(o);
+  release(s.slot);
+  SmallVector<Value> yielded = sm.mNew;
+  llvm::append_range(yielded, sm.lNew);
+  llvm::append_range(yielded, acc2);
+  return yielded;
+}
+
+SmallVector<Value> KernelEmitter::emitSerialLoops() {
   Value negInf = cF32(-std::numeric_limits<float>::infinity());
   SmallVector<Value> init = {negInf, negInf, cF32(0.0f), cF32(0.0f)};
   init.append(spec.oRegs(), cF32(0.0f));
-  SmallVector<Value> state = forLoop(cIndex(0), nFullIdx, init, body(false));
-  return forLoop(nFullIdx, nHiIdx, state, body(true));
+  SmallVector<Value> state =
+      forLoop(cIndex(0), nFullIdx, init, [&](Value j, ValueRange it) {
+        return serialStep(j, it, /*masked=*/false);
+      });
+  return forLoop(nFullIdx, nHiIdx, state, [&](Value j, ValueRange it) {
+    return serialStep(j, it, /*masked=*/true);
+  });
 }
 
 SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
@@ -280,8 +285,12 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
   Value negInf = cF32(-std::numeric_limits<float>::infinity());
   SmallVector<Type> stateTypes(4, f32);
   stateTypes.append(numP, i32);
+  // The overlapped tiles: [0, nHi), or [0, nFull) with serialMaskedTiles.
+  const bool serialTail = spec.serialMaskedTiles;
+  Value overlapHi = serialTail ? nFull : nHi;
+  Value overlapHiIdx = serialTail ? nFullIdx : nHiIdx;
   Value hasTiles =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, nHi, cI32(0));
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, overlapHi, cI32(0));
 
   SmallVector<Value> empty = {negInf, negInf, cF32(0.0f), cF32(0.0f)};
   empty.append(numP, cI32(0));
@@ -300,14 +309,16 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
         // (nFull = 0): the mask costs a compare and a select per score, a
         // quarter of the tiles at N = 512.
         auto softmaxOfTile0 = [&](bool masked) {
-          SoftmaxResult sm = softmax(sv, {negInf, negInf},
-                                     {cF32(0.0f), cF32(0.0f)}, masked,
-                                     cIndex(0));
+          SoftmaxResult sm =
+              softmax(sv, {negInf, negInf}, {cF32(0.0f), cF32(0.0f)}, masked,
+                      cIndex(0));
           SmallVector<Value> out = sm.mNew;
           llvm::append_range(out, sm.lNew);
           llvm::append_range(out, sm.packedP);
           return out;
         };
+        if (serialTail)
+          return softmaxOfTile0(false);
         Value full =
             arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, nFull, cI32(0));
         return ifThenElse(
@@ -359,7 +370,8 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
   Value one = cIndex(1);
   Value firstMasked = arith::MaxUIOp::create(b, nFullIdx, one);
   SmallVector<Value> st = forLoop(one, firstMasked, init, body(false));
-  st = forLoop(firstMasked, nHiIdx, st, body(true));
+  if (!serialTail)
+    st = forLoop(firstMasked, nHiIdx, st, body(true));
 
   ArrayRef<Value> stRef(st);
   ArrayRef<Value> pLast = stRef.slice(4, numP),
@@ -368,7 +380,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
   SmallVector<Value> accFinal = ifThenElse(
       hasTiles, accTypes,
       [&] {
-        Value jl = arith::SubIOp::create(b, nHiIdx, cIndex(1));
+        Value jl = arith::SubIOp::create(b, overlapHiIdx, cIndex(1));
         Slot s = slotInfo(jl);
         schedSync();
         SmallVector<Value> vDescs = prepPV(s);
@@ -382,5 +394,9 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
       accLast);
   SmallVector<Value> result(stRef.take_front(4));
   llvm::append_range(result, accFinal);
-  return result;
+  if (!serialTail)
+    return result;
+  return forLoop(nFullIdx, nHiIdx, result, [&](Value j, ValueRange it) {
+    return serialStep(j, it, /*masked=*/true);
+  });
 }

@@ -127,8 +127,7 @@ Value KernelEmitter::ringPosition(Value j) {
 }
 
 void KernelEmitter::issueKV(Value j, KV which) {
-  Value slot =
-      arith::RemUIOp::create(b, ringPosition(j), cIndex(spec.stages));
+  Value slot = arith::RemUIOp::create(b, ringPosition(j), cIndex(spec.stages));
   Value row = arith::MulIOp::create(b, j, cIndex(spec.blockN));
   Value slotBytes = arith::MulIOp::create(b, slot, cIndex(spec.stageBytes()));
   struct Operand {

@@ -44,9 +44,9 @@ void KernelEmitter::forEachTile(function_ref<void()> body) {
   Value numM = arith::CeilDivUIOp::create(b, seqQ, cI32(spec.blockM));
   Value heads = arith::MulIOp::create(b, batchArg, headsArg);
   // Work items per head: query blocks, or (causal) pairs of them.
-  Value perHead =
-      spec.causal ? arith::CeilDivUIOp::create(b, numM, cI32(2)).getResult()
-                  : numM;
+  Value perHead = spec.causal
+                      ? arith::CeilDivUIOp::create(b, numM, cI32(2)).getResult()
+                      : numM;
   Value numItems = arith::MulIOp::create(b, perHead, heads);
   Value grid = arith::IndexCastOp::create(
       b, i32, gpu::GridDimOp::create(b, gpu::Dimension::x));
@@ -55,8 +55,8 @@ void KernelEmitter::forEachTile(function_ref<void()> body) {
   // Heads per section: as many as fit kSectionBytes, at least one.
   int64_t sectionKeys = kSectionBytes / (spec.headDim * 2 * 2);
   Value fit = arith::DivUIOp::create(b, cI32(sectionKeys), seqK);
-  Value sectionHeads = arith::MinUIOp::create(
-      b, arith::MaxUIOp::create(b, fit, cI32(1)), heads);
+  Value sectionHeads =
+      arith::MinUIOp::create(b, arith::MaxUIOp::create(b, fit, cI32(1)), heads);
   Value sectionItems = arith::MulIOp::create(b, sectionHeads, perHead);
   Value rounds = arith::IndexCastOp::create(
       b, indexTy, arith::CeilDivUIOp::create(b, numItems, grid));
@@ -64,8 +64,8 @@ void KernelEmitter::forEachTile(function_ref<void()> body) {
   SmallVector<Value> init = {cIndex(0), cI32(0)};
   forLoop(cIndex(0), rounds, init, [&](Value r, ValueRange it) {
     Value r32 = arith::IndexCastOp::create(b, i32, r);
-    Value t = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, r32, grid), block);
+    Value t =
+        arith::AddIOp::create(b, arith::MulIOp::create(b, r32, grid), block);
     Value owned =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, t, numItems);
     SmallVector<Value> carried(it);

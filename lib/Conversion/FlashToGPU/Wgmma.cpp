@@ -47,11 +47,14 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   // wgmma input between fence and commit.
   waitFull(spec.barFullK(), s.slot, s.parity);
   Value kd = arith::AddIOp::create(b, kDesc0, s.descOffset);
+  // The empty asm hides that qDesc is the same every tile, so the adds stay
+  // here and only qDesc is live across the loop.
+  Value qd = spec.rematQDescriptors ? fenceOperand(b, qDesc) : qDesc;
   SOperands ops;
   for (int64_t k = 0; k < spec.headDim / 16; ++k) {
     int64_t box = k / 4, kk = k % 4;
     ops.a.push_back(arith::AddIOp::create(
-        b, qDesc, cI64(box * spec.qBoxBytes() / 16 + kk * 2)));
+        b, qd, cI64(box * spec.qBoxBytes() / 16 + kk * 2)));
     ops.b.push_back(arith::AddIOp::create(
         b, kd, cI64(box * spec.kvBoxBytes() / 16 + kk * 2)));
   }
