@@ -1,13 +1,16 @@
 // The persistent schedule (#flash.config persistent = true): one block per
-// SM walks its share of the tiles; the K/V ring and the Q barrier run on
-// across them, and the producer reloads Q only once every consumer's last
-// S of the previous tile retired (the q_empty barrier).
+// SM walks its share of the tiles; the K/V ring and the Q barriers run on
+// across them. Tiles alternate between two Q buffers where shared memory
+// allows, and the producer reloads a buffer only once every consumer's last
+// S of the tile before the previous one retired (its q_empty barrier).
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s
 // flashc's --persistent sets it; values other than 0 and 1 are refused.
 // RUN: flashc %kernels/attention.mlir --persistent=1 --emit=mlir -o - | FileCheck %s --check-prefix=FLASHC
 // RUN: not flashc %kernels/attention.mlir --persistent=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 // The pass option turns it off for every kernel.
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="persistent=0" | FileCheck %s --check-prefix=OFF
+// D = 256 (bm128 bn64, 2 stages): a second 64 KiB Q buffer does not fit.
+// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=ONEQ
 
 // batch and heads follow scale_log2; the launch contract asks for a
 // persistent grid and passes both. The producer keeps 40 registers (the
@@ -18,10 +21,15 @@
 // CHECK-SAME: producer_regs = 40 : i64
 // CHECK-SAME: grid = {kind = "persistent"}
 // CHECK-SAME: {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "batch"}, {kind = "i32", value = "heads"}]
-// full_k[2], full_v[2], empty[2], empty_k[2], q, q_empty (every consumer
-// thread arrives: 256).
-// CHECK: %[[BAR:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
-// CHECK: nvgpu.mbarrier.init %[[BAR]][%c9], %c256
+// Two 32 KiB Q buffers, then the K/V ring.
+// CHECK-SAME: shared_memory_bytes = 197632 : i64
+// full_k[2], full_v[2], empty[2], empty_k[2], q[2], q_empty[2] (every
+// consumer thread arrives: 256).
+// CHECK: %[[BAR:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 12>
+// CHECK: nvgpu.mbarrier.init %[[BAR]][%c8], %c1
+// CHECK-NEXT: nvgpu.mbarrier.init %[[BAR]][%c10], %c256
+// CHECK-NEXT: nvgpu.mbarrier.init %[[BAR]][%c9], %c1
+// CHECK-NEXT: nvgpu.mbarrier.init %[[BAR]][%c11], %c256
 
 // Producer: the tile schedule (query blocks of seq_q; causal work items are
 // pairs of them, B*H*ceil(blocks/2) items; rounds over the grid), then per
@@ -49,13 +57,21 @@
 // CHECK: scf.for %[[M:.*]] = %c0 to %[[COUNT]] step %c1 iter_args(%[[BASE:.*]] = %[[BASE0]], %[[DONE:.*]] = %[[DONE0]]) -> (index, i32)
 // CHECK: %[[SECOND:.*]] = arith.cmpi ne, %[[M]], %c0 : index
 // CHECK: arith.select %[[SECOND]], %[[LEVEL]], %[[LONGER]] : i32
-// CHECK: %[[QP:.*]] = arith.andi %[[DONE]], %c1_i32 : i32
-// CHECK: %[[QPAR:.*]] = arith.trunci %[[QP]] : i32 to i1
-// The first wait asks for the phase before the first: it passes at once.
+// Tile `done` uses buffer done % 2 for the (done / 2)-th time.
+// CHECK: %[[QB:.*]] = arith.andi %[[DONE]], %c1_i32 : i32
+// CHECK-NEXT: %[[QBUF:.*]] = arith.index_cast %[[QB]] : i32 to index
+// CHECK-NEXT: %[[USES:.*]] = arith.shrui %[[DONE]], %c1_i32 : i32
+// CHECK-NEXT: %[[QP:.*]] = arith.andi %[[USES]], %c1_i32 : i32
+// CHECK-NEXT: %[[QPAR:.*]] = arith.trunci %[[QP]] : i32 to i1
+// The first wait on each buffer asks for the phase before the first: it
+// passes at once.
 // CHECK: %[[PREV:.*]] = arith.xori %[[QPAR]], %true : i1
-// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]][%c9], %[[PREV]]
-// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BAR]][%c8], %c32768
-// CHECK-COUNT-2: nvgpu.tma.async.load
+// CHECK: %[[QE:.*]] = arith.addi %[[QBUF]], %c10 : index
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]][%[[QE]]], %[[PREV]]
+// CHECK: %[[QF:.*]] = arith.addi %[[QBUF]], %c8 : index
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BAR]][%[[QF]]], %c32768
+// CHECK: %[[QOFF:.*]] = arith.muli %[[QBUF]], %c32768 : index
+// CHECK-COUNT-2: nvgpu.tma.async.load {{.*}}, %[[BAR]][%[[QF]]] to
 // K/V go to ring position base + j.
 // CHECK: scf.for %[[J:.*]] = %c0 to
 // CHECK: %[[POS:.*]] = arith.addi %[[BASE]], %[[J]] : index
@@ -73,15 +89,26 @@
 // CHECK: gpu.grid_dim x
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %c0, %{{.*}} = %c0_i32) -> (index, i32)
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %[[CDONE:.*]] = %{{.*}}) -> (index, i32)
-// CHECK: %[[CQ:.*]] = arith.andi %[[CDONE]], %c1_i32 : i32
-// CHECK: %[[CQPAR:.*]] = arith.trunci %[[CQ]] : i32 to i1
-// CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]][%c8], %[[CQPAR]]
+// CHECK: %[[CB:.*]] = arith.andi %[[CDONE]], %c1_i32 : i32
+// CHECK-NEXT: %[[CBUF:.*]] = arith.index_cast %[[CB]] : i32 to index
+// CHECK-NEXT: %[[CU:.*]] = arith.shrui %[[CDONE]], %c1_i32 : i32
+// CHECK-NEXT: %[[CQ:.*]] = arith.andi %[[CU]], %c1_i32 : i32
+// CHECK-NEXT: %[[CQPAR:.*]] = arith.trunci %[[CQ]] : i32 to i1
+// The Q descriptor moves on by one buffer (32 KiB >> 4) for odd tiles.
+// CHECK: %[[CB64:.*]] = arith.index_cast %[[CBUF]] : index to i64
+// CHECK-NEXT: %[[QDOFF:.*]] = arith.muli %[[CB64]], %c2048_i64 : i64
+// CHECK-NEXT: %[[QD:.*]] = arith.addi %{{.*}}, %[[QDOFF]] : i64
+// CHECK: %[[CQF:.*]] = arith.addi %[[CBUF]], %c8 : index
+// CHECK-NEXT: nvgpu.mbarrier.try_wait.parity %[[BAR]][%[[CQF]]], %[[CQPAR]]
+// CHECK: arith.addi %[[QD]], %c0_i64 : i64
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: scf.if
-// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BAR]][%c9]
+// CHECK-NEXT: %[[CQE:.*]] = arith.addi %[[CBUF]], %c10 : index
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BAR]][%[[CQE]]]
 // CHECK: arith.cmpi sle, %{{.*}}, %c0_i32 : i32
 // CHECK-NEXT: scf.if
-// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BAR]][%c9]
+// CHECK-NEXT: %[[CQE2:.*]] = arith.addi %[[CBUF]], %c10 : index
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BAR]][%[[CQE2]]]
 // The epilogue indexes O by this tile's head.
 // CHECK: llvm.getelementptr %[[O]]
 // CHECK: gpu.return
@@ -92,6 +119,14 @@
 // OFF-NOT: arith.ceildivui
 // OFF-NOT: num_barriers = 10
 // OFF: gpu.return
+
+// ONEQ: gpu.func @attention_d256_causal(
+// ONEQ-SAME: persistent = 1 : i64
+// ONEQ-SAME: shared_memory_bytes = 197632 : i64
+// ONEQ: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
+// ONEQ-NOT: arith.shrui
+// ONEQ: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%c8], %c65536
+// ONEQ: gpu.return
 
 // FLASHC: gpu.func @attention(
 // FLASHC-SAME: grid = {kind = "persistent"}

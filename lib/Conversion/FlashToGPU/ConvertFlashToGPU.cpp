@@ -168,6 +168,11 @@ struct ConvertFlashToGPUPass
       spec->serialMaskedTiles = spec->headDim > 128;
       spec->pingpong = spec->pingpong && pingpong && spec->warpgroups == 2;
       spec->persistent = spec->persistent && persistent;
+      if (spec->persistent) {
+        spec->qBuffers = 2;
+        if (spec->sharedMemoryBytes() > kMaxSharedMemory)
+          spec->qBuffers = 1;
+      }
       spec->lagMax = !spec->causal;
       buildKernelModule(func, *spec);
       func.erase();

@@ -27,6 +27,9 @@
 
 namespace mlir::flash::gpu_lowering {
 
+/// Shared memory an sm_90a block may opt in to (227 KiB).
+constexpr int64_t kMaxSharedMemory = 232448;
+
 /// What the canonical tile program asks for, and the resources the kernel
 /// that implements it uses. Everything the emitters need is derived here.
 struct KernelSpec {
@@ -68,6 +71,10 @@ struct KernelSpec {
   /// masked overlapped body is the schedule's register peak (mask indices
   /// beside S_{j+1}, P_j and O): at D = 256 every causal config spilled.
   bool serialMaskedTiles = false;
+  /// Q buffers in shared memory: 2 for a persistent kernel where they fit,
+  /// so the producer loads tile t+1's Q (and then its K/V) while tile t
+  /// runs instead of after tile t's last S.
+  int64_t qBuffers = 1;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
@@ -82,23 +89,27 @@ struct KernelSpec {
   int64_t qBoxBytes() const { return blockM * 128; }
   int64_t kvBoxBytes() const { return blockN * 128; }
   int64_t stageBytes() const { return boxesPerRow() * kvBoxBytes(); }
-  int64_t offQ() const { return 0; }
-  int64_t offK() const { return boxesPerRow() * qBoxBytes(); }
+  /// One Q buffer: boxesPerRow() boxes; buffer i starts at i * qBytes().
+  int64_t qBytes() const { return boxesPerRow() * qBoxBytes(); }
+  int64_t offK() const { return qBuffers * qBytes(); }
   int64_t offV() const { return offK() + stages * stageBytes(); }
   /// Dynamic shared memory: the tiles plus 1 KiB to align the base by hand.
   int64_t sharedMemoryBytes() const {
     return offV() + stages * stageBytes() + 1024;
   }
   /// mbarrier indices: full_k[s], full_v[s], empty[s] (V, or K and V when
-  /// not split), empty_k[s] (split only), q, q_empty (persistent only: the
-  /// next tile's Q may land once every consumer's last S retired).
+  /// not split), empty_k[s] (split only), q[b], q_empty[b] (persistent
+  /// only: buffer b may take a new Q once every consumer's last S on it
+  /// retired).
   int64_t barFullK() const { return 0; }
   int64_t barFullV() const { return stages; }
   int64_t barEmpty() const { return 2 * stages; }
   int64_t barEmptyK() const { return 3 * stages; }
   int64_t barQ() const { return (split ? 4 : 3) * stages; }
-  int64_t barQEmpty() const { return barQ() + 1; }
-  int64_t numBarriers() const { return barQ() + (persistent ? 2 : 1); }
+  int64_t barQEmpty() const { return barQ() + qBuffers; }
+  int64_t numBarriers() const {
+    return barQ() + (persistent ? 2 * qBuffers : 1);
+  }
   /// f32 accumulator registers per thread of S and of O.
   int64_t sRegs() const { return blockN / 2; }
   int64_t oRegs() const { return headDim / 2; }
@@ -157,7 +168,7 @@ public:
 
   //===--- TileSchedule.cpp: which tiles a block computes -----------------===//
   /// Runs `body` for each (query block, batch*head) tile of this block, with
-  /// blockX32, blockY, the tile bounds, kvBase and qParity set: once, for
+  /// blockX32, blockY, the tile bounds, kvBase, qBuf and qParity set: once, for
   /// the block's own tile, or (persistent) over the block's share of the
   /// tile schedule. Producer and consumers walk the same tiles.
   void forEachTile(function_ref<void()> body);
@@ -168,6 +179,8 @@ public:
   /// Arrives on q_empty when `cond` holds.
   void releaseQ(Value cond);
   void issueQ();
+  /// The barrier `base + qBuf` of this tile's Q buffer.
+  Value qBarrier(int64_t base);
   /// TMA of tile j into slot j % stages: K and V, or only K / only V.
   enum class KV { Both, K, V };
   void issueKV(Value j, KV which = KV::Both);
@@ -185,6 +198,8 @@ public:
 
   //===--- Wgmma.cpp: descriptors and both products ----------------------===//
   void emitDescriptors(Value consumerIdx);
+  /// qDesc for this tile's Q buffer (persistent, two buffers).
+  void selectQBuffer();
   struct SOperands {
     SmallVector<Value> a, b;
   };
@@ -260,12 +275,15 @@ public:
   // Prologue values.
   Value smem, shift, baseDesc, tid, tid32, blockX32, blockY, bar, isThread0;
   // Persistent only: batch and heads arguments; per tile, the ring position
-  // of its first key tile (null: 0) and the parity of its Q phase.
-  Value batchArg, headsArg, kvBase, qParity;
+  // of its first key tile (null: 0), its Q buffer (index) and the parity of
+  // that buffer's Q phase.
+  Value batchArg, headsArg, kvBase, qBuf, qParity;
   // Tile bounds (i32 block level, index loop bounds).
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer thread geometry and descriptors.
-  Value consumerIdx, quad, row0, row1, col0, qDesc, kDesc0, vDesc0;
+  // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer.
+  Value consumerIdx, quad, row0, row1, col0, qDescBuffer0, qDesc, kDesc0,
+      vDesc0;
 };
 
 //===--- InlinePtx.cpp: the only inline PTX of the kernel

@@ -188,7 +188,7 @@ void KernelEmitter::emitConsumer(Value consumer, Value threadInGroup) {
   auto waitQ = [&] {
     nvgpu::MBarrierTryWaitParityOp::create(
         b, bar, spec.persistent ? qParity : cI1(false), cIndex(10000000),
-        cIndex(spec.barQ()));
+        qBarrier(spec.barQ()));
   };
   // A block that owns one tile waits for Q before the ping-pong starts, as
   // it always did; a persistent one waits per tile.
@@ -207,6 +207,7 @@ void KernelEmitter::emitConsumer(Value consumer, Value threadInGroup) {
   forEachTile([&] {
     if (spec.persistent) {
       setRows();
+      selectQBuffer();
       waitQ();
     }
     SmallVector<Value> state =

@@ -35,8 +35,6 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-/// Shared memory an sm_90a block may opt in to (227 KiB).
-static constexpr int64_t kMaxSharedMemory = 232448;
 
 int64_t KernelSpec::launchRegs() const {
   // What ptxas gives every thread of a maxntid-sized block with one block

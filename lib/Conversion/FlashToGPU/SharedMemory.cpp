@@ -73,11 +73,13 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
         nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
                                       cIndex(spec.barEmptyK() + s), Value());
     }
-    nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ()),
-                                  Value());
-    if (spec.persistent)
-      nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
-                                    cIndex(spec.barQEmpty()), Value());
+    for (int64_t q = 0; q < spec.qBuffers; ++q) {
+      nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ() + q),
+                                    Value());
+      if (spec.persistent)
+        nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
+                                      cIndex(spec.barQEmpty() + q), Value());
+    }
   });
   gpu::BarrierOp::create(b);
 }
@@ -108,17 +110,27 @@ void KernelEmitter::emitTileBounds() {
   m0Idx = arith::IndexCastOp::create(b, indexTy, m0);
 }
 
+Value KernelEmitter::qBarrier(int64_t base) {
+  if (spec.qBuffers == 1)
+    return cIndex(base);
+  return arith::AddIOp::create(b, qBuf, cIndex(base));
+}
+
 void KernelEmitter::issueQ() {
+  Value barId = qBarrier(spec.barQ());
   nvgpu::MBarrierArriveExpectTxOp::create(
-      b, bar, cIndex(spec.blockM * spec.headDim * 2), cIndex(spec.barQ()),
-      Value());
+      b, bar, cIndex(spec.blockM * spec.headDim * 2), barId, Value());
+  Value buffer = shift;
+  if (spec.qBuffers > 1)
+    buffer = arith::AddIOp::create(
+        b, shift, arith::MulIOp::create(b, qBuf, cIndex(spec.qBytes())));
   for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
-    Value off = arith::AddIOp::create(
-        b, shift, cIndex(spec.offQ() + c * spec.qBoxBytes()));
+    Value off =
+        arith::AddIOp::create(b, buffer, cIndex(c * spec.qBoxBytes()));
     Value view = memref::ViewOp::create(b, qBoxType, smem, off, ValueRange());
     nvgpu::TmaAsyncLoadOp::create(b, view, bar, tmQ,
                                   ValueRange{cIndex(64 * c), m0Idx, blockY},
-                                  cIndex(spec.barQ()), Value(), Value());
+                                  barId, Value(), Value());
   }
 }
 
@@ -180,7 +192,7 @@ void KernelEmitter::emitProducer() {
         // The previous tile's Q must be consumed. The first wait asks for
         // the phase before the barrier's first one, which counts as done.
         Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));
-        Value barId = cIndex(spec.barQEmpty());
+        Value barId = qBarrier(spec.barQEmpty());
         nvgpu::MBarrierTryWaitParityOp::create(b, bar, prevParity,
                                                cIndex(kWaitTicks), barId);
       }

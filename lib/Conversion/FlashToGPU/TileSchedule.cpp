@@ -17,9 +17,10 @@
 //   the blocks running at once read the same keys; within a section, items
 //   go level by level (item i of every head, then i + 1).
 //
-// The K/V ring and the Q barrier run on across a block's tiles: kvBase is
-// the ring position of the tile's first key tile and qParity the phase of
-// its Q load.
+// The K/V ring and the Q barriers run on across a block's tiles: kvBase is
+// the ring position of the tile's first key tile, qBuf the Q buffer the
+// tile uses (tiles alternate between two where shared memory allows) and
+// qParity the phase of its Q load.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +102,16 @@ void KernelEmitter::forEachTile(function_ref<void()> body) {
                 blockY = arith::IndexCastOp::create(b, indexTy, head);
                 kvBase = st[0];
                 Value done = st[1];
+                // Tile `done` of this block uses Q buffer done % qBuffers,
+                // for the (done / qBuffers)-th time.
+                Value uses = done;
+                if (spec.qBuffers == 2) {
+                  qBuf = arith::IndexCastOp::create(
+                      b, indexTy, arith::AndIOp::create(b, done, cI32(1)));
+                  uses = arith::ShRUIOp::create(b, done, cI32(1));
+                }
                 qParity = arith::TruncIOp::create(
-                    b, i1, arith::AndIOp::create(b, done, cI32(1)));
+                    b, i1, arith::AndIOp::create(b, uses, cI32(1)));
                 emitTileBounds();
                 body();
                 Value nextBase = arith::AddIOp::create(b, kvBase, nHiIdx);
@@ -119,7 +128,7 @@ void KernelEmitter::releaseQ(Value cond) {
   // arrives (count 128 x warpgroups).
   ifThen(cond, [&] {
     nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,
-                                    cIndex(spec.barQEmpty()));
+                                    qBarrier(spec.barQEmpty()));
   });
 }
 

@@ -36,9 +36,18 @@ void KernelEmitter::emitDescriptors(Value consumerIdx) {
   Value qOff = arith::MulIOp::create(b, cw64, cI64(64 * 128 / 16));
   Value qd0 = arith::AddIOp::create(b, baseDesc, qOff);
   // The address field is below 2^14, so or-ing in the mode bits cannot carry.
-  qDesc = arith::OrIOp::create(b, qd0, cI64(kMajor));
+  qDescBuffer0 = arith::OrIOp::create(b, qd0, cI64(kMajor));
+  qDesc = qDescBuffer0;
   kDesc0 = arith::AddIOp::create(b, baseDesc, cI64(kMajor + spec.offK() / 16));
   vDesc0 = arith::AddIOp::create(b, baseDesc, cI64(vMajor + spec.offV() / 16));
+}
+
+void KernelEmitter::selectQBuffer() {
+  if (spec.qBuffers == 1)
+    return;
+  Value buf64 = arith::IndexCastOp::create(b, i64, qBuf);
+  Value off = arith::MulIOp::create(b, buf64, cI64(spec.qBytes() / 16));
+  qDesc = arith::AddIOp::create(b, qDescBuffer0, off);
 }
 
 KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
