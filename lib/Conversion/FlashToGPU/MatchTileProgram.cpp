@@ -35,7 +35,6 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-
 int64_t KernelSpec::launchRegs() const {
   // What ptxas gives every thread of a maxntid-sized block with one block
   // per SM: 64K registers over the threads, in multiples of 8, at most 240.

@@ -125,8 +125,7 @@ void KernelEmitter::issueQ() {
     buffer = arith::AddIOp::create(
         b, shift, arith::MulIOp::create(b, qBuf, cIndex(spec.qBytes())));
   for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
-    Value off =
-        arith::AddIOp::create(b, buffer, cIndex(c * spec.qBoxBytes()));
+    Value off = arith::AddIOp::create(b, buffer, cIndex(c * spec.qBoxBytes()));
     Value view = memref::ViewOp::create(b, qBoxType, smem, off, ValueRange());
     nvgpu::TmaAsyncLoadOp::create(b, view, bar, tmQ,
                                   ValueRange{cIndex(64 * c), m0Idx, blockY},
