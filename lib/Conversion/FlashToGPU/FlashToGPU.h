@@ -249,6 +249,9 @@ public:
   /// The key loops, serial (S_j, softmax, PV_j) or overlapped (S_j with
   /// PV_{j-1}); both return (m[2], l[2], acc).
   SmallVector<Value> emitSerialLoops();
+  /// S_j = Q K_j^T issued in this consumer's turn and waited for; its K
+  /// slot (and after the last key tile, Q) released. Returns S's values.
+  SmallVector<Value> waitedS(const Slot &s, Value j);
   /// One serial key tile: state (m[2], l[2], acc) in, the same out.
   SmallVector<Value> serialStep(Value j, ValueRange state, bool masked);
   SmallVector<Value> emitOverlappedLoops();

@@ -236,12 +236,7 @@ void KernelEmitter::schedArrive() {
   NVVM::BarrierArriveOp::create(b, other, cI32(256));
 }
 
-SmallVector<Value> KernelEmitter::serialStep(Value j, ValueRange state,
-                                             bool masked) {
-  // S_j -> softmax -> PV_j, each product waited within the iteration.
-  SmallVector<Value> stateVec(state);
-  ArrayRef<Value> st(stateVec);
-  Slot s = slotInfo(j);
+SmallVector<Value> KernelEmitter::waitedS(const Slot &s, Value j) {
   schedSync();
   Value sAcc = emitS(prepS(s));
   schedArrive();
@@ -249,6 +244,16 @@ SmallVector<Value> KernelEmitter::serialStep(Value j, ValueRange state,
   SmallVector<Value> sv = sValues(sAcc);
   releaseK(s.slot);
   releaseQAfterLastS(j);
+  return sv;
+}
+
+SmallVector<Value> KernelEmitter::serialStep(Value j, ValueRange state,
+                                             bool masked) {
+  // S_j -> softmax -> PV_j, each product waited within the iteration.
+  SmallVector<Value> stateVec(state);
+  ArrayRef<Value> st(stateVec);
+  Slot s = slotInfo(j);
+  SmallVector<Value> sv = waitedS(s, j);
   SoftmaxResult sm = softmax(sv, st.slice(0, 2), st.slice(2, 2), masked, j);
   SmallVector<Value> acc = scaleAcc(st.drop_front(4), sm.alpha, sm.moved);
   schedSync();
@@ -298,14 +303,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
   SmallVector<Value> st0 = ifThenElse(
       hasTiles, stateTypes,
       [&] {
-        Slot s = slotInfo(cIndex(0));
-        schedSync();
-        Value sAcc = emitS(prepS(s));
-        schedArrive();
-        wgWait(0);
-        SmallVector<Value> sv = sValues(sAcc);
-        releaseK(s.slot);
-        releaseQAfterLastS(cIndex(0));
+        SmallVector<Value> sv = waitedS(slotInfo(cIndex(0)), cIndex(0));
         // Tile 0 needs flash.mask only if it is ragged or on the diagonal
         // (nFull = 0): the mask costs a compare and a select per score, a
         // quarter of the tiles at N = 512.
