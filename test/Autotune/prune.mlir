@@ -36,7 +36,7 @@
 // The default space searches ping-pong and split release on only, one
 // program per tile.
 // RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only | FileCheck %s --check-prefix=DEFAULT
-// DEFAULT: 768 configs:
+// DEFAULT: 896 configs:
 // DEFAULT-NOT: candidate {{.*}} -{{$}}
 
 // Shapes must match the kernel's head dim; lists must parse.

@@ -21,7 +21,9 @@
 #include "flashc/Autotune/Selection.h"
 #include "flashc/Autotune/TuningDb.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -93,17 +95,33 @@ cl::list<std::string>
                cl::desc("Extra argument for flash-tune-run (e.g. --iters=50)"),
                cl::cat(category));
 
+// The axes' defaults are SearchSpace's, written as the lists they parse
+// from, so --help shows them and they are defined in one place.
+std::string defaultList(ArrayRef<int64_t> values) {
+  return join(map_range(values, [](int64_t v) { return std::to_string(v); }),
+              ",");
+}
+std::string defaultList(ArrayRef<bool> values) {
+  return join(map_range(values, [](bool v) { return v ? "1" : "0"; }), ",");
+}
+const SearchSpace kDefaultSpace;
+
 cl::opt<std::string> blockM("block-m", cl::desc("block_m values"),
-                            cl::init("64,128,192,256"), cl::cat(spaceCategory));
+                            cl::init(defaultList(kDefaultSpace.blockM)),
+                            cl::cat(spaceCategory));
 cl::opt<std::string> blockN("block-n", cl::desc("block_n values"),
-                            cl::init("64,96,128,176,192,256"),
+                            cl::init(defaultList(kDefaultSpace.blockN)),
                             cl::cat(spaceCategory));
 cl::opt<std::string> stages("stages", cl::desc("stages values"),
-                            cl::init("1,2,3,4"), cl::cat(spaceCategory));
-cl::opt<std::string> warpgroups("warpgroups", cl::desc("warpgroups values"),
-                                cl::init("1,2,3,4"), cl::cat(spaceCategory));
+                            cl::init(defaultList(kDefaultSpace.stages)),
+                            cl::cat(spaceCategory));
+cl::opt<std::string>
+    warpgroups("warpgroups", cl::desc("warpgroups values"),
+               cl::init(defaultList(kDefaultSpace.warpgroups)),
+               cl::cat(spaceCategory));
 cl::opt<std::string> overlap("overlap", cl::desc("overlap schedule (1,0)"),
-                             cl::init("1,0"), cl::cat(spaceCategory));
+                             cl::init(defaultList(kDefaultSpace.overlap)),
+                             cl::cat(spaceCategory));
 // Ping-pong and split release default to on only: each halves the space
 // (and the compile time) and neither lost where both were timed
 // (bench/RESULTS.md, flash-tune); `--pingpong 1,0 --split-release 1,0`
@@ -111,18 +129,21 @@ cl::opt<std::string> overlap("overlap", cl::desc("overlap schedule (1,0)"),
 cl::opt<std::string> pingpong("pingpong",
                               cl::desc("ping-pong schedule (default 1; 1,0 "
                                        "searches both)"),
-                              cl::init("1"), cl::cat(spaceCategory));
+                              cl::init(defaultList(kDefaultSpace.pingpong)),
+                              cl::cat(spaceCategory));
 cl::opt<std::string>
     splitRelease("split-release",
                  cl::desc("split K/V release (default 1; 1,0 searches both)"),
-                 cl::init("1"), cl::cat(spaceCategory));
+                 cl::init(defaultList(kDefaultSpace.splitRelease)),
+                 cl::cat(spaceCategory));
 // Persistent kernels win mostly at N <= 4096 (up to 1.17x under a causal
 // mask, bench/RESULTS.md) and searching them doubles the compile time: off
 // by default, `--persistent 0,1` searches both.
 cl::opt<std::string> persistent("persistent",
                                 cl::desc("persistent tile schedule (default "
                                          "0; 0,1 searches both)"),
-                                cl::init("0"), cl::cat(spaceCategory));
+                                cl::init(defaultList(kDefaultSpace.persistent)),
+                                cl::cat(spaceCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "flash-tune") << message << "\n";

@@ -96,7 +96,7 @@ TEST(SearchSpace, CrossProductInOrder) {
 TEST(SearchSpace, DefaultSpaceSearchesTheTileAxes) {
   SearchSpace space;
   EXPECT_EQ(enumerateConfigs(space).size(), space.size());
-  EXPECT_EQ(space.size(), 4u * 6u * 4u * 4u * 2u);
+  EXPECT_EQ(space.size(), 4u * 7u * 4u * 4u * 2u);
   for (size_t n : {space.blockM.size(), space.blockN.size(),
                    space.stages.size(), space.warpgroups.size(),
                    space.overlap.size()})
