@@ -62,9 +62,8 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     // a switch off for every kernel, to compare schedules (ws_s2 = all
     // three off, also verified).
     Option<"overlap", "overlap", "bool", "true",
-           "Allow the configs' S/PV overlap (false: off everywhere; applies "
-           "when head_dim <= 128, and with one stage only with "
-           "split release)">,
+           "Allow the configs' S/PV overlap (false: off everywhere; with "
+           "one stage it applies only with split release)">,
     Option<"pingpong", "pingpong", "bool", "true",
            "Allow the configs' ping-pong of two consumer warpgroups (false: "
            "off everywhere; applies when warpgroups = 2)">,
@@ -74,6 +73,9 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     Option<"persistent", "persistent", "bool", "true",
            "Allow the configs' persistent tile schedule (false: one block "
            "per tile everywhere)">,
+    Option<"tmaStoreO", "tma-store-o", "bool", "false",
+           "Store O through shared memory with TMA (not for persistent "
+           "kernels with one Q buffer)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

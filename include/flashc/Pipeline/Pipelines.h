@@ -16,7 +16,8 @@
 namespace flashc {
 
 /// Tile-config overrides: 0 (sizes) or -1 (schedule switches) keeps the
-/// kernel's own #flash.config.
+/// kernel's own #flash.config; tmaStoreO (-1: the pass default) is a switch
+/// of -convert-flash-to-gpu, not of the config.
 struct TileOverrides {
   int64_t blockM = 0;
   int64_t blockN = 0;
@@ -26,6 +27,7 @@ struct TileOverrides {
   int pingpong = -1;
   int splitRelease = -1;
   int persistent = -1;
+  int tmaStoreO = -1;
 };
 
 /// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).

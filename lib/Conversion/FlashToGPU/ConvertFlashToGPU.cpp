@@ -48,7 +48,8 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   SmallVector<Attribute> params = {
       tmaPtr("q", spec.blockM), tmaPtr("k", spec.blockN),
       tmaPtr("v", spec.blockN),
-      dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
+      spec.tmaStoreO ? tmaPtr("o", 64)
+                     : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
   if (spec.hasLse)
     params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
@@ -98,7 +99,8 @@ static void buildKernelModule(func::FuncOp func, const KernelSpec &spec) {
 
   auto genericPtr = LLVM::LLVMPointerType::get(ctx);
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> args = {genericPtr, genericPtr, genericPtr, globalPtr};
+  SmallVector<Type> args = {genericPtr, genericPtr, genericPtr,
+                            spec.tmaStoreO ? Type(genericPtr) : globalPtr};
   if (spec.hasLse)
     args.push_back(globalPtr);
   args.append({b.getI32Type(), b.getI32Type(), b.getF32Type()});
@@ -174,6 +176,7 @@ struct ConvertFlashToGPUPass
           spec->qBuffers = 1;
       }
       spec->lagMax = !spec->causal;
+      spec->tmaStoreO = tmaStoreO && (!spec->persistent || spec->qBuffers == 2);
       buildKernelModule(func, *spec);
       func.erase();
     }

@@ -12,9 +12,12 @@
 #include "FlashToGPU.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 #include <cmath>
 #include <limits>
@@ -45,27 +48,30 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
     lse.push_back(arith::SelectOp::create(b, empty, negInf, t2));
   }
 
+  if (spec.tmaStoreO)
+    storeOViaTma(accFinal, inv);
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
   Value by32 = arith::IndexCastOp::create(b, i32, blockY);
   Value headRow0 = arith::MulIOp::create(b, by32, seqQ);
   for (auto [r, row] : llvm::enumerate(SmallVector<Value, 2>{row0, row1})) {
+    if (spec.tmaStoreO && !spec.hasLse)
+      break;
     Value inBounds =
         arith::CmpIOp::create(b, arith::CmpIPredicate::slt, row, seqQ);
     ifThen(inBounds, [&] {
       Value gRow = arith::AddIOp::create(b, headRow0, row);
       Value gRow64 = arith::ExtUIOp::create(b, i64, gRow);
-      Value rowBase = arith::MulIOp::create(b, gRow64, cI64(spec.headDim));
-      Value col64 = arith::ExtUIOp::create(b, i64, col0);
-      Value rowCol = arith::AddIOp::create(b, rowBase, col64);
-      for (int64_t g = 0; g < spec.headDim / 8; ++g) {
-        Value a0 = arith::MulFOp::create(b, accFinal[4 * g + 2 * r], inv[r]);
-        Value a1 =
-            arith::MulFOp::create(b, accFinal[4 * g + 2 * r + 1], inv[r]);
-        Value word = packPair(a0, a1);
-        Value idx = arith::AddIOp::create(b, rowCol, cI64(8 * g));
-        Value ptr = LLVM::GEPOp::create(b, globalPtr, spec.elementType, outPtr,
-                                        ValueRange{idx});
-        LLVM::StoreOp::create(b, word, ptr, /*alignment=*/4);
+      if (!spec.tmaStoreO) {
+        Value rowBase = arith::MulIOp::create(b, gRow64, cI64(spec.headDim));
+        Value col64 = arith::ExtUIOp::create(b, i64, col0);
+        Value rowCol = arith::AddIOp::create(b, rowBase, col64);
+        for (int64_t g = 0; g < spec.headDim / 8; ++g) {
+          Value word = oWord(accFinal, inv, r, g);
+          Value idx = arith::AddIOp::create(b, rowCol, cI64(8 * g));
+          Value ptr = LLVM::GEPOp::create(b, globalPtr, spec.elementType,
+                                          outPtr, ValueRange{idx});
+          LLVM::StoreOp::create(b, word, ptr, /*alignment=*/4);
+        }
       }
       if (!spec.hasLse)
         return;
@@ -78,4 +84,84 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
       });
     });
   }
+}
+
+Value KernelEmitter::oWord(ArrayRef<Value> accFinal, ArrayRef<Value> inv,
+                           int64_t r, int64_t g) {
+  Value a0 = arith::MulFOp::create(b, accFinal[4 * g + 2 * r], inv[r]);
+  Value a1 = arith::MulFOp::create(b, accFinal[4 * g + 2 * r + 1], inv[r]);
+  return packPair(a0, a1);
+}
+
+void KernelEmitter::storeOViaTma(ArrayRef<Value> accFinal,
+                                 ArrayRef<Value> inv) {
+  // The words go where TMA's 128-byte swizzle puts them: in a 64-column
+  // box, 16-byte chunk c of row r sits at chunk c ^ (r % 8), and r % 8 is
+  // laneRow. A warp's 32 stores of one g then hit 32 different banks.
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  int64_t qWords = spec.qBuffers * spec.qBytes() / 4;
+  auto wordsType = MemRefType::get({qWords}, i32, AffineMap(), workgroup);
+  Value words = memref::ViewOp::create(b, wordsType, smem, shift, ValueRange());
+  // This warpgroup's rows of this tile's Q buffer, in words.
+  Value base =
+      arith::MulIOp::create(b, consumerIdx, cI32(spec.oBoxBytes() / 4));
+  if (spec.qBuffers > 1) {
+    Value buf = arith::IndexCastOp::create(b, i32, qBuf);
+    Value bufWords = arith::MulIOp::create(b, buf, cI32(spec.qBytes() / 4));
+    base = arith::AddIOp::create(b, base, bufWords);
+  }
+  SmallVector<Value, 8> chunkWords;
+  for (int64_t chunk = 0; chunk < 8; ++chunk) {
+    Value swz = arith::XOrIOp::create(b, laneRow, cI32(chunk));
+    chunkWords.push_back(arith::MulIOp::create(b, swz, cI32(4)));
+  }
+  for (int64_t r = 0; r < 2; ++r) {
+    Value row = arith::AddIOp::create(b, rowInGroup, cI32(8 * r));
+    Value rowWords = arith::MulIOp::create(b, row, cI32(128 / 4));
+    Value rowBase = arith::AddIOp::create(
+        b, arith::AddIOp::create(b, base, rowWords), quad);
+    for (int64_t g = 0; g < spec.headDim / 8; ++g) {
+      Value word = oWord(accFinal, inv, r, g);
+      Value box = cI32(g / 8 * spec.qBoxBytes() / 4);
+      Value at = arith::AddIOp::create(
+          b, arith::AddIOp::create(b, rowBase, box), chunkWords[g % 8]);
+      memref::StoreOp::create(
+          b, word, words,
+          ValueRange{arith::IndexCastOp::create(b, indexTy, at)});
+    }
+  }
+  // The TMA engine reads through the async proxy: make the generic stores
+  // visible to it, then let one thread store once the warpgroup wrote.
+  NVVM::FenceProxyOp::create(
+      b, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  Value barrierId = arith::AddIOp::create(b, consumerIdx, cI32(3));
+  NVVM::BarrierOp::create(b, Type(), barrierId, cI32(128),
+                          NVVM::BarrierReductionAttr(), Value());
+  Value elected = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                        threadInGroup, cI32(0));
+  ifThen(elected, [&] {
+    Value rowOff = arith::IndexCastOp::create(
+        b, indexTy, arith::MulIOp::create(b, consumerIdx, cI32(64)));
+    Value firstRow = arith::AddIOp::create(b, m0Idx, rowOff);
+    Value byteBase = arith::IndexCastOp::create(
+        b, indexTy, arith::MulIOp::create(b, base, cI32(4)));
+    for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
+      Value off =
+          arith::AddIOp::create(b, arith::AddIOp::create(b, shift, byteBase),
+                                cIndex(c * spec.qBoxBytes()));
+      Value view = memref::ViewOp::create(b, oBoxType, smem, off, ValueRange());
+      nvgpu::TmaAsyncStoreOp::create(
+          b, view, tmO, ValueRange{cIndex(64 * c), firstRow, blockY}, Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b);
+    // The buffer is read once the group's reads are done: only then may the
+    // block exit (non-persistent) or the producer load a later Q into it.
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
+                                         b.getUnitAttr());
+    if (spec.persistent)
+      nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx),
+                                      bar, qBarrier(spec.barQEmpty()));
+  });
 }

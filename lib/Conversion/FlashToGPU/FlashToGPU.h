@@ -75,6 +75,15 @@ struct KernelSpec {
   /// so the producer loads tile t+1's Q (and then its K/V) while tile t
   /// runs instead of after tile t's last S.
   int64_t qBuffers = 1;
+  /// Store O with TMA: each consumer writes its 64 rows, 16-bit and
+  /// swizzled, over its own rows of the Q buffer (dead after its last S),
+  /// and one thread stores them as 128-byte lines. Otherwise every thread
+  /// stores 4-byte pieces, 5.5x the L2 write requests of cuDNN's kernel
+  /// (ncu, bench/RESULTS.md 2026-12-03). A persistent kernel then frees its
+  /// Q buffer after the store has read it, not after the last S, so only
+  /// one with two Q buffers (the next tile's Q is in the other) stores
+  /// this way.
+  bool tmaStoreO = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
@@ -110,6 +119,13 @@ struct KernelSpec {
   int64_t numBarriers() const {
     return barQ() + (persistent ? 2 * qBuffers : 1);
   }
+  /// Arrivals that free a Q buffer: every consumer thread after its last S,
+  /// or with tmaStoreO one thread per consumer once O's store read it.
+  int64_t qEmptyArrivals() const {
+    return tmaStoreO ? warpgroups : 128 * warpgroups;
+  }
+  /// The TMA box of O: one consumer's 64 rows of one 64-column box.
+  int64_t oBoxBytes() const { return 64 * 128; }
   /// f32 accumulator registers per thread of S and of O.
   int64_t sRegs() const { return blockN / 2; }
   int64_t oRegs() const { return headDim / 2; }
@@ -240,6 +256,12 @@ public:
   //===--- Epilogue.cpp -----------------------------------------------===//
   void emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
                     ArrayRef<Value> accFinal);
+  /// Word g (columns 8g + 2 quad, +1) of this thread's row r of O = acc *
+  /// inv, as a 16-bit pair.
+  Value oWord(ArrayRef<Value> accFinal, ArrayRef<Value> inv, int64_t r,
+              int64_t g);
+  /// O through this warpgroup's rows of the Q buffer and TMA (tmaStoreO).
+  void storeOViaTma(ArrayRef<Value> accFinal, ArrayRef<Value> inv);
 
   //===--- KernelBody.cpp: roles and the consumer main loop ---------------===//
   void emitConsumer(Value consumerIdx, Value threadInGroup);
@@ -269,11 +291,12 @@ public:
   // Types.
   Type f32, i32, i64, i1, indexTy;
   nvgpu::MBarrierGroupType barType;
-  nvgpu::TensorMapDescriptorType tmQType, tmKVType;
-  MemRefType qBoxType, kvBoxType;
+  nvgpu::TensorMapDescriptorType tmQType, tmKVType, tmOType;
+  MemRefType qBoxType, kvBoxType, oBoxType;
 
   // Kernel arguments (after the casts of the tensor-map pointers).
-  Value tmQ, tmK, tmV, outPtr, lsePtr, seqQ, seqK, scaleLog2;
+  // O comes as a pointer (outPtr) or, with tmaStoreO, a tensor map (tmO).
+  Value tmQ, tmK, tmV, tmO, outPtr, lsePtr, seqQ, seqK, scaleLog2;
 
   // Prologue values.
   Value smem, shift, baseDesc, tid, tid32, blockX32, blockY, bar, isThread0;
@@ -285,8 +308,10 @@ public:
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer thread geometry and descriptors.
   // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer.
-  Value consumerIdx, quad, row0, row1, col0, qDescBuffer0, qDesc, kDesc0,
-      vDesc0;
+  // laneRow (0..7) and rowInGroup (its row of the warpgroup's 64) place the
+  // thread's accumulator rows; threadInGroup elects the TMA store's thread.
+  Value consumerIdx, threadInGroup, laneRow, rowInGroup, quad, row0, row1, col0,
+      qDescBuffer0, qDesc, kDesc0, vDesc0;
 };
 
 //===--- InlinePtx.cpp: the only inline PTX of the kernel

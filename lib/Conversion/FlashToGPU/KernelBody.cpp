@@ -45,6 +45,7 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   };
   qBoxType = boxType(spec.blockM);
   kvBoxType = boxType(spec.blockN);
+  oBoxType = boxType(64);
   auto mapType = [&](MemRefType box) {
     return nvgpu::TensorMapDescriptorType::get(
         ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
@@ -54,8 +55,10 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   };
   tmQType = mapType(qBoxType);
   tmKVType = mapType(kvBoxType);
+  tmOType = mapType(oBoxType);
 
-  // Arguments: tmQ, tmK, tmV (pointers to CUtensorMaps), O, [LSE], seq_q,
+  // Arguments: tmQ, tmK, tmV (pointers to CUtensorMaps), O (a pointer, or
+  // with tmaStoreO a CUtensorMap pointer too), [LSE], seq_q,
   // seq_k, scale_log2, and for a persistent kernel batch and heads. A kernel
   // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
   // legalize the gpu.func, so the pointers are cast here; the descriptor
@@ -68,7 +71,10 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   tmK = cast(entry->getArgument(1), tmKVType);
   tmV = cast(entry->getArgument(2), tmKVType);
   unsigned next = 3;
-  outPtr = entry->getArgument(next++);
+  if (spec.tmaStoreO)
+    tmO = cast(entry->getArgument(next++), tmOType);
+  else
+    outPtr = entry->getArgument(next++);
   if (spec.hasLse)
     lsePtr = entry->getArgument(next++);
   seqQ = entry->getArgument(next++);
@@ -148,7 +154,7 @@ void KernelEmitter::emitKernel() {
     emitTileBounds();
 
   Value wg = arith::DivUIOp::create(b, tid32, cI32(128));
-  Value threadInGroup = arith::RemUIOp::create(b, tid32, cI32(128));
+  Value thread = arith::RemUIOp::create(b, tid32, cI32(128));
   Value isProducer =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, wg, cI32(0));
   auto roles = scf::IfOp::create(b, TypeRange(), isProducer, /*withElse=*/true);
@@ -160,22 +166,23 @@ void KernelEmitter::emitKernel() {
     NVVM::SetMaxRegisterOp::create(b, spec.consumerRegs(),
                                    NVVM::SetMaxRegisterAction::increase);
     Value consumerIdx = arith::SubIOp::create(b, wg, cI32(1));
-    emitConsumer(consumerIdx, threadInGroup);
+    emitConsumer(consumerIdx, thread);
   }
   gpu::ReturnOp::create(b);
 }
 
-void KernelEmitter::emitConsumer(Value consumer, Value threadInGroup) {
+void KernelEmitter::emitConsumer(Value consumer, Value thread) {
   consumerIdx = consumer;
+  threadInGroup = thread;
   // Accumulator layout coordinates of this thread (see Softmax.cpp).
   Value lane = arith::RemUIOp::create(b, threadInGroup, cI32(32));
   Value warp = arith::DivUIOp::create(b, threadInGroup, cI32(32));
   quad = arith::RemUIOp::create(b, lane, cI32(4));
-  Value laneRow = arith::DivUIOp::create(b, lane, cI32(4));
+  laneRow = arith::DivUIOp::create(b, lane, cI32(4));
   Value w16 = arith::MulIOp::create(b, warp, cI32(16));
   Value cw64 = arith::MulIOp::create(b, consumerIdx, cI32(64));
-  Value r0a = arith::AddIOp::create(b, w16, laneRow);
-  Value rowInBlock = arith::AddIOp::create(b, r0a, cw64);
+  rowInGroup = arith::AddIOp::create(b, w16, laneRow);
+  Value rowInBlock = arith::AddIOp::create(b, rowInGroup, cw64);
   auto setRows = [&] {
     row0 = arith::AddIOp::create(b, rowInBlock, m0);
     row1 = arith::AddIOp::create(b, row0, cI32(8));

@@ -77,7 +77,7 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
       nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ() + q),
                                     Value());
       if (spec.persistent)
-        nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
+        nvgpu::MBarrierInitOp::create(b, bar, cIndex(spec.qEmptyArrivals()),
                                       cIndex(spec.barQEmpty() + q), Value());
     }
   });

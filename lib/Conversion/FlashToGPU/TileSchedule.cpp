@@ -133,14 +133,15 @@ void KernelEmitter::releaseQ(Value cond) {
 }
 
 void KernelEmitter::releaseQAfterLastS(Value j) {
-  if (!spec.persistent)
+  // With tmaStoreO the epilogue frees Q, after O's store read the buffer.
+  if (!spec.persistent || spec.tmaStoreO)
     return;
   Value last = arith::SubIOp::create(b, nHiIdx, cIndex(1));
   releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, last));
 }
 
 void KernelEmitter::releaseQIfNoKeyTiles() {
-  if (!spec.persistent)
+  if (!spec.persistent || spec.tmaStoreO)
     return;
   releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::sle, nHi, cI32(0)));
 }

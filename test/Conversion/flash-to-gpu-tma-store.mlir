@@ -1,0 +1,118 @@
+// -convert-flash-to-gpu="tma-store-o=1": each consumer writes its 64 rows
+// of O, as 16-bit pairs in TMA's 128-byte swizzle, over its own rows of the
+// Q buffer, and one thread per consumer stores them with TMA (a tensor map
+// of O with 64-row boxes). Off by default: the O pointer and 4-byte global
+// stores stay.
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=1" | FileCheck %s
+// RUN: flashc %kernels/attention.mlir --tma-store-o=1 --emit=mlir -o - | FileCheck %s
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
+// A persistent kernel frees its Q buffer after O's store read it.
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=1" | FileCheck %s --check-prefix=PERSIST
+// With one Q buffer (D = 256 causal persistent) that would hold back the
+// next tile's Q: such a kernel keeps the global stores.
+// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=1" | FileCheck %s --check-prefix=ONEQ --implicit-check-not=nvgpu.tma.async.store
+// RUN: not flashc %kernels/attention.mlir --tma-store-o=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
+// The PTX has the bulk tensor store from shared memory, the proxy fence and
+// the read wait; ptxas assembles it for sm_90a without spilling.
+// RUN: flashc %kernels/attention.mlir --tma-store-o=1 -o %t.ptx
+// RUN: FileCheck %s --check-prefix=PTX --input-file=%t.ptx
+// RUN: flashc %kernels/attention.mlir --tma-store-o=1 --resource-usage -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// O is the fourth argument, a tensor map pointer like Q, K and V; the
+// launch contract asks for a [64, 64] box of o.
+// CHECK: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[OARG:.*]]: !llvm.ptr, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %{{.*}}: i32, %{{.*}}: f32) kernel
+// CHECK-SAME: {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "o"}, {kind = "ptr", tensor = "lse"}
+// CHECK: %[[TMO:.*]] = builtin.unrealized_conversion_cast %[[OARG]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// The epilogue: the Q buffer as words; this consumer's rows start 64 rows
+// (2048 words) in per consumer; chunk c of a row goes to c ^ (row % 8).
+// CHECK: %[[WORDS:.*]] = memref.view %{{.*}}[%[[SHIFT:.*]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[BASE:.*]] = arith.muli %[[CW:.*]], %c2048_i32 : i32
+// CHECK: %[[SWZ0:.*]] = arith.xori %[[LANEROW:.*]], %c0_i32 : i32
+// CHECK: %[[SWZ0W:.*]] = arith.muli %[[SWZ0]], %c4_i32 : i32
+// CHECK: %[[SWZ1:.*]] = arith.xori %[[LANEROW]], %c1_i32 : i32
+// CHECK: %[[SWZ1W:.*]] = arith.muli %[[SWZ1]], %c4_i32 : i32
+// Row r: 32 words per 128-byte row, then the thread's quad.
+// CHECK: %[[R0:.*]] = arith.addi %[[ROWIN:.*]], %c0_i32 : i32
+// CHECK: %[[R0W:.*]] = arith.muli %[[R0]], %c32_i32 : i32
+// CHECK: %[[RB0:.*]] = arith.addi %[[BASE]], %[[R0W]] : i32
+// CHECK: %[[ROWBASE:.*]] = arith.addi %[[RB0]], %[[QUAD:.*]] : i32
+// Word 0 (columns 0-7: box 0, chunk 0), then word 1 (chunk 1).
+// CHECK: %[[W0:.*]] = llvm.bitcast %{{.*}} : vector<2xbf16> to i32
+// CHECK: %[[A0:.*]] = arith.addi %[[ROWBASE]], %c0_i32 : i32
+// CHECK: %[[A0S:.*]] = arith.addi %[[A0]], %[[SWZ0W]] : i32
+// CHECK: %[[I0:.*]] = arith.index_cast %[[A0S]] : i32 to index
+// CHECK: memref.store %[[W0]], %[[WORDS]][%[[I0]]]
+// CHECK: %[[A1:.*]] = arith.addi %[[ROWBASE]], %c0_i32 : i32
+// CHECK: arith.addi %[[A1]], %[[SWZ1W]] : i32
+// Word 8 (columns 64-71) is in the second box, 128 rows x 128 B further.
+// CHECK-COUNT-7: memref.store
+// CHECK: %[[A8:.*]] = arith.addi %[[ROWBASE]], %c4096_i32 : i32
+// CHECK: arith.addi %[[A8]], %[[SWZ0W]] : i32
+// 32 words per thread in all (2 rows x 16).
+// CHECK-COUNT-24: memref.store
+// CHECK-NOT: memref.store
+// The stores reach the async proxy, the warpgroup (named barrier 3 + cw,
+// 128 threads) has written, and thread 0 of it stores two boxes at
+// (64 c, m0 + 64 cw, head), then waits until TMA has read the buffer.
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: %[[BID:.*]] = arith.addi %[[CW]], %c3_i32 : i32
+// CHECK: nvvm.barrier id = %[[BID]] number_of_threads = %c128_i32
+// CHECK: %[[ELECT:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32 : i32
+// CHECK: scf.if %[[ELECT]] {
+// CHECK: %[[ROWS:.*]] = arith.muli %[[CW]], %c64_i32 : i32
+// CHECK: %[[ROWSI:.*]] = arith.index_cast %[[ROWS]] : i32 to index
+// CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %[[ROWSI]] : index
+// CHECK: %[[BYTES:.*]] = arith.muli %[[BASE]], %c4_i32 : i32
+// CHECK: %[[BYTESI:.*]] = arith.index_cast %[[BYTES]] : i32 to index
+// CHECK: %[[B0:.*]] = arith.addi %[[SHIFT]], %[[BYTESI]] : index
+// CHECK: %[[B00:.*]] = arith.addi %[[B0]], %c0 : index
+// CHECK: %[[BOX0:.*]] = memref.view %{{.*}}[%[[B00]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.store %[[BOX0]] to %[[TMO]][%c0, %[[FIRST]], %[[HEAD:.*]]] :
+// CHECK: %[[B1:.*]] = arith.addi %[[SHIFT]], %[[BYTESI]] : index
+// CHECK: %[[B11:.*]] = arith.addi %[[B1]], %c16384 : index
+// CHECK: %[[BOX1:.*]] = memref.view %{{.*}}[%[[B11]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.store %[[BOX1]] to %[[TMO]][%c64, %[[FIRST]], %[[HEAD]]] :
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// Only LSE goes to global memory from the registers (f32, quad 0).
+// CHECK-NOT: llvm.store %{{.*}} : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK-NOT: llvm.store %{{.*}} : i32
+
+// OFF: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>,
+// OFF-SAME: {kind = "ptr", tensor = "o"}
+// OFF: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+
+// Persistent, two Q buffers: q_empty takes one arrival per consumer (2),
+// made by the storing thread after the read; the words address this tile's
+// buffer (16384 words for both).
+// PERSIST: nvgpu.mbarrier.init %[[BAR:.*]][%c10], %c2
+// PERSIST: nvgpu.mbarrier.init %[[BAR]][%c11], %c2
+// No consumer frees a Q buffer (q_empty = 10 + buffer) before the store.
+// PERSIST: nvvm.setmaxregister increase
+// PERSIST-NOT: arith.addi %{{.*}}, %c10 : index
+// PERSIST: memref.view %{{.*}} to memref<16384xi32, #gpu.address_space<workgroup>>
+// PERSIST: %[[BUF:.*]] = arith.index_cast %[[QBUF:.*]] : index to i32
+// PERSIST: %[[BUFW:.*]] = arith.muli %[[BUF]], %c8192_i32 : i32
+// PERSIST: arith.addi %{{.*}}, %[[BUFW]] : i32
+// PERSIST: nvgpu.tma.async.store
+// PERSIST: nvgpu.tma.async.store
+// PERSIST-NEXT: nvvm.cp.async.bulk.commit.group
+// PERSIST-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// PERSIST-NEXT: %[[QE:.*]] = arith.addi %[[QBUF]], %c10 : index
+// PERSIST-NEXT: nvgpu.mbarrier.arrive %[[BAR]][%[[QE]]]
+// PERSIST-NEXT: }
+
+// ONEQ: nvgpu.mbarrier.init %[[BAR:.*]][%c9], %c256
+// ONEQ-SAME: num_barriers = 10
+
+// BADFLAG: --tma-store-o takes 1 (on) or 0 (off), got 2
+
+// PTX: fence.proxy.async.shared::cta;
+// PTX: bar.sync {{.*}}, 128;
+// PTX-COUNT-2: cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group
+// PTX-NEXT: cp.async.bulk.commit_group;
+// PTX-NEXT: cp.async.bulk.wait_group.read 0;
+
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
