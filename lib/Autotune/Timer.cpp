@@ -164,10 +164,11 @@ ExpectedRows computeExpected(const ShapeLayout &layout, size_t shapeIndex,
   return expected;
 }
 
-struct Measured {
-  double medianMs;
-  unsigned launches;
-};
+double median(std::vector<float> ms) {
+  std::sort(ms.begin(), ms.end());
+  size_t n = ms.size();
+  return n % 2 ? double(ms[n / 2]) : 0.5 * (double(ms[n / 2 - 1]) + ms[n / 2]);
+}
 
 /// One GPU: its context, stream, events and a copy of every input set.
 class DeviceWorker {
@@ -182,8 +183,9 @@ public:
                ArrayRef<uint16_t> bits);
   /// Empty if `kernel` matches the reference on the check rows, else why.
   Expected<std::string> check(Kernel &kernel, const ExpectedRows &expected);
-  /// Median of `launches` timed launches after the warm-up.
-  Expected<Measured> time(Kernel &kernel, size_t shape, unsigned launches);
+  /// The times (ms) of `launches` timed launches after the warm-up.
+  Expected<std::vector<float>> time(Kernel &kernel, size_t shape,
+                                    unsigned launches);
 
   const DeviceInfo &device() const { return info; }
   CUcontext getContext() const { return context->get(); }
@@ -341,8 +343,8 @@ Expected<std::string> DeviceWorker::check(Kernel &kernel,
       .str();
 }
 
-Expected<Measured> DeviceWorker::time(Kernel &kernel, size_t shape,
-                                      unsigned launches) {
+Expected<std::vector<float>> DeviceWorker::time(Kernel &kernel, size_t shape,
+                                                unsigned launches) {
   size_t numSets = layouts[shape].numSets;
   for (unsigned i = 0; i < options.warmup; ++i)
     if (Error err = kernel.launch(args(shape, i % numSets), stream))
@@ -361,16 +363,13 @@ Expected<Measured> DeviceWorker::time(Kernel &kernel, size_t shape,
             cu.cuEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]),
             "cuEventElapsedTime"))
       return std::move(err);
-  std::sort(ms.begin(), ms.end());
-  size_t n = ms.size();
-  double median = n % 2 ? double(ms[n / 2])
-                        : 0.5 * (double(ms[n / 2 - 1]) + ms[n / 2]);
-  return Measured{median, launches};
+  return ms;
 }
 
 /// The two passes over the candidates: every candidate is checked and
 /// probed; then the finalists (probe within screenRatio of the best probe of
-/// a shape) get the full count of launches on that shape.
+/// a shape) get the full count of launches on that shape, spread over
+/// TimerOptions::rounds rounds that each visit every finalist once.
 enum class Pass { Probe, Final };
 
 /// Everything the workers share.
@@ -389,6 +388,10 @@ struct Session {
   std::vector<std::vector<CandidateTiming>> results;
   /// Per candidate, the shapes pass 2 times fully.
   std::vector<std::vector<size_t>> finalShapes;
+  /// Pass 2: launches per finalist and shape in the current round, and per
+  /// candidate and shape every launch time so far (ms).
+  unsigned roundLaunches = 0;
+  std::vector<std::vector<std::vector<float>>> samples;
   std::mutex errorMutex;
   std::optional<std::string> fatal;
 };
@@ -472,7 +475,8 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
     std::string line = prefix;
     std::optional<double> first;
     for (size_t i : shapes) {
-      Expected<Measured> m = worker.time(**kernel, i, probe);
+      Expected<std::vector<float>> m = worker.time(
+          **kernel, i, pass == Pass::Final ? session.roundLaunches : probe);
       if (!m) {
         std::string message = toString(m.takeError());
         records[i].status = TimingStatus::Error;
@@ -482,19 +486,25 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
           break;
         continue;
       }
-      records[i].medianMs = m->medianMs;
-      records[i].launches = m->launches;
+      std::vector<float> &all = session.samples[index][i];
+      if (pass == Pass::Final)
+        all.insert(all.end(), m->begin(), m->end());
+      else
+        all = std::move(*m);
+      double medianMs = median(all);
+      records[i].medianMs = medianMs;
+      records[i].launches = unsigned(all.size());
       records[i].device = ordinal;
-      if (probe == options.iters) {
+      if (all.size() >= options.iters) {
         records[i].message.clear();
         records[i].screened = false;
       }
-      line += formatv(" {0:f4} ms", m->medianMs);
+      line += formatv(" {0:f4} ms", medianMs);
       // The bar's "best" is the first shape's, per pass: the best probe
-      // while probing (the bar says "probing"), the best full median while
-      // timing.
+      // while probing (the bar says "probing"), the best full median so far
+      // while timing.
       if (i == 0)
-        first = m->medianMs;
+        first = medianMs;
     }
     if (session.progress)
       session.progress->step(line, first, c.id);
@@ -504,14 +514,14 @@ void runPass(Session &session, DeviceWorker &worker, Pass pass) {
 /// Runs one pass over `queue` on every worker.
 void runWorkers(Session &session,
                 ArrayRef<std::unique_ptr<DeviceWorker>> workers, Pass pass,
-                std::vector<size_t> queue) {
+                std::vector<size_t> queue, StringRef label) {
   session.queue = std::move(queue);
   session.next = 0;
   if (session.queue.empty())
     return;
   if (session.options.progress)
-    session.progress.emplace(pass == Pass::Probe ? "probing" : "timing",
-                             session.queue.size(), *session.options.progress,
+    session.progress.emplace(label, session.queue.size(),
+                             *session.options.progress,
                              session.options.interactive);
   if (workers.size() == 1) {
     runPass(session, *workers.front(), pass);
@@ -658,13 +668,30 @@ flashc::tune::timeBundle(StringRef dir, const BundleManifest &manifest,
   session.numWorkers = workers.size();
   session.results.resize(manifest.candidates.size());
   session.finalShapes.resize(manifest.candidates.size());
+  session.samples.assign(
+      manifest.candidates.size(),
+      std::vector<std::vector<float>>(manifest.shapes.size()));
   std::vector<size_t> all(manifest.candidates.size());
   for (size_t i = 0; i < all.size(); ++i)
     all[i] = i;
-  runWorkers(session, workers, Pass::Probe, std::move(all));
+  runWorkers(session, workers, Pass::Probe, std::move(all), "probing");
   bool probed = options.screenRatio > 0 && options.probe < options.iters;
-  if (!session.fatal && probed)
-    runWorkers(session, workers, Pass::Final, chooseFinalists(session));
+  if (!session.fatal && probed) {
+    std::vector<size_t> finalists = chooseFinalists(session);
+    for (size_t index : finalists)
+      for (size_t shape : session.finalShapes[index])
+        session.samples[index][shape].clear();
+    // Round r gets its share of `iters` launches; a clock that drifts during
+    // the run then moves every finalist's median alike.
+    unsigned rounds = std::clamp(options.rounds, 1u, options.iters);
+    for (unsigned r = 0; r < rounds && !session.fatal; ++r) {
+      session.roundLaunches =
+          options.iters / rounds + (r < options.iters % rounds ? 1 : 0);
+      runWorkers(session, workers, Pass::Final, finalists,
+                 rounds > 1 ? formatv("timing {0}/{1}", r + 1, rounds).str()
+                            : "timing");
+    }
+  }
   for (auto &records : session.results)
     file.timings.insert(file.timings.end(), records.begin(), records.end());
   if (session.fatal) {

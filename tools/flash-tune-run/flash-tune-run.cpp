@@ -2,7 +2,8 @@
 //
 //   flash-tune-run BUNDLE_DIR -o tuning.json [--timings timings.json]
 //                  [--device N,...] [--iters N] [--warmup N] [--probe N]
-//                  [--screen X] [--skip ID,...] [--hang-seconds S]
+//                  [--rounds N] [--screen X] [--skip ID,...]
+//                  [--hang-seconds S]
 //
 // The runtime half of flash-tune: links libflashrt's C++ library and LLVM
 // Support statically, never libLLVM.so, so it runs on a GPU host that has
@@ -54,6 +55,11 @@ static cl::opt<unsigned> warmup("warmup", cl::desc("Untimed launches first"),
 static cl::opt<unsigned>
     probe("probe", cl::desc("Launches per shape in the first (probe) pass"),
           cl::init(5), cl::cat(category));
+static cl::opt<unsigned>
+    rounds("rounds",
+           cl::desc("Interleaved rounds the finalists' launches are split "
+                    "into"),
+           cl::init(TimerOptions().rounds), cl::cat(category));
 static cl::opt<double>
     screen("screen",
            cl::desc("Time fully only candidates whose probe is within this "
@@ -104,6 +110,7 @@ int main(int argc, char **argv) {
   options.iters = iters;
   options.warmup = warmup;
   options.probe = probe;
+  options.rounds = rounds;
   options.screenRatio = screen;
   options.hangSeconds = hangSeconds;
   for (const std::string &id : skip)
@@ -123,8 +130,7 @@ int main(int argc, char **argv) {
   if (!timings->incomplete.empty()) {
     errs() << formatv("flash-tune-run: error: {0}\nthe timings so far are in "
                       "{1}; {2} was not changed\n",
-                      timings->incomplete, timingsPath,
-                      outputFile.getValue());
+                      timings->incomplete, timingsPath, outputFile.getValue());
     return kExitError;
   }
 

@@ -10,7 +10,12 @@
 // checks every candidate and times it over `probe` launches per shape; the
 // second gives the full `iters` launches only to the finalists, those whose
 // probe median is within `screenRatio` of the best probe of the shape. The
-// others keep their probe median, marked as screened: they cannot win.
+// others keep their probe median, marked as screened: they cannot win. The
+// second pass runs in `rounds` rounds, each giving every finalist its share
+// of the launches, and a finalist's median is over all of them. Timed one
+// after another, one finalist once read 19% slower than in every later run
+// (bench/RESULTS.md, 2026-12-03), which cost its shape the better config;
+// interleaved, such a slow spell falls on every finalist alike.
 //
 // One worker thread per GPU takes candidates from a shared queue; every
 // device gets the same inputs, so a candidate's check does not depend on
@@ -35,6 +40,8 @@ struct TimerOptions {
   unsigned iters = 50;
   /// Launches per shape in the first pass.
   unsigned probe = 5;
+  /// Interleaved rounds the second pass splits `iters` into.
+  unsigned rounds = 5;
   /// Finalists: probe median within this multiple of the best probe of the
   /// shape (0: no first pass, every candidate gets `iters` launches).
   double screenRatio = 1.10;
