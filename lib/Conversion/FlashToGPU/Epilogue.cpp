@@ -5,7 +5,9 @@
 // accumulator registers with a row bound check (flash.store_tile's "rows past
 // the end are not written"), and LSE = (m + log2 l) * ln 2 (-inf when l = 0)
 // is stored by the first thread of each quad. O is [B, H, seq_q, D]
-// contiguous, LSE [B, H, seq_q].
+// contiguous, LSE [B, H, seq_q]. With KernelSpec::tmaStoreO, O goes through
+// the warpgroup's rows of the Q buffer and a TMA store instead (TMA clips
+// the rows past the end).
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,8 +158,8 @@ void KernelEmitter::storeOViaTma(ArrayRef<Value> accFinal,
           b, view, tmO, ValueRange{cIndex(64 * c), firstRow, blockY}, Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
-    // The buffer is read once the group's reads are done: only then may the
-    // block exit (non-persistent) or the producer load a later Q into it.
+    // Wait until the store has read the buffer: only then may the block
+    // exit (one tile) or the producer load a later Q into it (persistent).
     NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
                                          b.getUnitAttr());
     if (spec.persistent)
