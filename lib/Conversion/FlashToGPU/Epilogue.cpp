@@ -52,12 +52,14 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
 
   if (spec.tmaStoreO)
     storeOViaTma(accFinal, inv);
+  // What is left for the registers to store: O (unless TMA stored it) and
+  // LSE, both row by row with the bound check.
+  if (spec.tmaStoreO && !spec.hasLse)
+    return;
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
   Value by32 = arith::IndexCastOp::create(b, i32, blockY);
   Value headRow0 = arith::MulIOp::create(b, by32, seqQ);
   for (auto [r, row] : llvm::enumerate(SmallVector<Value, 2>{row0, row1})) {
-    if (spec.tmaStoreO && !spec.hasLse)
-      break;
     Value inBounds =
         arith::CmpIOp::create(b, arith::CmpIPredicate::slt, row, seqQ);
     ifThen(inBounds, [&] {
