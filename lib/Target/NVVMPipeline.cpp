@@ -2,11 +2,14 @@
 //
 // The passes of upstream's gpu-lower-to-nvvm-pipeline, spelled out so the
 // serialization step can be told where the CUDA toolkit is (the Debian
-// build's default is empty) and which artefact to produce.
+// build's default is empty) and which artefact to produce, plus one fix-up
+// of upstream's output (-flash-extern-dynamic-shared-memory).
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Target/GpuTarget.h"
+
+#include "flashc/Conversion/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -62,6 +65,7 @@ static void buildNVVMLowering(OpPassManager &pm,
   ConvertGpuOpsToNVVMOpsOptions toNVVM;
   toNVVM.indexBitwidth = 64;
   gpuModule.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
+  gpuModule.addPass(flash::createExternDynamicSharedMemory());
   gpuModule.addPass(createCanonicalizerPass());
   gpuModule.addPass(createCSEPass());
   gpuModule.addPass(createReconcileUnrealizedCastsPass());

@@ -73,9 +73,11 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     Option<"persistent", "persistent", "bool", "true",
            "Allow the configs' persistent tile schedule (false: one block "
            "per tile everywhere)">,
-    Option<"tmaStoreO", "tma-store-o", "bool", "false",
-           "Store O through shared memory with TMA (not for persistent "
-           "kernels with one Q buffer)">,
+    Option<"tmaStoreO", "tma-store-o", "int", "-1",
+           "Store O through shared memory with TMA: 1 wherever it can, 0 "
+           "never, -1 (default) where it measured faster, with at most two "
+           "consumer warpgroups. Never for persistent kernels with one Q "
+           "buffer">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -84,6 +86,22 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"
   ];
+}
+
+def ExternDynamicSharedMemory
+    : Pass<"flash-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Make the dynamic shared memory global an extern declaration";
+  let description = [{
+    Upstream's gpu-to-nvvm lowers `gpu.dynamic_shared_memory` to an
+    internal zero-length `addrspace(3)` global. The NVPTX backend prints that
+    as a one-byte static variable (`.shared .align 16 .b8 x;`), so ptxas
+    places it at the start of the static window, before the kernel's
+    mbarriers, and the "dynamic" tiles laid out from it overlap them. A
+    declaration prints as `.extern .shared .align 16 .b8 x[];`, which ptxas
+    puts after all static shared memory, as CUDA's `extern __shared__` is.
+    Every zero-length `addrspace(3)` global of the module becomes one; other
+    globals are left alone.
+  }];
 }
 
 #endif // FLASHC_CONVERSION_PASSES_TD
