@@ -172,7 +172,7 @@ struct ConvertFlashToGPUPass
       spec->persistent = spec->persistent && persistent;
       if (spec->persistent) {
         spec->qBuffers = 2;
-        if (spec->sharedMemoryBytes() > kMaxSharedMemory)
+        if (spec->blockSharedMemoryBytes() > kMaxSharedMemory)
           spec->qBuffers = 1;
       }
       spec->lagMax = !spec->causal;

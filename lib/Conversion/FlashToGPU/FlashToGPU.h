@@ -106,6 +106,11 @@ struct KernelSpec {
   int64_t sharedMemoryBytes() const {
     return offV() + stages * stageBytes() + 1024;
   }
+  /// All the shared memory a block holds: the dynamic window and, before
+  /// it, the static mbarriers (8 B each). kMaxSharedMemory bounds this.
+  int64_t blockSharedMemoryBytes() const {
+    return sharedMemoryBytes() + 8 * numBarriers();
+  }
   /// mbarrier indices: full_k[s], full_v[s], empty[s] (V, or K and V when
   /// not split), empty_k[s] (split only), q[b], q_empty[b] (persistent
   /// only: buffer b may take a new Q once every consumer's last S on it

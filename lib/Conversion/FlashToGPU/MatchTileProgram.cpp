@@ -201,9 +201,9 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << spec.blockM << " with warpgroups = " << spec.warpgroups
            << " is not supported: each consumer warpgroup owns 64 query rows "
               "(block_m = 64 * warpgroups)";
-  if (spec.sharedMemoryBytes() > kMaxSharedMemory)
+  if (spec.blockSharedMemoryBytes() > kMaxSharedMemory)
     return func.emitError("flash-to-gpu: the config needs ")
-           << spec.sharedMemoryBytes()
+           << spec.blockSharedMemoryBytes()
            << " bytes of shared memory, more than the " << kMaxSharedMemory
            << " an sm_90a block may use (lower stages or block_n)";
 
