@@ -99,22 +99,28 @@ Value KernelEmitter::oWord(ArrayRef<Value> accFinal, ArrayRef<Value> inv,
 
 void KernelEmitter::storeOViaTma(ArrayRef<Value> accFinal,
                                  ArrayRef<Value> inv) {
+  // The rows about to be overwritten are the A operand of this warpgroup's
+  // S wgmmas, and each warp has only waited for its own wgmma.wait_group:
+  // once all 128 threads are here, no warp's S of the tile is in flight.
+  Value barrierId = arith::AddIOp::create(b, consumerIdx, cI32(3));
+  auto warpgroupBarrier = [&] {
+    NVVM::BarrierOp::create(b, Type(), barrierId, cI32(128),
+                            NVVM::BarrierReductionAttr(), Value());
+  };
+  warpgroupBarrier();
   // The words go where TMA's 128-byte swizzle puts them: in a 64-column
   // box, 16-byte chunk c of row r sits at chunk c ^ (r % 8), and r % 8 is
   // laneRow. A warp's 32 stores of one g then hit 32 different banks.
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  int64_t qWords = spec.qBuffers * spec.qBytes() / 4;
-  auto wordsType = MemRefType::get({qWords}, i32, AffineMap(), workgroup);
-  Value words = memref::ViewOp::create(b, wordsType, smem, shift, ValueRange());
-  // This warpgroup's rows of this tile's Q buffer, in words.
+  auto wordsType =
+      MemRefType::get({spec.qBytes() / 4}, i32, AffineMap(), workgroup);
+  Value buffer = qBufferStart();
+  Value words =
+      memref::ViewOp::create(b, wordsType, smem, buffer, ValueRange());
+  // This warpgroup's rows start oBoxBytes per consumer into the buffer.
   Value base =
       arith::MulIOp::create(b, consumerIdx, cI32(spec.oBoxBytes() / 4));
-  if (spec.qBuffers > 1) {
-    Value buf = arith::IndexCastOp::create(b, i32, qBuf);
-    Value bufWords = arith::MulIOp::create(b, buf, cI32(spec.qBytes() / 4));
-    base = arith::AddIOp::create(b, base, bufWords);
-  }
   SmallVector<Value, 8> chunkWords;
   for (int64_t chunk = 0; chunk < 8; ++chunk) {
     Value swz = arith::XOrIOp::create(b, laneRow, cI32(chunk));
@@ -140,21 +146,21 @@ void KernelEmitter::storeOViaTma(ArrayRef<Value> accFinal,
   NVVM::FenceProxyOp::create(
       b, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  Value barrierId = arith::AddIOp::create(b, consumerIdx, cI32(3));
-  NVVM::BarrierOp::create(b, Type(), barrierId, cI32(128),
-                          NVVM::BarrierReductionAttr(), Value());
+  warpgroupBarrier();
   Value elected = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                         threadInGroup, cI32(0));
   ifThen(elected, [&] {
     Value rowOff = arith::IndexCastOp::create(
         b, indexTy, arith::MulIOp::create(b, consumerIdx, cI32(64)));
     Value firstRow = arith::AddIOp::create(b, m0Idx, rowOff);
-    Value byteBase = arith::IndexCastOp::create(
-        b, indexTy, arith::MulIOp::create(b, base, cI32(4)));
+    Value rowsStart = arith::AddIOp::create(
+        b, buffer,
+        arith::IndexCastOp::create(
+            b, indexTy,
+            arith::MulIOp::create(b, consumerIdx, cI32(spec.oBoxBytes()))));
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value off =
-          arith::AddIOp::create(b, arith::AddIOp::create(b, shift, byteBase),
-                                cIndex(c * spec.qBoxBytes()));
+          arith::AddIOp::create(b, rowsStart, cIndex(c * spec.qBoxBytes()));
       Value view = memref::ViewOp::create(b, oBoxType, smem, off, ValueRange());
       nvgpu::TmaAsyncStoreOp::create(
           b, view, tmO, ValueRange{cIndex(64 * c), firstRow, blockY}, Value());

@@ -200,6 +200,8 @@ public:
   /// Arrives on q_empty when `cond` holds.
   void releaseQ(Value cond);
   void issueQ();
+  /// Byte offset in smem of this tile's Q buffer.
+  Value qBufferStart();
   /// The barrier `base + qBuf` of this tile's Q buffer.
   Value qBarrier(int64_t base);
   /// TMA of tile j into slot j % stages: K and V, or only K / only V.

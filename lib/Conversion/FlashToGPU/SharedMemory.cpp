@@ -116,14 +116,18 @@ Value KernelEmitter::qBarrier(int64_t base) {
   return arith::AddIOp::create(b, qBuf, cIndex(base));
 }
 
+Value KernelEmitter::qBufferStart() {
+  if (spec.qBuffers == 1)
+    return shift;
+  return arith::AddIOp::create(
+      b, shift, arith::MulIOp::create(b, qBuf, cIndex(spec.qBytes())));
+}
+
 void KernelEmitter::issueQ() {
   Value barId = qBarrier(spec.barQ());
   nvgpu::MBarrierArriveExpectTxOp::create(
       b, bar, cIndex(spec.blockM * spec.headDim * 2), barId, Value());
-  Value buffer = shift;
-  if (spec.qBuffers > 1)
-    buffer = arith::AddIOp::create(
-        b, shift, arith::MulIOp::create(b, qBuf, cIndex(spec.qBytes())));
+  Value buffer = qBufferStart();
   for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
     Value off = arith::AddIOp::create(b, buffer, cIndex(c * spec.qBoxBytes()));
     Value view = memref::ViewOp::create(b, qBoxType, smem, off, ValueRange());
