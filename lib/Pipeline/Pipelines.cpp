@@ -65,8 +65,7 @@ void buildGpuKernelPipeline(OpPassManager &pm, const TileOverrides &overrides,
   buildTilePipeline(pm, overrides);
   flash::ConvertFlashToGPUOptions options;
   options.chip = chip.str();
-  if (overrides.tmaStoreO >= 0)
-    options.tmaStoreO = overrides.tmaStoreO;
+  options.tmaStoreO = overrides.tmaStoreO;
   pm.addPass(flash::createConvertFlashToGPU(options));
 }
 

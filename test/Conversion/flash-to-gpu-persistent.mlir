@@ -3,12 +3,14 @@
 // across them. Tiles alternate between two Q buffers where shared memory
 // allows, and the producer reloads a buffer only once every consumer's last
 // S of the tile before the previous one retired (its q_empty barrier).
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s
+// O by global stores (tma-store-o=0; flash-to-gpu-tma-store.mlir has the
+// TMA store, which frees Q later).
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s
 // flashc's --persistent sets it; values other than 0 and 1 are refused.
-// RUN: flashc %kernels/attention.mlir --persistent=1 --emit=mlir -o - | FileCheck %s --check-prefix=FLASHC
+// RUN: flashc %kernels/attention.mlir --persistent=1 --tma-store-o=0 --emit=mlir -o - | FileCheck %s --check-prefix=FLASHC
 // RUN: not flashc %kernels/attention.mlir --persistent=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 // The pass option turns it off for every kernel.
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="persistent=0" | FileCheck %s --check-prefix=OFF
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="persistent=0 tma-store-o=0" | FileCheck %s --check-prefix=OFF
 // D = 256 (bm128 bn64, 2 stages): a second 64 KiB Q buffer does not fit.
 // RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=ONEQ
 

@@ -1,32 +1,42 @@
-// -convert-flash-to-gpu="tma-store-o=1": each consumer writes its 64 rows
+// -convert-flash-to-gpu's tma-store-o: each consumer writes its 64 rows
 // of O, as 16-bit pairs in TMA's 128-byte swizzle, over its own rows of the
 // Q buffer, and one thread per consumer stores them with TMA (a tensor map
-// of O with 64-row boxes). Off by default: the O pointer and 4-byte global
-// stores stay.
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=1" | FileCheck %s
+// of O with 64-row boxes). By default (-1) where it measured faster, with
+// one or two consumer warpgroups; 1 forces it, 0 keeps the O pointer and
+// 4-byte global stores.
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s
 // RUN: flashc %kernels/attention.mlir --tma-store-o=1 --emit=mlir -o - | FileCheck %s
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
+// Four consumers measured slower with it (the Q buffer waits for all four
+// stores): off by default, on when asked.
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=3 warpgroups=4 persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=3 warpgroups=4 persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=1" | FileCheck %s --check-prefix=WG4
 // A persistent kernel frees its Q buffer after O's store read it.
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=1" | FileCheck %s --check-prefix=PERSIST
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=PERSIST
 // With one Q buffer (D = 256 causal persistent) that would hold back the
 // next tile's Q: such a kernel keeps the global stores.
 // RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=1" | FileCheck %s --check-prefix=ONEQ --implicit-check-not=nvgpu.tma.async.store
 // RUN: not flashc %kernels/attention.mlir --tma-store-o=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
+// RUN: not flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=2" 2>&1 | FileCheck %s --check-prefix=BADOPTION
 // The PTX has the bulk tensor store from shared memory, the proxy fence and
 // the read wait; ptxas assembles it for sm_90a without spilling.
-// RUN: flashc %kernels/attention.mlir --tma-store-o=1 -o %t.ptx
+// RUN: flashc %kernels/attention.mlir -o %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t.ptx
-// RUN: flashc %kernels/attention.mlir --tma-store-o=1 --resource-usage -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: flashc %kernels/attention.mlir --resource-usage -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // O is the fourth argument, a tensor map pointer like Q, K and V; the
 // launch contract asks for a [64, 64] box of o.
 // CHECK: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[OARG:.*]]: !llvm.ptr, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %{{.*}}: i32, %{{.*}}: f32) kernel
 // CHECK-SAME: {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "o"}, {kind = "ptr", tensor = "lse"}
 // CHECK: %[[TMO:.*]] = builtin.unrealized_conversion_cast %[[OARG]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
-// The epilogue: the Q buffer as words; this consumer's rows start 64 rows
-// (2048 words) in per consumer; chunk c of a row goes to c ^ (row % 8).
-// CHECK: %[[WORDS:.*]] = memref.view %{{.*}}[%[[SHIFT:.*]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xi32, #gpu.address_space<workgroup>>
-// CHECK: %[[BASE:.*]] = arith.muli %[[CW:.*]], %c2048_i32 : i32
+// The epilogue: once every warp of the warpgroup (named barrier 3 + cw,
+// 128 threads) is past its last wgmma, the Q buffer as words; this
+// consumer's rows start 64 rows (2048 words) in per consumer; chunk c of a
+// row goes to c ^ (row % 8).
+// CHECK: %[[BID:.*]] = arith.addi %[[CW:.*]], %c3_i32 : i32
+// CHECK-NEXT: nvvm.barrier id = %[[BID]] number_of_threads = %c128_i32
+// CHECK-NEXT: %[[WORDS:.*]] = memref.view %{{.*}}[%[[SHIFT:.*]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[BASE:.*]] = arith.muli %[[CW]], %c2048_i32 : i32
 // CHECK: %[[SWZ0:.*]] = arith.xori %[[LANEROW:.*]], %c0_i32 : i32
 // CHECK: %[[SWZ0W:.*]] = arith.muli %[[SWZ0]], %c4_i32 : i32
 // CHECK: %[[SWZ1:.*]] = arith.xori %[[LANEROW]], %c1_i32 : i32
@@ -55,21 +65,19 @@
 // 128 threads) has written, and thread 0 of it stores two boxes at
 // (64 c, m0 + 64 cw, head), then waits until TMA has read the buffer.
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK: %[[BID:.*]] = arith.addi %[[CW]], %c3_i32 : i32
-// CHECK: nvvm.barrier id = %[[BID]] number_of_threads = %c128_i32
+// CHECK-NEXT: nvvm.barrier id = %[[BID]] number_of_threads = %c128_i32
 // CHECK: %[[ELECT:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32 : i32
 // CHECK: scf.if %[[ELECT]] {
 // CHECK: %[[ROWS:.*]] = arith.muli %[[CW]], %c64_i32 : i32
 // CHECK: %[[ROWSI:.*]] = arith.index_cast %[[ROWS]] : i32 to index
 // CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %[[ROWSI]] : index
-// CHECK: %[[BYTES:.*]] = arith.muli %[[BASE]], %c4_i32 : i32
+// CHECK: %[[BYTES:.*]] = arith.muli %[[CW]], %c8192_i32 : i32
 // CHECK: %[[BYTESI:.*]] = arith.index_cast %[[BYTES]] : i32 to index
 // CHECK: %[[B0:.*]] = arith.addi %[[SHIFT]], %[[BYTESI]] : index
 // CHECK: %[[B00:.*]] = arith.addi %[[B0]], %c0 : index
 // CHECK: %[[BOX0:.*]] = memref.view %{{.*}}[%[[B00]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.tma.async.store %[[BOX0]] to %[[TMO]][%c0, %[[FIRST]], %[[HEAD:.*]]] :
-// CHECK: %[[B1:.*]] = arith.addi %[[SHIFT]], %[[BYTESI]] : index
-// CHECK: %[[B11:.*]] = arith.addi %[[B1]], %c16384 : index
+// CHECK: %[[B11:.*]] = arith.addi %[[B0]], %c16384 : index
 // CHECK: %[[BOX1:.*]] = memref.view %{{.*}}[%[[B11]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.tma.async.store %[[BOX1]] to %[[TMO]][%c64, %[[FIRST]], %[[HEAD]]] :
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
@@ -80,22 +88,22 @@
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
 // CHECK-NOT: llvm.store %{{.*}} : i32
 
-// OFF: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>,
+// OFF: gpu.func @{{attention[a-z0-9_]*}}(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>,
 // OFF-SAME: {kind = "ptr", tensor = "o"}
 // OFF: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 
 // Persistent, two Q buffers: q_empty takes one arrival per consumer (2),
-// made by the storing thread after the read; the words address this tile's
-// buffer (16384 words for both).
+// made by the storing thread after the read; the words and the boxes start
+// at this tile's buffer (the byte offset issueQ loads it at).
 // PERSIST: nvgpu.mbarrier.init %[[BAR:.*]][%c10], %c2
 // PERSIST: nvgpu.mbarrier.init %[[BAR]][%c11], %c2
 // No consumer frees a Q buffer (q_empty = 10 + buffer) before the store.
 // PERSIST: nvvm.setmaxregister increase
 // PERSIST-NOT: arith.addi %{{.*}}, %c10 : index
-// PERSIST: memref.view %{{.*}} to memref<16384xi32, #gpu.address_space<workgroup>>
-// PERSIST: %[[BUF:.*]] = arith.index_cast %[[QBUF:.*]] : index to i32
-// PERSIST: %[[BUFW:.*]] = arith.muli %[[BUF]], %c8192_i32 : i32
-// PERSIST: arith.addi %{{.*}}, %[[BUFW]] : i32
+// PERSIST: %[[BUFOFF:.*]] = arith.muli %[[QBUF:.*]], %c32768 : index
+// PERSIST-NEXT: %[[BUFSTART:.*]] = arith.addi %[[SHIFT:.*]], %[[BUFOFF]] : index
+// PERSIST-NEXT: memref.view %{{.*}}[%[[BUFSTART]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xi32, #gpu.address_space<workgroup>>
+// PERSIST: arith.addi %[[BUFSTART]], %{{.*}} : index
 // PERSIST: nvgpu.tma.async.store
 // PERSIST: nvgpu.tma.async.store
 // PERSIST-NEXT: nvvm.cp.async.bulk.commit.group
@@ -108,6 +116,12 @@
 // ONEQ-SAME: num_barriers = 10
 
 // BADFLAG: --tma-store-o takes 1 (on) or 0 (off), got 2
+// BADOPTION: error: flash-to-gpu: tma-store-o takes 1, 0 or -1, got 2
+
+// WG4: gpu.func @attention_d64(
+// WG4-SAME: tensor = "o"
+// WG4: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WG4: nvgpu.tma.async.store
 
 // PTX: fence.proxy.async.shared::cta;
 // PTX: bar.sync {{.*}}, 128;

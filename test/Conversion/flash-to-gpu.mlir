@@ -1,9 +1,11 @@
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OVPPS --implicit-check-not='"=l,0"'
+// O leaves by global stores here (tma-store-o=0); the TMA store has its own
+// test, flash-to-gpu-tma-store.mlir.
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=OVPPS --implicit-check-not='"=l,0"'
 // RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse \
-// RUN:   -convert-flash-to-gpu="overlap=0 pingpong=0 split-release=0" | FileCheck %s
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL --implicit-check-not=nvvm.vote.sync
-// RUN: flash-opt %s -convert-flash-to-gpu | FileCheck %s --check-prefix=SMALL
-// RUN: flash-opt %kernels/attention_d256.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=D256
+// RUN:   -convert-flash-to-gpu="overlap=0 pingpong=0 split-release=0 tma-store-o=0" | FileCheck %s
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=CAUSAL --implicit-check-not=nvvm.vote.sync
+// RUN: flash-opt %s -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=SMALL
+// RUN: flash-opt %kernels/attention_d256.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=D256
 
 // The shipped kernels (bf16, D = 128, block 128 x 128, 2 stages, 2 consumer
 // warpgroups) become one gpu.module each; the host function is gone. The

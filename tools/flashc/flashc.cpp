@@ -80,7 +80,8 @@ cl::opt<int> persistent("persistent",
                         cl::init(-1), cl::cat(category));
 cl::opt<int> tmaStoreO("tma-store-o",
                        cl::desc("Store O through shared memory with TMA (1 "
-                                "or 0; default 0)"),
+                                "or 0; default: with at most two consumer "
+                                "warpgroups)"),
                        cl::init(-1), cl::cat(category));
 cl::opt<std::string> tuningDb(
     "tuning-db",
