@@ -47,9 +47,14 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
       walking a share of the tiles (longest first, heads grouped so their
       K and V stay in L2) with its K/V pipeline running on from one tile to
       the next, instead of one program per tile.
+    - `tma_store_o`: write O into shared memory (over the tile's Q buffer)
+      and store it with TMA, rather than with 4-byte global stores from
+      the accumulator registers. Not applied in a persistent kernel that
+      has room for only one Q buffer (its next Q load would wait on the
+      store).
 
     Everything but `block_m` and `block_n` may be omitted (defaults: 2
-    stages, 1 warpgroup, every schedule switch but `persistent` on).
+    stages, 1 warpgroup, every switch but `persistent` on).
 
     Example:
 
@@ -59,6 +64,8 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
                   overlap = false>
     #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2,
                   persistent = true>
+    #flash.config<block_m = 256, block_n = 64, stages = 2, warpgroups = 4,
+                  overlap = false, tma_store_o = false>
     ```
   }];
   let parameters = (ins
@@ -69,7 +76,8 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     Flash_ScheduleFlag<"S/PV overlap within a warpgroup">:$overlap,
     Flash_ScheduleFlag<"ping-pong of two consumer warpgroups">:$pingpong,
     Flash_ScheduleFlag<"separate K and V slot release">:$split_release,
-    Flash_ScheduleFlag<"one program per SM over the tiles", "false">:$persistent
+    Flash_ScheduleFlag<"one program per SM over the tiles", "false">:$persistent,
+    Flash_ScheduleFlag<"O stored by TMA from shared memory">:$tma_store_o
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -12,9 +12,10 @@ using namespace flashc::tune;
 using namespace flashc::tune::json_util;
 
 std::string TuneConfig::str() const {
-  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}", blockM, blockN,
-                 stages, warpgroups, overlap ? "ov" : "-", pingpong ? "pp" : "-",
-                 splitRelease ? "sr" : "-", persistent ? " ps" : "");
+  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}{8}", blockM, blockN,
+                 stages, warpgroups, overlap ? "ov" : "-",
+                 pingpong ? "pp" : "-", splitRelease ? "sr" : "-",
+                 persistent ? " ps" : "", tmaStoreO ? "" : " -tma");
 }
 
 json::Object flashc::tune::toJson(const TuneConfig &config) {
@@ -25,7 +26,8 @@ json::Object flashc::tune::toJson(const TuneConfig &config) {
                       {"overlap", int64_t(config.overlap)},
                       {"pingpong", int64_t(config.pingpong)},
                       {"split_release", int64_t(config.splitRelease)},
-                      {"persistent", int64_t(config.persistent)}};
+                      {"persistent", int64_t(config.persistent)},
+                      {"tma_store_o", int64_t(config.tmaStoreO)}};
 }
 
 Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
@@ -45,7 +47,8 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
     *field = *v;
   }
   // A flag added after databases were first written is optional there: a
-  // missing key keeps the TuneConfig default (what those entries ran with).
+  // missing key means what those entries ran with.
+  config.tmaStoreO = config.warpgroups <= 2;
   struct Flag {
     StringRef key;
     bool *field;
@@ -54,7 +57,8 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
   Flag flags[] = {{"overlap", &config.overlap, false},
                   {"pingpong", &config.pingpong, false},
                   {"split_release", &config.splitRelease, false},
-                  {"persistent", &config.persistent, true}};
+                  {"persistent", &config.persistent, true},
+                  {"tma_store_o", &config.tmaStoreO, true}};
   for (auto [key, field, optional] : flags) {
     if (optional && !(*object)->get(key))
       continue;

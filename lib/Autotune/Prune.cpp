@@ -102,7 +102,7 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
   flash::ConfigAttr attr = flash::ConfigAttr::getChecked(
       emitError, &context, config.blockM, config.blockN, config.stages,
       config.warpgroups, config.overlap, config.pingpong, config.splitRelease,
-      config.persistent);
+      config.persistent, config.tmaStoreO);
   if (attr)
     return std::nullopt;
   return diagnostics.getText();
@@ -133,10 +133,15 @@ static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
       auto value = config.getAs<IntegerAttr>(key);
       return value ? value.getInt() : -1;
     };
-    lowered.applied = TuneConfig{
-        c("block_m"),       c("block_n"),           c("stages"),
-        c("warpgroups"),    c("overlap") == 1,      c("pingpong") == 1,
-        c("split_release") == 1, c("persistent") == 1};
+    lowered.applied = TuneConfig{c("block_m"),
+                                 c("block_n"),
+                                 c("stages"),
+                                 c("warpgroups"),
+                                 c("overlap") == 1,
+                                 c("pingpong") == 1,
+                                 c("split_release") == 1,
+                                 c("persistent") == 1,
+                                 c("tma_store_o") == 1};
     lowered.accumulatorRegs = c("accumulator_regs");
     lowered.consumerRegs = c("consumer_regs");
     found = true;

@@ -10,7 +10,7 @@ using namespace flashc::tune;
 size_t SearchSpace::size() const {
   return blockM.size() * blockN.size() * stages.size() * warpgroups.size() *
          overlap.size() * pingpong.size() * splitRelease.size() *
-         persistent.size();
+         persistent.size() * tmaStoreO.size();
 }
 
 std::vector<TuneConfig>
@@ -25,9 +25,10 @@ flashc::tune::enumerateConfigs(const SearchSpace &space) {
             for (bool pingpong : space.pingpong)
               for (bool splitRelease : space.splitRelease)
                 for (bool persistent : space.persistent)
-                  configs.push_back({blockM, blockN, stages, warpgroups,
-                                     overlap, pingpong, splitRelease,
-                                     persistent});
+                  for (bool tmaStoreO : space.tmaStoreO)
+                    configs.push_back({blockM, blockN, stages, warpgroups,
+                                       overlap, pingpong, splitRelease,
+                                       persistent, tmaStoreO});
   return configs;
 }
 

@@ -5,10 +5,15 @@
 using namespace mlir;
 
 flashc::TileOverrides flashc::tune::toTileOverrides(const TuneConfig &config) {
-  return {config.blockM,          config.blockN,
-          config.stages,          config.warpgroups,
-          int(config.overlap),    int(config.pingpong),
-          int(config.splitRelease), int(config.persistent)};
+  return {config.blockM,
+          config.blockN,
+          config.stages,
+          config.warpgroups,
+          int(config.overlap),
+          int(config.pingpong),
+          int(config.splitRelease),
+          int(config.persistent),
+          int(config.tmaStoreO)};
 }
 
 void flashc::tune::buildTunedKernelPipeline(OpPassManager &pm,

@@ -56,6 +56,7 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   options.pingpong = overrides.pingpong;
   options.splitRelease = overrides.splitRelease;
   options.persistent = overrides.persistent;
+  options.tmaStoreO = overrides.tmaStoreO;
   pm.addNestedPass<func::FuncOp>(flash::createFlashTile(options));
   pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
 }
@@ -65,7 +66,6 @@ void buildGpuKernelPipeline(OpPassManager &pm, const TileOverrides &overrides,
   buildTilePipeline(pm, overrides);
   flash::ConvertFlashToGPUOptions options;
   options.chip = chip.str();
-  options.tmaStoreO = overrides.tmaStoreO;
   pm.addPass(flash::createConvertFlashToGPU(options));
 }
 

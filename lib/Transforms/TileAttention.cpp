@@ -116,11 +116,11 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
   LogicalResult initialize(MLIRContext *context) override {
     // A schedule switch is 1, 0 or unset (-1); anything else is a typo, not
     // "on".
-    for (auto [name, value] :
-         {std::pair<StringRef, int>{"overlap", overlap},
-          {"pingpong", pingpong},
-          {"split-release", splitRelease},
-          {"persistent", persistent}})
+    for (auto [name, value] : {std::pair<StringRef, int>{"overlap", overlap},
+                               {"pingpong", pingpong},
+                               {"split-release", splitRelease},
+                               {"persistent", persistent},
+                               {"tma-store-o", tmaStoreO}})
       if (value < -1 || value > 1)
         return emitError(UnknownLoc::get(context))
                << "-flash-tile: " << name << " takes 1 (on) or 0 (off), got "
@@ -147,7 +147,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     if (!base)
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
     if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0 &&
-        overlap < 0 && pingpong < 0 && splitRelease < 0 && persistent < 0)
+        overlap < 0 && pingpong < 0 && splitRelease < 0 && persistent < 0 &&
+        tmaStoreO < 0)
       return base;
     auto emitError = [&] {
       return op.emitOpError("with -flash-tile options: ");
@@ -165,7 +166,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         pickFlag(overlap, base.getOverlap()),
         pickFlag(pingpong, base.getPingpong()),
         pickFlag(splitRelease, base.getSplitRelease()),
-        pickFlag(persistent, base.getPersistent()));
+        pickFlag(persistent, base.getPersistent()),
+        pickFlag(tmaStoreO, base.getTmaStoreO()));
     if (!config)
       return failure();
     return config;

@@ -33,6 +33,16 @@
 // PERSIST-DAG: candidate {{c[0-9]+}} bm256 bn96 s1 wg4 - - sr{{$}}
 // PERSIST-DAG: pruned [registers] bm256 bn96 s1 wg4 - pp sr ps: needs at least 112 registers per consumer thread (80 live accumulators, 32 other), setmaxnreg gives 104
 
+// --tma-store-o 1,0 adds global stores of O ("-tma"). A persistent kernel
+// with one Q buffer (bm192 bn128 s6 leaves no room for a second) cannot
+// store by TMA, so both requests are one kernel.
+// RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only --block-m 192 --block-n 128 --stages 5,6 --warpgroups 3 --overlap 0 --persistent 1 --tma-store-o 1,0 | FileCheck %s --check-prefix=TMA
+// TMA: 4 configs: 3 candidates, 1 pruned (duplicate)
+// TMA-DAG: candidate {{c[0-9]+}} bm192 bn128 s5 wg3 - - sr ps{{$}}
+// TMA-DAG: candidate {{c[0-9]+}} bm192 bn128 s5 wg3 - - sr ps -tma
+// TMA-DAG: candidate {{c[0-9]+}} bm192 bn128 s6 wg3 - - sr ps -tma
+// TMA-DAG: pruned [duplicate] bm192 bn128 s6 wg3 - pp sr ps -tma: the conversion applies it as bm192 bn128 s6 wg3 - - sr ps -tma, the same kernel as bm192 bn128 s6 wg3 - pp sr ps{{$}}
+
 // The default space searches ping-pong and split release on only, one
 // program per tile.
 // RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only | FileCheck %s --check-prefix=DEFAULT

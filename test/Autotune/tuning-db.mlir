@@ -13,9 +13,9 @@
 
 // The schedule options of the entry reach the conversion too.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 --gpu "NVIDIA H200" --emit=mlir | FileCheck %s --check-prefix=GPU
-// GPU: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, {{.*}}overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64{{.*}}split_release = 1 : i64, stages = 2 : i64, warpgroups = 2 : i64}
+// GPU: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, {{.*}}overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64{{.*}}split_release = 1 : i64, stages = 2 : i64, tma_store_o = 1 : i64, warpgroups = 2 : i64}
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --emit=mlir | FileCheck %s --check-prefix=GPU2
-// GPU2: config = {accumulator_regs = 120 : i64, block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, warpgroups = 1 : i64}
+// GPU2: config = {accumulator_regs = 120 : i64, block_m = 64 : i64, block_n = 176 : i64, {{.*}}overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64{{.*}}stages = 3 : i64, tma_store_o = 1 : i64, warpgroups = 1 : i64}
 
 // kernel.json names the entry that chose the config.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,1024,64 -o %t.ptx
@@ -66,11 +66,11 @@
 // entry. Then flashc compiles the winner.
 // RUN: rm -f %t.db.json
 // RUN: flash-tune --select %S/Inputs/timings.json -o %t.db.json | FileCheck %s --check-prefix=SELECT
-// SELECT: 4,32,4096,64: c0001 bm256 bn96 s1 wg4 - - sr 1.2600 ms (3 timed, 1 wrong, 0 errors)
+// SELECT: 4,32,4096,64: c0001 bm256 bn96 s1 wg4 - - sr -tma 1.2600 ms (3 timed, 1 wrong, 0 errors)
 // SELECT: 1,32,16384,64: no candidate passed (0 wrong, 1 errors)
 // SELECT: 1 entries written to
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %t.db.json --shape 4,32,4096,64 --emit=tile | FileCheck %s --check-prefix=SELECTED
-// SELECTED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false>
+// SELECTED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false, tma_store_o = false>
 // A timings file of a run that stopped at a hung kernel is refused.
 // RUN: sed -e 's/"causal": false,/"causal": false, "incomplete": "c0009 hangs",/' %S/Inputs/timings.json > %t.partial.json
 // RUN: not flash-tune --select %t.partial.json -o %t.db2.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
@@ -80,7 +80,7 @@
 // table was compiled from; it is keyed by the hash of each kernels/ source,
 // so editing a kernel without re-tuning fails here.
 // RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
-// SHIPPED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false>
+// SHIPPED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false, tma_store_o = false>
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 1,16,16384,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
 // SHIPPED-CAUSAL: flash.config = #flash.config<block_m = 128, block_n = 176, warpgroups = 2>
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 4,16,4096,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-PERSISTENT

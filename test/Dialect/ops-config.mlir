@@ -52,3 +52,17 @@ func.func @persistent() attributes {flash.config = #flash.config<block_m = 128, 
 func.func @not_persistent() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2, persistent = false>} {
   return
 }
+
+// -----
+
+// `tma_store_o` defaults to `true`: `false` is printed, `true` elided.
+// CHECK-LABEL: func.func @global_store_o
+// CHECK-SAME: flash.config = #flash.config<block_m = 256, block_n = 64, warpgroups = 4, tma_store_o = false>
+func.func @global_store_o() attributes {flash.config = #flash.config<block_m = 256, block_n = 64, stages = 2, warpgroups = 4, tma_store_o = false>} {
+  return
+}
+// CHECK-LABEL: func.func @tma_store_o
+// CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2>}
+func.func @tma_store_o() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2, tma_store_o = true>} {
+  return
+}

@@ -5,6 +5,7 @@
 // RUN: flash-opt %s -flash-tile="persistent=1" | FileCheck %s --check-prefix=PERSIST
 // RUN: not flash-opt %s -flash-tile="overlap=2" 2>&1 | FileCheck %s --check-prefix=FLAG
 // RUN: not flash-opt %s -flash-tile="persistent=-3" 2>&1 | FileCheck %s --check-prefix=FLAG2
+// RUN: flash-opt %s -flash-tile="tma-store-o=0" | FileCheck %s --check-prefix=GSTORE
 // FLAG: -flash-tile: overlap takes 1 (on) or 0 (off), got 2
 // FLAG2: -flash-tile: persistent takes 1 (on) or 0 (off), got -3
 
@@ -13,6 +14,7 @@
 // SCHED: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2, overlap = false, pingpong = false, split_release = false>
 // KEEP: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2>}
 // PERSIST: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2, pingpong = false, persistent = true>}
+// GSTORE: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 3, warpgroups = 2, pingpong = false, tma_store_o = false>}
 
 // Options override the op's config, keeping what they do not name.
 // CHECK: flash.config = #flash.config<block_m = 128, block_n = 16, stages = 3, warpgroups = 2, pingpong = false>

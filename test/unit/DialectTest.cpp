@@ -43,7 +43,8 @@ protected:
                                          stages, warpgroups, /*overlap=*/true,
                                          /*pingpong=*/true,
                                          /*split_release=*/true,
-                                         /*persistent=*/false);
+                                         /*persistent=*/false,
+                                         /*tma_store_o=*/true);
   }
 
   /// Parses the body of a function holding one flash.attention.

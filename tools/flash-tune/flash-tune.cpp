@@ -144,6 +144,13 @@ cl::opt<std::string> persistent("persistent",
                                          "0; 0,1 searches both)"),
                                 cl::init(defaultList(kDefaultSpace.persistent)),
                                 cl::cat(spaceCategory));
+// O by TMA won with one or two consumers and lost with four (bench/
+// RESULTS.md); `--tma-store-o 1,0` searches global stores too.
+cl::opt<std::string> tmaStoreO("tma-store-o",
+                               cl::desc("O stored by TMA (default 1; 1,0 "
+                                        "searches both)"),
+                               cl::init(defaultList(kDefaultSpace.tmaStoreO)),
+                               cl::cat(spaceCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "flash-tune") << message << "\n";
@@ -169,7 +176,8 @@ Expected<SearchSpace> parseSpace() {
       {&overlap, &space.overlap},
       {&pingpong, &space.pingpong},
       {&splitRelease, &space.splitRelease},
-      {&persistent, &space.persistent}};
+      {&persistent, &space.persistent},
+      {&tmaStoreO, &space.tmaStoreO}};
   for (auto [option, axis] : flags) {
     Expected<SmallVector<bool>> values = parseFlagList(*option);
     if (!values)

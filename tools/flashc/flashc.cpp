@@ -78,10 +78,7 @@ cl::opt<int> splitRelease("split-release",
 cl::opt<int> persistent("persistent",
                         cl::desc("Override persistent (1 or 0)"),
                         cl::init(-1), cl::cat(category));
-cl::opt<int> tmaStoreO("tma-store-o",
-                       cl::desc("Store O through shared memory with TMA (1 "
-                                "or 0; default: with at most two consumer "
-                                "warpgroups)"),
+cl::opt<int> tmaStoreO("tma-store-o", cl::desc("Override tma_store_o (1 or 0)"),
                        cl::init(-1), cl::cat(category));
 cl::opt<std::string> tuningDb(
     "tuning-db",

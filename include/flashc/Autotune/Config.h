@@ -22,8 +22,8 @@
 namespace flashc::tune {
 
 /// The knobs of one candidate kernel. The tile sizes are those of
-/// #flash.config (dialects/Flash/FlashAttrs.td); the schedule flags are the
-/// options of -convert-flash-to-gpu (include/flashc/Conversion/Passes.td).
+/// #flash.config (dialects/Flash/FlashAttrs.td), and so are the schedule
+/// flags.
 struct TuneConfig {
   int64_t blockM = 0;
   int64_t blockN = 0;
@@ -33,10 +33,11 @@ struct TuneConfig {
   bool pingpong = true;
   bool splitRelease = true;
   bool persistent = false;
+  bool tmaStoreO = true;
 
   auto tie() const {
     return std::tie(blockM, blockN, stages, warpgroups, overlap, pingpong,
-                    splitRelease, persistent);
+                    splitRelease, persistent, tmaStoreO);
   }
   bool operator==(const TuneConfig &other) const {
     return tie() == other.tie();
@@ -45,14 +46,16 @@ struct TuneConfig {
   bool operator<(const TuneConfig &other) const { return tie() < other.tie(); }
 
   /// A short readable name: "bm128 bn128 s2 wg2 ov pp sr" ("-" for off),
-  /// with " ps" appended when persistent.
+  /// with " ps" appended when persistent and " -tma" without the TMA store.
   std::string str() const;
 };
 
 /// {"block_m": .., "block_n": .., "stages": .., "warpgroups": ..,
 ///  "overlap": 0|1, "pingpong": 0|1, "split_release": 0|1,
-///  "persistent": 0|1} - the same keys kernel.json's "config" uses.
-/// "persistent" may be missing (0): databases from before it existed.
+///  "persistent": 0|1, "tma_store_o": 0|1} - the same keys kernel.json's
+/// "config" uses. Databases from before a flag existed lack it: a missing
+/// "persistent" is 0 and a missing "tma_store_o" is what the compiler then
+/// did (on with at most two warpgroups).
 llvm::json::Object toJson(const TuneConfig &config);
 /// Reads what toJson writes; `where` names the object in errors.
 llvm::Expected<TuneConfig> configFromJson(const llvm::json::Value &value,

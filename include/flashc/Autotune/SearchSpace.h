@@ -27,7 +27,7 @@ struct SearchSpace {
   llvm::SmallVector<int64_t> blockN = {64, 80, 96, 128, 176, 192, 256};
   llvm::SmallVector<int64_t> stages = {1, 2, 3, 4};
   llvm::SmallVector<int64_t> warpgroups = {1, 2, 3, 4};
-  /// -convert-flash-to-gpu schedule options. Overlap is searched on and
+  /// The schedule switches. Overlap is searched on and
   /// off (it trades registers for latency); ping-pong and split release
   /// only on, as flash-tune's defaults (see its --pingpong).
   llvm::SmallVector<bool> overlap = {true, false};
@@ -36,6 +36,9 @@ struct SearchSpace {
   /// One program per tile only, as flash-tune's default (see its
   /// --persistent): searching both doubles the compile time.
   llvm::SmallVector<bool> persistent = {false};
+  /// O by TMA only, as flash-tune's default (see its --tma-store-o); off
+  /// measured faster with four consumers (bench/RESULTS.md).
+  llvm::SmallVector<bool> tmaStoreO = {true};
 
   /// Number of points in the cross product.
   size_t size() const;

@@ -73,11 +73,9 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     Option<"persistent", "persistent", "bool", "true",
            "Allow the configs' persistent tile schedule (false: one block "
            "per tile everywhere)">,
-    Option<"tmaStoreO", "tma-store-o", "int", "-1",
-           "Store O through shared memory with TMA: 1 wherever it can, 0 "
-           "never, -1 (default) where it measured faster, with at most two "
-           "consumer warpgroups. Never for persistent kernels with one Q "
-           "buffer">,
+    Option<"tmaStoreO", "tma-store-o", "bool", "true",
+           "Allow the configs' TMA store of O (false: 4-byte global stores "
+           "everywhere; never in a persistent kernel with one Q buffer)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -16,8 +16,7 @@
 namespace flashc {
 
 /// Tile-config overrides: 0 (sizes) or -1 (schedule switches) keeps the
-/// kernel's own #flash.config; tmaStoreO (-1: the pass default) is a switch
-/// of -convert-flash-to-gpu, not of the config.
+/// kernel's own #flash.config.
 struct TileOverrides {
   int64_t blockM = 0;
   int64_t blockN = 0;

@@ -46,6 +46,9 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
     Option<"persistent", "persistent", "int", "-1",
            "Persistent tile schedule: 1 on, 0 off (-1: from the op's config "
            "or default)">,
+    Option<"tmaStoreO", "tma-store-o", "int", "-1",
+           "O stored by TMA: 1 on, 0 off (-1: from the op's config or "
+           "default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

@@ -85,7 +85,8 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
                         {"overlap", i64(spec.overlap)},
                         {"pingpong", i64(spec.pingpong)},
                         {"split_release", i64(spec.split)},
-                        {"persistent", i64(spec.persistent)}})},
+                        {"persistent", i64(spec.persistent)},
+                        {"tma_store_o", i64(spec.tmaStoreO)}})},
        {"params", b.getArrayAttr(params)}});
 }
 
@@ -134,11 +135,6 @@ struct ConvertFlashToGPUPass
           << "setmaxnreg: sm_90a only)";
       return signalPassFailure();
     }
-    if (tmaStoreO < -1 || tmaStoreO > 1) {
-      module.emitError("flash-to-gpu: tma-store-o takes 1, 0 or -1, got ")
-          << static_cast<int>(tmaStoreO);
-      return signalPassFailure();
-    }
     // Functions that hold flash ops; others are left alone.
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -181,12 +177,10 @@ struct ConvertFlashToGPUPass
           spec->qBuffers = 1;
       }
       spec->lagMax = !spec->causal;
-      // Four consumers measured slower with the TMA store (D = 64, bm 256:
-      // the Q buffer waits for all four stores); one or two faster.
-      bool wantTmaStore =
-          tmaStoreO < 0 ? spec->warpgroups <= 2 : tmaStoreO == 1;
-      spec->tmaStoreO =
-          wantTmaStore && (!spec->persistent || spec->qBuffers == 2);
+      // O is staged in the tile's Q buffer; with a single one the next
+      // tile's Q load would wait for the store.
+      spec->tmaStoreO = spec->tmaStoreO && tmaStoreO &&
+                        (!spec->persistent || spec->qBuffers == 2);
       buildKernelModule(func, *spec);
       func.erase();
     }

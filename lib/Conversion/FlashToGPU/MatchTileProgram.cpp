@@ -196,6 +196,7 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.pingpong = config.getPingpong();
   spec.split = config.getSplitRelease();
   spec.persistent = config.getPersistent();
+  spec.tmaStoreO = config.getTmaStoreO();
   if (spec.blockM != 64 * spec.warpgroups)
     return func.emitError("flash-to-gpu: block_m = ")
            << spec.blockM << " with warpgroups = " << spec.warpgroups

@@ -104,6 +104,51 @@ TEST(SearchSpace, DefaultSpaceSearchesTheTileAxes) {
   EXPECT_EQ(space.pingpong, SmallVector<bool>{true});
   EXPECT_EQ(space.splitRelease, SmallVector<bool>{true});
   EXPECT_EQ(space.persistent, SmallVector<bool>{false});
+  EXPECT_EQ(space.tmaStoreO, SmallVector<bool>{true});
+}
+
+TEST(SearchSpace, TmaStoreIsAnAxis) {
+  SearchSpace space;
+  space.blockM = {256};
+  space.blockN = {64};
+  space.stages = {2};
+  space.warpgroups = {4};
+  space.overlap = {false};
+  space.tmaStoreO = {true, false};
+  std::vector<TuneConfig> configs = enumerateConfigs(space);
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_TRUE(configs[0].tmaStoreO);
+  EXPECT_FALSE(configs[1].tmaStoreO);
+  EXPECT_NE(configs[0], configs[1]);
+  EXPECT_EQ(configs[0].str(), "bm256 bn64 s2 wg4 - pp sr");
+  EXPECT_EQ(configs[1].str(), "bm256 bn64 s2 wg4 - pp sr -tma");
+}
+
+TEST(Config, TmaStoreJsonRoundTripAndLegacyDefault) {
+  TuneConfig config{256, 64, 2, 4, false, false, true, false, false};
+  json::Value value(toJson(config));
+  Expected<TuneConfig> back = configFromJson(value, "c");
+  ASSERT_TRUE(bool(back));
+  EXPECT_EQ(*back, config);
+  // Entries written before the flag existed ran with the TMA store exactly
+  // when they had one or two consumer warpgroups.
+  for (int64_t warpgroups : {1, 2, 3, 4}) {
+    TuneConfig old = config;
+    old.warpgroups = warpgroups;
+    old.blockM = 64 * warpgroups;
+    json::Object object = toJson(old);
+    object.erase("tma_store_o");
+    Expected<TuneConfig> legacy =
+        configFromJson(json::Value(std::move(object)), "c");
+    ASSERT_TRUE(bool(legacy));
+    EXPECT_EQ(legacy->tmaStoreO, warpgroups <= 2) << warpgroups;
+  }
+  json::Object bad = toJson(config);
+  bad["tma_store_o"] = -1;
+  Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_NE(message(wrong.takeError()).find("c.tma_store_o: expected 0 or 1"),
+            std::string::npos);
 }
 
 TEST(SearchSpace, PersistentIsAnAxis) {
