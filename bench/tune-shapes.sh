@@ -7,7 +7,8 @@
 #   bench/tune-shapes.sh run DIR OUT             # GPU host: time, pick
 #
 # `emit-fa3 DIR [flash-tune]` instead writes one bundle per bf16 kernel of
-# kernels/ (D = 64/128/256, causal and not, persistent searched too)
+# kernels/ (D = 64/128/256, causal and not, persistent searched too, and at
+# D = 64 the TMA store of O on and off)
 # holding all six FA3 shapes
 # (N = 512..16384), DIR/fa3-<kernel>/, for bench/compare.py's table; `run`
 # writes their winners to OUT/tuning-fa3.json.
@@ -60,8 +61,12 @@ emit-fa3)
     for n in 512 1024 2048 4096 8192 16384; do
       args+=(--shape "$((16384 / n)),$((2048 / d)),$n,$d")
     done
+    # O by global stores measured faster at D = 64 (bench/RESULTS.md): the
+    # D = 64 kernels search the TMA store on and off.
+    store=()
+    [[ $d == 64 ]] && store=(--tma-store-o 1,0)
     start=$(date +%s%N)
-    "$tune" "$root/kernels/$k.mlir" "${args[@]}" --persistent 0,1 \
+    "$tune" "$root/kernels/$k.mlir" "${args[@]}" --persistent 0,1 "${store[@]}" \
       --emit-bundle "$dir/fa3-$k" | tail -1
     echo "emit fa3-$k: $(( ($(date +%s%N) - start) / 1000000 )) ms"
   done

@@ -283,7 +283,7 @@ func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: 
 // With one stage and no split release, overlap would wait for a K slot that
 // frees only after the P V it is meant to overlap: the schedule is serial.
 // RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -convert-flash-to-gpu="split-release=0" | FileCheck %s --check-prefix=S1
-// S1: config = {accumulator_regs = 64 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 0 : i64, stages = 1 : i64, tma_store_o = 1 : i64, warpgroups = 1 : i64}
+// S1: config = {accumulator_regs = 64 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 0 : i64, stages = 1 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
 // RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=S1SPLIT
 // S1SPLIT: config = {accumulator_regs = 80 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 1 : i64,
 
