@@ -144,8 +144,9 @@ cl::opt<std::string> persistent("persistent",
                                          "0; 0,1 searches both)"),
                                 cl::init(defaultList(kDefaultSpace.persistent)),
                                 cl::cat(spaceCategory));
-// O by TMA won with one or two consumers and lost with four (bench/
-// RESULTS.md); `--tma-store-o 1,0` searches global stores too.
+// O by TMA won at D = 128/256 and lost at D = 64, with two consumers and
+// with four (bench/RESULTS.md); `--tma-store-o 1,0` searches global stores
+// too.
 cl::opt<std::string> tmaStoreO("tma-store-o",
                                cl::desc("O stored by TMA (default 1; 1,0 "
                                         "searches both)"),

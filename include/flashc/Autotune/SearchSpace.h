@@ -37,7 +37,7 @@ struct SearchSpace {
   /// --persistent): searching both doubles the compile time.
   llvm::SmallVector<bool> persistent = {false};
   /// O by TMA only, as flash-tune's default (see its --tma-store-o); off
-  /// measured faster with four consumers (bench/RESULTS.md).
+  /// measured faster at D = 64 (bench/RESULTS.md).
   llvm::SmallVector<bool> tmaStoreO = {true};
 
   /// Number of points in the cross product.
