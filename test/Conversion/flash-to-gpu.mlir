@@ -171,11 +171,13 @@
 // CAUSAL: arith.minsi
 // CAUSAL: arith.cmpi sgt
 
-// D = 256 overlaps too. The loops rebuild the Q descriptors from one base
-// behind an empty asm (LLVM would otherwise hoist the 16 adds and keep 32
-// registers live: the spill that kept D = 256 serial), and the masked tiles
-// (ragged tail, causal diagonal) run serially once the overlapped loop
-// drained: the masked overlapped body is the register peak.
+// D = 256 overlaps too. The loops rebuild the Q descriptors from the low
+// word of one base behind an empty asm (LLVM would otherwise hoist the 16
+// adds and keep 32 registers live: the spill that kept D = 256 serial); each
+// is a 32-bit add, widened and or-ed with the constant high word (swizzle
+// 128B, stride 1024 B: 1 << 62 | 64 << 32). The masked tiles (ragged tail,
+// causal diagonal) run serially once the overlapped loop drained: the masked
+// overlapped body is the register peak.
 // D256: gpu.func @attention_d256(
 // D256-SAME: config = {accumulator_regs = 176 : i64, block_m = 128 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 2 : i64}
 // D256-SAME: head_dim = 256 : i64
@@ -185,13 +187,18 @@
 // D256: %[[QD:.*]] = arith.ori %{{.*}} : i64
 // The prologue: S_0 and its softmax, unmasked.
 // D256: scf.if
-// D256: llvm.inline_asm has_side_effects asm_dialect = att "", "=l,0" %[[QD]] : (i64) -> i64
+// D256: %[[QLO:.*]] = arith.trunci %[[QD]] : i64 to i32
+// D256-NEXT: %[[QW:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "", "=r,0" %[[QLO]] : (i32) -> i32
+// D256-NEXT: %[[W0:.*]] = arith.addi %[[QW]], %c0_i32 : i32
+// D256-NEXT: %[[X0:.*]] = arith.extui %[[W0]] : i32 to i64
+// D256-NEXT: arith.ori %[[X0]], %c4611686293305294848_i64 : i64
 // D256: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
 // D256: nvvm.wgmma.wait.group.sync.aligned 0
 // D256-NOT: scf.if {{.*}} -> (f32, f32, f32, f32, i32
 // The overlapped loop over the unmasked tiles.
 // D256: scf.for %{{.*}} = %c1 to
-// D256: llvm.inline_asm has_side_effects asm_dialect = att "", "=l,0" %[[QD]] : (i64) -> i64
+// D256: arith.trunci %[[QD]] : i64 to i32
+// D256-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "", "=r,0" %{{.*}} : (i32) -> i32
 // D256: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // D256: nvvm.wgmma.wait.group.sync.aligned 1
 // D256: nvvm.wgmma.wait.group.sync.aligned 0
@@ -200,7 +207,8 @@
 // D256: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // D256: nvvm.wgmma.wait.group.sync.aligned 0
 // D256: scf.for %{{.*}} = %[[NFULL]] to %[[NHI]] step
-// D256: llvm.inline_asm has_side_effects asm_dialect = att "", "=l,0" %[[QD]] : (i64) -> i64
+// D256: arith.trunci %[[QD]] : i64 to i32
+// D256-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "", "=r,0" %{{.*}} : (i32) -> i32
 // D256: nvvm.wgmma.wait.group.sync.aligned 0
 // D256-NOT: nvvm.wgmma.wait.group.sync.aligned 1
 // D256: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16

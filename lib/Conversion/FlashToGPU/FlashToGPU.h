@@ -61,10 +61,14 @@ struct KernelSpec {
   /// only kernels without the causal mask lag.
   bool lagMax = false;
   /// Rebuild the per-k-step Q descriptors in every key tile from one opaque
-  /// base instead of keeping them live across the loop (LLVM hoists the
-  /// loop-invariant adds: 2 * headDim / 16 registers). At D = 256 those 32
-  /// registers are what made the overlapped schedule spill; at D <= 128 the
-  /// extra adds only cost.
+  /// 32-bit low word instead of keeping them live across the loop (LLVM
+  /// hoists the loop-invariant adds: 2 * headDim / 16 registers), each a
+  /// 32-bit add under the constant high word. At D = 256 those registers
+  /// are what made the overlapped schedule spill: with 64-bit adds the
+  /// descriptors built before the fence still spilled every overlapped
+  /// causal config and those with block_n >= 96 (ptxas, 2026-12-03); with
+  /// the low words alone, the non-persistent ones compile without spills.
+  /// At D <= 128 the extra adds only cost.
   bool rematQDescriptors = false;
   /// Overlap only the unmasked key tiles; the masked ones (causal diagonal,
   /// ragged tail) run serially after the overlapped loop drained. The
@@ -226,6 +230,9 @@ public:
   struct SOperands {
     SmallVector<Value> a, b;
   };
+  /// The descriptor whose low word is `low + offset` and whose high word is
+  /// the 128B swizzle and 1024 B stride every operand here uses.
+  Value descriptorFromLow(Value low, int64_t offset);
   SOperands prepS(const Slot &s);
   Value emitS(const SOperands &ops, bool fence = true);
   /// The registers of a wgmma accumulator struct, each behind an operand

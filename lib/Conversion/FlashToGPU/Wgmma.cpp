@@ -50,20 +50,34 @@ void KernelEmitter::selectQBuffer() {
   qDesc = arith::AddIOp::create(b, qDescBuffer0, off);
 }
 
+Value KernelEmitter::descriptorFromLow(Value low, int64_t offset) {
+  Value word = arith::AddIOp::create(b, low, cI32(offset));
+  Value wide = arith::ExtUIOp::create(b, i64, word);
+  return arith::OrIOp::create(b, wide, cI64(kSwizzle128 | kSbo1024));
+}
+
 KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   // Wait for K and compute every descriptor before the wgmma fence: ptxas
   // serialises the wgmma chain (C7513) if a non-wgmma instruction defines a
   // wgmma input between fence and commit.
   waitFull(spec.barFullK(), s.slot, s.parity);
   Value kd = arith::AddIOp::create(b, kDesc0, s.descOffset);
-  // The empty asm hides that qDesc is the same every tile, so the adds stay
-  // here and only qDesc is live across the loop.
-  Value qd = spec.rematQDescriptors ? fenceOperand(b, qDesc) : qDesc;
+  // rematQDescriptors: the empty asm hides that Q's descriptor is the same
+  // every tile, so the adds stay here and only its low word (address and
+  // LBO; the high word is the same constant in every descriptor) is live
+  // across the loop. Building the low words in 32 bits also halves the
+  // registers the k-step descriptors take just before the fence, the peak
+  // at which the overlapped D = 256 loop spilled.
+  Value qLow = spec.rematQDescriptors
+                   ? fenceOperand(b, arith::TruncIOp::create(b, i32, qDesc))
+                   : Value();
   SOperands ops;
   for (int64_t k = 0; k < spec.headDim / 16; ++k) {
     int64_t box = k / 4, kk = k % 4;
-    ops.a.push_back(arith::AddIOp::create(
-        b, qd, cI64(box * spec.qBoxBytes() / 16 + kk * 2)));
+    int64_t qOffset = box * spec.qBoxBytes() / 16 + kk * 2;
+    ops.a.push_back(
+        qLow ? descriptorFromLow(qLow, qOffset)
+             : arith::AddIOp::create(b, qDesc, cI64(qOffset)).getResult());
     ops.b.push_back(arith::AddIOp::create(
         b, kd, cI64(box * spec.kvBoxBytes() / 16 + kk * 2)));
   }
