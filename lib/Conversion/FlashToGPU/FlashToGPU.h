@@ -64,11 +64,14 @@ struct KernelSpec {
   /// 32-bit low word instead of keeping them live across the loop (LLVM
   /// hoists the loop-invariant adds: 2 * headDim / 16 registers), each a
   /// 32-bit add under the constant high word. At D = 256 those registers
-  /// are what made the overlapped schedule spill: with 64-bit adds the
-  /// descriptors built before the fence still spilled every overlapped
-  /// causal config and those with block_n >= 96 (ptxas, 2026-12-03); with
-  /// the low words alone, the non-persistent ones compile without spills.
-  /// At D <= 128 the extra adds only cost.
+  /// are what made the overlapped schedule spill. With 64-bit adds, built
+  /// just before the fence, every overlapped causal config still spilled,
+  /// as did the non-causal block_n 96 and 112 ones and the serial causal
+  /// block_n 128 one (ptxas, 2026-12-03). With the low words, one block per
+  /// tile, the overlapped causal block_n 64 and 80, non-causal 96 and 112
+  /// and serial 128 ones compile without spills; the persistent overlapped
+  /// ones still spill their tile state. At D <= 128 the rebuilt descriptors
+  /// cost 0-4% (bench/RESULTS.md), so there they stay live.
   bool rematQDescriptors = false;
   /// Overlap only the unmasked key tiles; the masked ones (causal diagonal,
   /// ragged tail) run serially after the overlapped loop drained. The
