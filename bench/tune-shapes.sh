@@ -8,7 +8,7 @@
 #
 # `emit-fa3 DIR [flash-tune]` instead writes one bundle per bf16 kernel of
 # kernels/ (D = 64/128/256, causal and not, persistent searched too, and at
-# D = 64 the TMA store of O on and off)
+# D = 64 the TMA store of O on and off; with FA3_DTYPE=f16 the f16 kernels)
 # holding all six FA3 shapes
 # (N = 512..16384), DIR/fa3-<kernel>/, for bench/compare.py's table; `run`
 # writes their winners to OUT/tuning-fa3.json.
@@ -54,9 +54,15 @@ emit)
 emit-fa3)
   tune=${third:-$root/build/bin/flash-tune}
   mkdir -p "$dir"
-  for k in attention attention_causal attention_d64 attention_d64_causal \
-           attention_d256 attention_d256_causal; do
-    d=$(sed -n 's/.*memref<?x?x?x\([0-9]*\)xbf16>.*/\1/p' "$root/kernels/$k.mlir" | head -1)
+  dtype=${FA3_DTYPE:-bf16}
+  case $dtype in
+  bf16) prefix=attention ;;
+  f16) prefix=attention_f16 ;;
+  *) echo "FA3_DTYPE must be bf16 or f16, not $dtype" >&2; exit 2 ;;
+  esac
+  for k in $prefix ${prefix}_causal ${prefix}_d64 ${prefix}_d64_causal \
+           ${prefix}_d256 ${prefix}_d256_causal; do
+    d=$(sed -n "s/.*memref<?x?x?x\([0-9]*\)x$dtype>.*/\1/p" "$root/kernels/$k.mlir" | head -1)
     args=()
     for n in 512 1024 2048 4096 8192 16384; do
       args+=(--shape "$((16384 / n)),$((2048 / d)),$n,$d")
