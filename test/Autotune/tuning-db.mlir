@@ -76,23 +76,30 @@
 // RUN: not flash-tune --select %t.partial.json -o %t.db2.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
 // PARTIAL: error: {{.*}}partial.json is from a run that stopped early (c0009 hangs)
 
-// bench/tuning/h200-bf16-fa3.json is the database bench/RESULTS.md's tuned
-// table was compiled from; it is keyed by the hash of each kernels/ source,
+// bench/tuning/h200-fa3.json is the database bench/RESULTS.md's tuned
+// bf16 and f16 tables were compiled from; it is keyed by the hash of each kernels/ source,
 // so editing a kernel without re-tuning fails here.
-// RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
+// RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
 // SHIPPED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false, tma_store_o = false>
-// RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 1,16,16384,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
+// RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 1,16,16384,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
 // SHIPPED-CAUSAL: flash.config = #flash.config<block_m = 128, block_n = 176, warpgroups = 2>
-// RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 4,16,4096,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-PERSISTENT
+// RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 4,16,4096,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-PERSISTENT
 // SHIPPED-PERSISTENT: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true>
 // The D = 64 entries were tuned with the TMA store of O on and off; with
 // two consumers global stores won (bench/RESULTS.md).
-// RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 16,32,1024,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-GSTORE
+// RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 16,32,1024,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-GSTORE
 // SHIPPED-GSTORE: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false>
 // D = 256 causal, re-tuned once the Q descriptors were built from 32-bit
 // words: the overlapped one-block-per-tile kernel wins at N >= 4096, a
 // serial block_n 128 one (spill-free only since then) at N <= 2048.
-// RUN: flashc %kernels/attention_d256_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 2,8,8192,256 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D256C
+// RUN: flashc %kernels/attention_d256_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 2,8,8192,256 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D256C
 // SHIPPED-D256C: flash.config = #flash.config<block_m = 128, block_n = 80, warpgroups = 2>
-// RUN: flashc %kernels/attention_d256_causal.mlir --tuning-db %kernels/../bench/tuning/h200-bf16-fa3.json --shape 16,8,1024,256 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D256C-SMALL
+// RUN: flashc %kernels/attention_d256_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 16,8,1024,256 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D256C-SMALL
 // SHIPPED-D256C-SMALL: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 1, warpgroups = 2, overlap = false>
+// The f16 files are tuned on their own (their entries sit in the same
+// database under their own source hashes): at D = 64, N = 2048 f16 keeps
+// the TMA store of O and overlap that the bf16 pick turns off.
+// RUN: flashc %kernels/attention_f16_d64.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 8,32,2048,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-F16
+// SHIPPED-F16: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 4, warpgroups = 4, pingpong = false>
+// RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 8,32,2048,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-BF16
+// SHIPPED-BF16: flash.config = #flash.config<block_m = 256, block_n = 64, warpgroups = 4, overlap = false, pingpong = false, tma_store_o = false>
