@@ -77,8 +77,8 @@
 // PARTIAL: error: {{.*}}partial.json is from a run that stopped early (c0009 hangs)
 
 // bench/tuning/h200-fa3.json is the database bench/RESULTS.md's tuned
-// bf16 and f16 tables were compiled from; it is keyed by the hash of each kernels/ source,
-// so editing a kernel without re-tuning fails here.
+// bf16 and f16 tables were compiled from; it is keyed by the hash of each
+// kernels/ source, so editing a kernel without re-tuning fails here.
 // RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
 // SHIPPED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false, tma_store_o = false>
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 1,16,16384,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
