@@ -103,3 +103,8 @@
 // SHIPPED-F16: flash.config = #flash.config<block_m = 256, block_n = 64, stages = 4, warpgroups = 4, pingpong = false>
 // RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 8,32,2048,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-BF16
 // SHIPPED-BF16: flash.config = #flash.config<block_m = 256, block_n = 64, warpgroups = 4, overlap = false, pingpong = false, tma_store_o = false>
+// The bf16 D = 128 entries were re-tuned once three consumers could store
+// O by TMA: at N >= 2048 block_m 192 with the TMA store (no
+// tma_store_o = false before the closing bracket).
+// RUN: flashc %kernels/attention.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 4,16,4096,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D128
+// SHIPPED-D128: flash.config = #flash.config<block_m = 192, block_n = 80, warpgroups = 3, pingpong = false>}
