@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -101,6 +102,24 @@ StridedMemRefType<float, 3> view3(std::vector<float> &data, const Case &c) {
   return m;
 }
 
+/// compiler-rt's f32 -> bf16 conversion. LLVM 22 lowers `arith.truncf` to
+/// bf16 on x86 without AVX512-BF16 to a call to it, and Debian 12's libgcc
+/// (GCC 12) does not have it, so the JIT would find no definition. The
+/// x86-64 ABI returns a 16-bit float in xmm0: _Float16 carries the bf16
+/// bits there. Rounds to nearest even; NaN stays a quiet NaN.
+_Float16 truncSfBf2(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  uint16_t out;
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    out = static_cast<uint16_t>((bits >> 16) | 0x40u);
+  else
+    out = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  _Float16 result;
+  std::memcpy(&result, &out, sizeof(out));
+  return result;
+}
+
 std::string kernelSource(const Case &c) {
   std::string type = llvm::formatv("memref<?x?x?x{0}x{1}>", c.headDim,
                                    c.dtype == DType::BF16 ? "bf16" : "f16");
@@ -143,6 +162,13 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
   auto engine = mlir::ExecutionEngine::create(*module, options);
   ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("__truncsfbf2")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&truncSfBf2),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   auto symbol = (*engine)->lookup("_mlir_ciface_attention");
   ASSERT_TRUE(static_cast<bool>(symbol)) << llvm::toString(symbol.takeError());
   using KernelFn = void (*)(void *, void *, void *, void *, void *);
