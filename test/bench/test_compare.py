@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""CPU tests of bench/compare.py's timing schedule (no GPU, no torch)."""
+import os
+import sys
+import types
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import compare  # noqa: E402
+
+
+class FakeTorch(types.ModuleType):
+    """Stands in for torch where settle() synchronizes."""
+
+    def __init__(self):
+        super().__init__("torch")
+        self.syncs = 0
+        self.cuda = types.SimpleNamespace(synchronize=self._sync)
+
+    def _sync(self):
+        self.syncs += 1
+
+
+class TimeRoundsTest(unittest.TestCase):
+    def setUp(self):
+        self.calls = []
+        self.saved = compare.bench_fn
+        # The "time" of a call is its index in self.calls (1-based).
+        compare.bench_fn = lambda fn, rep: fn()
+
+    def tearDown(self):
+        compare.bench_fn = self.saved
+
+    def backend(self, label, fail_on=None):
+        """fail_on: the backend's own call (1-based) that raises."""
+        def fn():
+            self.calls.append(label)
+            if self.calls.count(label) == fail_on:
+                raise RuntimeError(f"{label} broke\nsecond line")
+            return float(len(self.calls))
+        return label, fn
+
+    def test_each_backend_takes_each_place_once(self):
+        timed = [self.backend(x) for x in ("cudnn", "fa2", "flashc")]
+        row = {}
+        runs = compare.time_rounds(timed, 3, 50, row)
+        self.assertEqual(self.calls, ["cudnn", "fa2", "flashc",
+                                      "fa2", "flashc", "cudnn",
+                                      "flashc", "cudnn", "fa2"])
+        for label in ("cudnn", "fa2", "flashc"):
+            self.assertEqual(sorted(p for _, p in runs[label]), [0, 1, 2])
+        self.assertEqual(runs["cudnn"], [(1.0, 0), (6.0, 2), (8.0, 1)])
+        self.assertEqual(row, {})
+
+    def test_one_round_keeps_the_old_order(self):
+        timed = [self.backend(x) for x in ("cudnn", "fa2", "flashc")]
+        runs = compare.time_rounds(timed, 1, 50, {})
+        self.assertEqual(self.calls, ["cudnn", "fa2", "flashc"])
+        self.assertEqual(runs["flashc"], [(3.0, 2)])
+
+    def test_a_backend_that_fails_drops_out_with_its_reason(self):
+        timed = [self.backend("cudnn"), self.backend("flashc", fail_on=2)]
+        row = {}
+        runs = compare.time_rounds(timed, 3, 50, row)
+        self.assertNotIn("flashc", runs)
+        self.assertEqual(row["flashc_why"], "flashc broke")
+        self.assertEqual(len(runs["cudnn"]), 3)
+        self.assertEqual(self.calls.count("flashc"), 2)
+
+
+class SettleTest(unittest.TestCase):
+    def setUp(self):
+        self.torch = FakeTorch()
+        self.saved = sys.modules.get("torch")
+        sys.modules["torch"] = self.torch
+
+    def tearDown(self):
+        if self.saved is None:
+            del sys.modules["torch"]
+        else:
+            sys.modules["torch"] = self.saved
+
+    def test_runs_every_backend_until_the_time_is_up(self):
+        calls = []
+        compare.settle([lambda: calls.append("a"), lambda: calls.append("b")],
+                       20)
+        self.assertGreater(len(calls), 2)
+        self.assertEqual(calls[:2], ["a", "b"])
+        self.assertEqual(len(calls) % 2, 0)
+        self.assertEqual(self.torch.syncs, len(calls) // 2)
+
+    def test_a_failing_backend_is_dropped_not_raised(self):
+        calls = []
+
+        def broken():
+            calls.append("x")
+            raise RuntimeError("no")
+        compare.settle([broken, lambda: calls.append("ok")], 5)
+        self.assertEqual(calls.count("x"), 1)
+        self.assertGreater(calls.count("ok"), 0)
+
+    def test_zero_time_runs_nothing(self):
+        calls = []
+        compare.settle([lambda: calls.append("a")], 0)
+        self.assertEqual(calls, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
