@@ -106,15 +106,9 @@ StridedMemRefType<float, 3> view3(std::vector<float> &data, const Case &c) {
 /// bf16 on x86 without AVX512-BF16 to a call to it, and Debian 12's libgcc
 /// (GCC 12) does not have it, so the JIT would find no definition. The
 /// x86-64 ABI returns a 16-bit float in xmm0: _Float16 carries the bf16
-/// bits there. Rounds to nearest even; NaN stays a quiet NaN.
+/// bits there, rounded as the host reference rounds them.
 _Float16 truncSfBf2(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  uint16_t out;
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    out = static_cast<uint16_t>((bits >> 16) | 0x40u);
-  else
-    out = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  uint16_t out = flashc::ref::floatToHalfBits(x, DType::BF16);
   _Float16 result;
   std::memcpy(&result, &out, sizeof(out));
   return result;
