@@ -78,7 +78,7 @@ cp -r "$ROOT/python/flashc" "$DEST/python/"
 cp "$B/lib/libflashrt.so" "$DEST/python/flashc/"
 find "$DEST/python" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p "$DEST/bench"
-cp "$ROOT/bench/compare.py" "$ROOT/bench/RESULTS.md" "$DEST/bench/"
+cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/RESULTS.md" "$DEST/bench/"
 cp "$ROOT/test/gpu/test_flashc.py" "$DEST/tests/"
 cat >"$DEST/run-all.sh" <<'RUNALL'
 #!/usr/bin/env bash
@@ -86,8 +86,10 @@ cat >"$DEST/run-all.sh" <<'RUNALL'
 # Written by scripts/prepare-gpu-host.sh. Steps: host info, unit tests, GPU
 # runtime tests, flash-run --check on every kernel and shape, python/flashc
 # test, compute-sanitizer memcheck + racecheck on one launch of each kernel,
-# flash-run --bench, bench/compare.py --quick. OUTDIR receives the plot and
-# the updated RESULTS.md. Exit status: number of failed steps (0 = all ok).
+# flash-run --bench and bench/ab.py (one kernel against itself: the ratio
+# reads 1.00 within its rounds' spread), bench/compare.py --quick. OUTDIR
+# receives the plot and the updated RESULTS.md. Exit status: number of
+# failed steps (0 = all ok).
 # STEPS (default all): space-separated subset of
 #   unit gpu check python sanitize bench compare
 # SANITIZE_RACECHECK: glob of kernels that also get racecheck (default all).
@@ -176,6 +178,11 @@ want bench && for name in ref_attention_bf16_d128_full ref_attention_bf16_d128_c
     run bin/flash-run kernels/$name.cubin --batch 8 --heads 16 --seq 2048 \
       --bench --iters 10 --warmup 2
 done
+want bench && [[ -f kernels/attention.cubin ]] && {
+  step "bench/ab.py: attention.cubin against itself"
+  run python3 bench/ab.py --shape 4,16,1024,128 --rounds 3 --rep-ms 20 \
+    --settle-ms 100 kernels/attention.cubin kernels/attention.cubin
+}
 
 if want compare; then
 step "bench/compare.py ${BENCH_ARGS:---quick}"
