@@ -37,11 +37,6 @@ def parse_shape(text):
     return shape
 
 
-def flops(shape, causal):
-    b, h, n, d = shape
-    return 4 * b * h * n * n * d / (2 if causal else 1)
-
-
 def metadata_path(kernel):
     root, ext = os.path.splitext(kernel)
     return kernel if ext == ".json" else root + ".json"
@@ -92,12 +87,7 @@ def main(argv=None):
     timed, outs = [], []
     for label, path in zip(labels, args.kernels):
         kern = flashc.load(path)
-        it = [0]
-
-        def fn(kern=kern, it=it):
-            q, k, v = sets[it[0] % len(sets)]
-            it[0] += 1
-            return kern(q, k, v)
+        fn = compare.rotating(sets, kern)
         out = kern(*sets[0])
         outs.append((out[0] if isinstance(out, tuple) else out).float())
         timed.append((label, fn))
@@ -107,7 +97,7 @@ def main(argv=None):
     if row:
         print(f"ab.py: {row}", file=sys.stderr)
         return 1
-    total = flops(shape, causal)
+    total = compare.flops(shape, causal)
     first_ms = statistics.median(t for t, _ in rounds[labels[0]])
     results = []
     print(f"shape {shape}, {metas[0][1]['dtype']}, "

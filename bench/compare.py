@@ -139,26 +139,21 @@ def main():
         for d in dims:
             for n in seqs:
                 b, h = 16384 // n, 2048 // d
-                flops = 4 * b * h * n * n * d / (2 if causal else 1)
+                total = flops((b, h, n, d), causal)
                 torch.manual_seed(0)
                 # Rotating input sets so L2 does not serve them (do_bench
                 # also flushes L2 before each call).
-                nsets = 3
                 sets = [[torch.randn(b, h, n, d, device="cuda", dtype=dt)
-                         for _ in range(3)] for _ in range(nsets)]
+                         for _ in range(3)] for _ in range(3)]
                 row = {"N": n, "D": d, "causal": causal, "B": b, "H": h}
                 ref_out = None
 
                 def peer(backend):
-                    it = [0]
-
-                    def fn():
-                        q, k, v = sets[it[0] % nsets]
-                        it[0] += 1
+                    def sdpa(q, k, v):
                         with sdpa_kernel(backend):
                             return F.scaled_dot_product_attention(
                                 q, k, v, is_causal=causal)
-                    return fn
+                    return rotating(sets, sdpa)
 
                 # Each backend is run once first: the reference output, the
                 # error, or why it cannot take the shape.
@@ -184,12 +179,7 @@ def main():
                         if path not in loaded:
                             loaded[path] = flashc.load(path)
                         kern = loaded[path]
-                        it = [0]
-
-                        def fl():
-                            q, k, v = sets[it[0] % nsets]
-                            it[0] += 1
-                            return kern(q, k, v)
+                        fl = rotating(sets, kern)
                         out = fl()
                         out = out[0] if isinstance(out, tuple) else out
                         if ref_out is not None:
@@ -203,7 +193,7 @@ def main():
                 row["rounds"] = time_rounds(timed, args.rounds, args.rep_ms, row)
                 for label, runs in row["rounds"].items():
                     ms = statistics.median(t for t, _ in runs)
-                    row[label] = flops / (ms * 1e-3) / 1e12
+                    row[label] = total / (ms * 1e-3) / 1e12
                 rows.append(row)
                 del sets
                 torch.cuda.empty_cache()
@@ -220,6 +210,25 @@ def main():
     if not args.no_record:
         record(args, rows, table, gpu, torch.__version__, fixture)
     return 0
+
+
+def flops(shape, causal):
+    """4 * B * H * N^2 * D for a B x H x N x D problem, halved under the
+    causal mask."""
+    b, h, n, d = shape
+    return 4 * b * h * n * n * d / (2 if causal else 1)
+
+
+def rotating(sets, call):
+    """A function that runs call(q, k, v) on the next of `sets` (lists of
+    q, k, v) each time, so L2 does not serve the inputs."""
+    it = [0]
+
+    def fn():
+        q, k, v = sets[it[0] % len(sets)]
+        it[0] += 1
+        return call(q, k, v)
+    return fn
 
 
 def settle(fns, ms):

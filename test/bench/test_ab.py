@@ -25,10 +25,6 @@ class ShapeTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "--shape wants four"):
                 ab.parse_shape(text)
 
-    def test_flops_halve_under_the_mask(self):
-        self.assertEqual(ab.flops((1, 2, 4, 8), False), 4 * 2 * 16 * 8)
-        self.assertEqual(ab.flops((1, 2, 4, 8), True), 2 * 2 * 16 * 8)
-
     def test_metadata_beside_the_cubin(self):
         self.assertEqual(ab.metadata_path("k/a.cubin"), "k/a.json")
         self.assertEqual(ab.metadata_path("k/a.json"), "k/a.json")
@@ -154,7 +150,7 @@ class MainTest(unittest.TestCase):
         self.assertEqual(b["diff_vs_first"], 0.5)
         self.assertEqual([p for _, p in b["rounds"]], [1, 0, 1])
         self.assertAlmostEqual(a["tflops"],
-                               ab.flops((1, 2, 64, 128), False) / 1e-3 / 1e12)
+                               ab.compare.flops((1, 2, 64, 128), False) / 1e-3 / 1e12)
         self.assertIn("| 1: b.cubin |", table)
         self.assertIn("| 2.000 |", table)
 

@@ -69,6 +69,19 @@ class TimeRoundsTest(unittest.TestCase):
         self.assertEqual(self.calls.count("flashc"), 2)
 
 
+class HelpersTest(unittest.TestCase):
+    def test_flops_halve_under_the_mask(self):
+        self.assertEqual(compare.flops((1, 2, 4, 8), False), 4 * 2 * 16 * 8)
+        self.assertEqual(compare.flops((1, 2, 4, 8), True), 2 * 2 * 16 * 8)
+
+    def test_rotating_cycles_the_input_sets(self):
+        seen = []
+        fn = compare.rotating([(1, 2, 3), (4, 5, 6)],
+                              lambda q, k, v: seen.append((q, k, v)) or q)
+        self.assertEqual([fn(), fn(), fn()], [1, 4, 1])
+        self.assertEqual(seen, [(1, 2, 3), (4, 5, 6), (1, 2, 3)])
+
+
 class SettleTest(unittest.TestCase):
     def setUp(self):
         self.torch = FakeTorch()
