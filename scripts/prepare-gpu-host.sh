@@ -84,7 +84,8 @@ cat >"$DEST/run-all.sh" <<'RUNALL'
 #!/usr/bin/env bash
 # run-all.sh [OUTDIR] - every runtime check on a GPU host; builds nothing.
 # Written by scripts/prepare-gpu-host.sh. Steps: host info, unit tests, GPU
-# runtime tests, flash-run --check on every kernel and shape, python/flashc
+# runtime tests, flash-run --check on every kernel and shape (each checked
+# on its second launch: --repeat 1), python/flashc
 # test, compute-sanitizer memcheck + racecheck on one launch of each kernel,
 # flash-run --bench and bench/ab.py (one kernel against itself: the ratio
 # reads 1.00 within its rounds' spread), bench/compare.py --quick. OUTDIR
@@ -144,7 +145,7 @@ want check && for json in kernels/*.json; do
     shapes+=("--batch 2 --heads 2 --seq 130 --layout bshd")
   for shape in "${shapes[@]}"; do
     # shellcheck disable=SC2086
-    run bin/flash-run "$bin" $shape --check --seed 7
+    run bin/flash-run "$bin" $shape --check --seed 7 --repeat 1
   done
 done
 

@@ -2,6 +2,7 @@
 //
 // flash-run kernel.cubin --batch B --heads H --seq N [--seq-k M] [--seed S]
 //           [--check] [--bench [--iters N]] [--layout bhsd|bshd]
+//           [--repeat R]
 //
 // Seeded random inputs (never zeros; every 16th query row scaled so its
 // logits reach ~1e3), outputs poisoned with NaN before the launch, results
@@ -9,7 +10,8 @@
 // random sample of large ones; fully-masked rows must give O = 0 and
 // LSE = -inf), PASS/FAIL with the dtype's tolerance (exit 1 on FAIL). With
 // --bench: median time of many launches after warm-up (CUDA events),
-// rotating among input sets larger than L2, and TFLOP/s.
+// rotating among input sets larger than L2, and TFLOP/s. --repeat R launches
+// R times before the checked launch.
 // Exit codes: 0 pass, 1 check failed, 2 error, 77 skipped (no driver/GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -55,6 +57,11 @@ static cl::opt<unsigned> iters("iters", cl::desc("timed launches (--bench)"),
                                cl::init(100), cl::cat(category));
 static cl::opt<unsigned> warmup("warmup", cl::desc("untimed launches first"),
                                 cl::init(10), cl::cat(category));
+static cl::opt<unsigned>
+    repeat("repeat",
+           cl::desc("launches before the checked one (a kernel that keeps "
+                    "state across launches must still be right after them)"),
+           cl::init(0), cl::cat(category));
 static cl::opt<int> deviceOrdinal("device", cl::desc("CUDA device ordinal"),
                                   cl::init(0), cl::cat(category));
 static cl::opt<std::string>
@@ -259,6 +266,11 @@ int main(int argc, char **argv) {
         args.tensors[t] = tensorArg(p, TensorId(t), s.ptr[t], deviceOrdinal);
     return args;
   };
+
+  for (unsigned r = 0; r < repeat; ++r)
+    if (Error err = kernel.launch(argsFor(sets[0]), stream))
+      return report(std::move(err));
+  CU_CHECK(cu.cuStreamSynchronize(stream), "kernel execution (--repeat)");
 
   // Poison outputs, launch once, read back.
   CU_CHECK(
