@@ -161,8 +161,10 @@ Expected<std::unique_ptr<Kernel>> Kernel::load(StringRef path, int ordinal) {
                        "cuTensorMapEncodeTiled (driver too old)");
     if (p.kind == ParamSpec::Kind::TmaPtr)
       ++kernel->numTmaPtrParams;
+    if (p.kind == ParamSpec::Kind::TileCounter)
+      kernel->hasTileCounter = true;
   }
-  if (kernel->numTmaPtrParams)
+  if (kernel->numTmaPtrParams || kernel->hasTileCounter)
     if (Error err = checkCu(
             cu.cuStreamCreate(&kernel->copyStream, CU_STREAM_NON_BLOCKING),
             "cuStreamCreate(tensor map copies)"))
@@ -180,11 +182,14 @@ Kernel::~Kernel() {
   }
   const DriverApi &cu = **drv;
   ScopedContext scope(getContext());
-  if (tmaPtrs.size()) {
-    // Launches still in flight may read the tensor maps; unloading waits for
-    // them (the module itself must not be in use either).
+  if (tmaPtrs.size() || !tileCounters.empty()) {
+    // Launches still in flight may read the tensor maps and counters;
+    // unloading waits for them (the module itself must not be in use
+    // either).
     cu.cuCtxSynchronize();
     tmaPtrs.clear([&](uint64_t ptr) { cu.cuMemFree(CUdeviceptr(ptr)); });
+    for (const auto &entry : tileCounters)
+      cu.cuMemFree(CUdeviceptr(entry.second));
   }
   if (copyStream)
     cu.cuStreamDestroy(copyStream);
@@ -310,6 +315,32 @@ Error Kernel::evictTmaPtrs() {
   return Error::success();
 }
 
+Expected<uint64_t> Kernel::tileCounterFor(CUstream stream) {
+  auto it = tileCounters.find(stream);
+  if (it != tileCounters.end())
+    return it->second;
+  const DriverApi &cu = **getDriver();
+  CUdeviceptr ptr = 0;
+  if (Error err = checkCu(cu.cuMemAlloc(&ptr, sizeof(uint32_t)),
+                          "cuMemAlloc(tile counter)"))
+    return std::move(err);
+  // Zeroed on the private stream and waited for, like a tensor map, so the
+  // first launch on `stream` cannot overtake it.
+  static const uint32_t zero = 0;
+  Error err =
+      checkCu(cu.cuMemcpyHtoDAsync(ptr, &zero, sizeof(zero), copyStream),
+              "cuMemcpyHtoDAsync(tile counter)");
+  if (!err)
+    err = checkCu(cu.cuStreamSynchronize(copyStream),
+                  "cuStreamSynchronize(tile counter)");
+  if (err) {
+    cu.cuMemFree(ptr);
+    return std::move(err);
+  }
+  tileCounters.emplace(stream, uint64_t(ptr));
+  return uint64_t(ptr);
+}
+
 size_t Kernel::numCachedTmaPtrs() {
   std::lock_guard<std::mutex> lock(launchMutex);
   return tmaPtrs.size();
@@ -354,7 +385,8 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
     return tmaPtrs.get(
         r, [&](const TmaPtrRequest &miss) { return createTmaPtr(miss); });
   };
-  auto params = packParams(meta, args, *shape, encode, provide);
+  auto counter = [&] { return tileCounterFor(stream); };
+  auto params = packParams(meta, args, *shape, encode, provide, counter);
   if (!params)
     return params.takeError();
 

@@ -80,6 +80,7 @@ SmallVector<unsigned, 32> KernelMetadata::paramSizes() const {
     case ParamSpec::Kind::Ptr:
     case ParamSpec::Kind::I64:
     case ParamSpec::Kind::TmaPtr:
+    case ParamSpec::Kind::TileCounter:
       sizes.push_back(8);
       break;
     case ParamSpec::Kind::I32:
@@ -190,12 +191,18 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                .Case("memref", ParamSpec::Kind::Memref)
                .Case("tma", ParamSpec::Kind::Tma)
                .Case("tma_ptr", ParamSpec::Kind::TmaPtr)
+               .Case("tile_counter", ParamSpec::Kind::TileCounter)
                .Default(std::nullopt);
   if (!k)
     return fail(field + ".kind",
                 "unknown kind '" + kind +
-                    "' (ptr, i32, i64, f32, memref, tma, tma_ptr)");
+                    "' (ptr, i32, i64, f32, memref, tma, tma_ptr, "
+                    "tile_counter)");
   p.kind = *k;
+  if (p.kind == ParamSpec::Kind::TileCounter) {
+    p.text = "tile_counter";
+    return Error::success();
+  }
 
   if (p.kind == ParamSpec::Kind::I32 || p.kind == ParamSpec::Kind::I64 ||
       p.kind == ParamSpec::Kind::F32) {

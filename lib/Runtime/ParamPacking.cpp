@@ -22,7 +22,8 @@ namespace flashc::rt {
 Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
-           TmaPtrProvider provideTmaPtr) {
+           TmaPtrProvider provideTmaPtr,
+           TileCounterProvider provideTileCounter) {
   SmallVector<unsigned, 32> sizes = meta.paramSizes();
   // Offsets: each parameter aligned to its size (16-byte cap), TMA to 64.
   SmallVector<size_t, 32> offsets;
@@ -132,6 +133,18 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
                          formatv("tensor map of {0} at {1:x} is not 64-byte "
                                  "aligned",
                                  tensorName(p.tensor), *ptr));
+      put64(int64_t(*ptr));
+      break;
+    }
+    case ParamSpec::Kind::TileCounter: {
+      if (!provideTileCounter)
+        return makeError(ErrorCode::InvalidKernel,
+                         formatv("kernel {0} takes a tile counter but no "
+                                 "provider of one was given",
+                                 meta.kernel));
+      Expected<uint64_t> ptr = provideTileCounter();
+      if (!ptr)
+        return ptr.takeError();
       put64(int64_t(*ptr));
       break;
     }

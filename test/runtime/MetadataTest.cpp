@@ -282,6 +282,22 @@ TEST(Metadata, TmaPtrRefusals) {
       << parseError(obj);
 }
 
+TEST(Metadata, TileCounterParses) {
+  json::Array params = tmaPtrParams(tmaPtrEntry("q", 128, 64, 128, 3));
+  params.push_back(json::Object{{"kind", "i32"}, {"value", "batch"}});
+  params.push_back(json::Object{{"kind", "tile_counter"}});
+  auto m = parseKernelMetadata(toText(withParams(std::move(params))));
+  ASSERT_TRUE(bool(m)) << toString(m.takeError());
+  ASSERT_EQ(m->params.size(), 8u);
+  EXPECT_EQ(m->params.back().kind, ParamSpec::Kind::TileCounter);
+  EXPECT_FALSE(m->params.back().isTma());
+  // A device address: 8 bytes, after a 4-byte i32.
+  auto sizes = m->paramSizes();
+  ASSERT_EQ(sizes.size(), 8u);
+  EXPECT_EQ(sizes[6], 4u);
+  EXPECT_EQ(sizes[7], 8u);
+}
+
 TEST(Metadata, ParseArch) {
   unsigned sm;
   bool specific;

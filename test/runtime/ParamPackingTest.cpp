@@ -189,6 +189,52 @@ TEST(ParamPacking, TmaPtrSlotHoldsProvidedPointer) {
   EXPECT_EQ(k.box[1], 64u);
 }
 
+TEST(ParamPacking, TileCounterSlotHoldsProvidedPointer) {
+  KernelMetadata meta = validMetadata();
+  meta.hasLse = false;
+  ParamSpec heads;
+  heads.kind = ParamSpec::Kind::I32;
+  heads.scalar = ScalarKind::Heads;
+  ParamSpec counter;
+  counter.kind = ParamSpec::Kind::TileCounter;
+  meta.params = {tmaPtrSpec(TensorId::Q, 128, 64, 128), heads, counter};
+  LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
+  ProblemShape shape{2, 4, 100, 77, 128};
+  auto tmaPtr = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+    return uint64_t(0x7e0000000100);
+  };
+  unsigned asked = 0;
+  auto provider = [&]() -> Expected<uint64_t> {
+    ++asked;
+    return uint64_t(0x7f0000000040);
+  };
+  auto buf = packParams(meta, args, shape, noTma, tmaPtr, provider);
+  ASSERT_TRUE(bool(buf)) << toString(buf.takeError());
+  ParamBuffer &b = **buf;
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(asked, 1u);
+  EXPECT_EQ(read<int32_t>(b.bytes(1)), 4);
+  EXPECT_EQ(read<uint64_t>(b.bytes(2)), 0x7f0000000040u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.pointers()[2]) % 8, 0u);
+
+  // No provider: an error naming the kernel, not a null counter.
+  auto none = packParams(meta, args, shape, noTma, tmaPtr);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(toString(none.takeError())
+                .find("takes a tile counter but no "
+                      "provider of one was given"),
+            std::string::npos);
+  // The provider's failure is the launch's.
+  auto failing = [&]() -> Expected<uint64_t> {
+    return makeError(ErrorCode::Cuda, "cuMemAlloc(tile counter): out of "
+                                      "memory");
+  };
+  auto failed = packParams(meta, args, shape, noTma, tmaPtr, failing);
+  ASSERT_FALSE(bool(failed));
+  EXPECT_EQ(toString(failed.takeError()),
+            "cuMemAlloc(tile counter): out of memory");
+}
+
 TEST(ParamPacking, TmaPtrRequestOfPaddedAndSizeOneDims) {
   KernelMetadata meta = validMetadata();
   ParamSpec p = tmaPtrSpec(TensorId::K, 64, 64, 128);

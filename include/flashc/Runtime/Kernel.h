@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,7 +46,9 @@ public:
   /// Validates `args`, encodes TMA descriptors and launches on `stream`
   /// (asynchronous; nothing is synchronised, except when a tma_ptr
   /// descriptor is new: its copy to the device is waited for, and once per
-  /// kTmaPtrCacheCapacity of them the context, see evictTmaPtrs).
+  /// kTmaPtrCacheCapacity of them the context, see evictTmaPtrs; and the
+  /// first launch on a stream of a kernel with a tile counter, which waits
+  /// for the counter's zeroing).
   llvm::Error launch(const LaunchArgs &args, CUstream stream);
 
   /// Device tensor maps this kernel holds (tma_ptr parameters), for tests.
@@ -60,6 +63,8 @@ private:
   llvm::Expected<uint64_t> createTmaPtr(const TmaPtrRequest &r);
   /// Waits for the context to be idle and frees every device tensor map.
   llvm::Error evictTmaPtrs();
+  /// The tile counter of launches on `stream`, made (zeroed) on first use.
+  llvm::Expected<uint64_t> tileCounterFor(CUstream stream);
 
   KernelMetadata meta;
   DeviceInfo device;
@@ -67,13 +72,20 @@ private:
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   unsigned numTmaPtrParams = 0;
+  bool hasTileCounter = false;
   /// Serialises launches of this kernel: from the first lookup in tmaPtrs to
   /// the launch's submission, no other thread may free an entry.
   std::mutex launchMutex;
   /// Device copies of encoded tensor maps (tma_ptr); immutable once made.
   TmaPtrCache tmaPtrs;
-  /// A private non-blocking stream for the copies into tmaPtrs.
+  /// A private non-blocking stream for the copies into tmaPtrs and the
+  /// zeroing of tile counters.
   CUstream copyStream = nullptr;
+  /// One tile counter per stream: launches on one stream run one after
+  /// another and each leaves its counter zero for the next, while launches
+  /// on different streams may overlap and must not share one. Guarded by
+  /// launchMutex.
+  std::map<CUstream, uint64_t> tileCounters;
 };
 
 } // namespace flashc::rt

@@ -44,7 +44,10 @@ enum class ScalarKind {
 struct ParamSpec {
   /// Tma: a CUtensorMap by value. TmaPtr: the 8-byte device address of a
   /// CUtensorMap the runtime keeps in global memory (3-D over [B*H, N, D]).
-  enum class Kind { Ptr, I32, I64, F32, Memref, Tma, TmaPtr };
+  /// TileCounter: the 8-byte device address of a 32-bit word that is zero
+  /// when the launch starts and that no launch running at the same time
+  /// uses; the kernel claims work from it and leaves it zero.
+  enum class Kind { Ptr, I32, I64, F32, Memref, Tma, TmaPtr, TileCounter };
   Kind kind;
   std::string text; ///< value name or tensor name as written, for messages
   TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma, TmaPtr

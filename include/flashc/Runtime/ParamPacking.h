@@ -72,6 +72,10 @@ TmaPtrRequest makeTmaPtrRequest(const ParamSpec &p, const TensorArg &t);
 using TmaPtrProvider =
     llvm::function_ref<llvm::Expected<uint64_t>(const TmaPtrRequest &)>;
 
+/// Returns the device address of the launch's tile counter (see
+/// ParamSpec::Kind::TileCounter).
+using TileCounterProvider = llvm::function_ref<llvm::Expected<uint64_t>()>;
+
 /// Entries a loaded kernel keeps before it frees them all.
 constexpr size_t kTmaPtrCacheCapacity = 4096;
 
@@ -119,18 +123,20 @@ public:
 private:
   friend llvm::Expected<std::unique_ptr<ParamBuffer>>
   packParams(const KernelMetadata &, const LaunchArgs &, const ProblemShape &,
-             TmaEncoder, TmaPtrProvider);
+             TmaEncoder, TmaPtrProvider, TileCounterProvider);
   std::unique_ptr<uint8_t[]> storage;
   llvm::SmallVector<void *, 32> pointerArray;
   llvm::SmallVector<size_t, 32> sizes;
 };
 
 /// Builds the parameter buffer; checks TMA-viewability of tensors. A kernel
-/// with tma_ptr parameters needs `provideTmaPtr` (an error without one).
+/// with tma_ptr parameters needs `provideTmaPtr`, one with a tile counter
+/// `provideTileCounter` (an error without).
 llvm::Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
-           TmaPtrProvider provideTmaPtr = {});
+           TmaPtrProvider provideTmaPtr = {},
+           TileCounterProvider provideTileCounter = {});
 
 } // namespace flashc::rt
 
