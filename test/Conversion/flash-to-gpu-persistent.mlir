@@ -4,15 +4,17 @@
 // allows, and the producer reloads a buffer only once every consumer's last
 // S of the tile before the previous one retired (its q_empty barrier).
 // O by global stores (tma-store-o=0; flash-to-gpu-tma-store.mlir has the
-// TMA store, which frees Q later).
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s
+// TMA store, which frees Q later). The static schedule of causal pairs
+// (dynamic-schedule=0; it is what D = 64 uses, and
+// flash-to-gpu-dynamic-schedule.mlir has the claimed tiles).
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=0 dynamic-schedule=0" | FileCheck %s
 // flashc's --persistent sets it; values other than 0 and 1 are refused.
 // RUN: flashc %kernels/attention.mlir --persistent=1 --tma-store-o=0 --emit=mlir -o - | FileCheck %s --check-prefix=FLASHC
 // RUN: not flashc %kernels/attention.mlir --persistent=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 // The pass option turns it off for every kernel.
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="persistent=0 tma-store-o=0" | FileCheck %s --check-prefix=OFF
 // D = 256 (bm128 bn64, 2 stages): a second 64 KiB Q buffer does not fit.
-// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=ONEQ
+// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="dynamic-schedule=0" | FileCheck %s --check-prefix=ONEQ
 
 // batch and heads follow scale_log2; the launch contract asks for a
 // persistent grid and passes both. The producer keeps 40 registers (the
@@ -42,6 +44,7 @@
 // CHECK: %[[PAIRS:.*]] = arith.ceildivui %[[NM]], %c2_i32 : i32
 // CHECK: %[[NT:.*]] = arith.muli %[[PAIRS]], %[[BH]] : i32
 // CHECK: %[[G:.*]] = arith.index_cast %grid_dim_x : index to i32
+// CHECK: %[[NM1:.*]] = arith.subi %[[NM]], %c1_i32 : i32
 // CHECK: %[[BLK:.*]] = arith.index_cast %block_id_x : index to i32
 // CHECK: %[[ROUNDS:.*]] = arith.ceildivui %[[NT]], %[[G]] : i32
 // CHECK: scf.for %[[R:.*]] = %c0 to %{{.*}} step %c1 iter_args(%[[BASE0:.*]] = %c0, %[[DONE0:.*]] = %c0_i32) -> (index, i32)
@@ -52,7 +55,6 @@
 // CHECK: scf.if %[[OWN]] -> (index, i32)
 // Pair (level, blocks - 1 - level), the longer first; one member when they
 // coincide.
-// CHECK: %[[NM1:.*]] = arith.subi %[[NM]], %c1_i32 : i32
 // CHECK: %[[LONGER:.*]] = arith.subi %[[NM1]], %[[LEVEL:.*]] : i32
 // CHECK: %[[PAIRED:.*]] = arith.cmpi ult, %[[LEVEL]], %[[LONGER]] : i32
 // CHECK: %[[COUNT:.*]] = arith.select %[[PAIRED]], %c2, %c1 : index

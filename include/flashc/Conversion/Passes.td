@@ -73,6 +73,10 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     Option<"persistent", "persistent", "bool", "true",
            "Allow the configs' persistent tile schedule (false: one block "
            "per tile everywhere)">,
+    Option<"dynamicSchedule", "dynamic-schedule", "bool", "true",
+           "Let persistent causal kernels at head_dim >= 128 claim tiles "
+           "from a counter the runtime passes (false: the static schedule "
+           "of query-block pairs)">,
     Option<"tmaStoreO", "tma-store-o", "bool", "true",
            "Allow the configs' TMA store of O (false: 4-byte global stores "
            "everywhere; never in a persistent kernel with one Q buffer)">,

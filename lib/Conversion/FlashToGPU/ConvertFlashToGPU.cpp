@@ -59,6 +59,8 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
     params.push_back(dict({{"kind", str("i32")}, {"value", str("batch")}}));
     params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
   }
+  if (spec.dynamicSchedule)
+    params.push_back(dict({{"kind", str("tile_counter")}}));
   DictionaryAttr grid =
       spec.persistent
           ? dict({{"kind", str("persistent")}})
@@ -107,6 +109,8 @@ static void buildKernelModule(func::FuncOp func, const KernelSpec &spec) {
   args.append({b.getI32Type(), b.getI32Type(), b.getF32Type()});
   if (spec.persistent)
     args.append({b.getI32Type(), b.getI32Type()});
+  if (spec.dynamicSchedule)
+    args.push_back(globalPtr);
   auto kernel =
       gpu::GPUFuncOp::create(b, spec.name, b.getFunctionType(args, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -176,6 +180,12 @@ struct ConvertFlashToGPUPass
         if (spec->blockSharedMemoryBytes() > kMaxSharedMemory)
           spec->qBuffers = 1;
       }
+      // Measured on the H200 (bench/RESULTS.md, batches 47 and 48): claimed
+      // tiles are 1-5% faster than the static pairs at D = 128, but at
+      // D = 64 with block_m 128 up to 4% slower for N <= 1024, where a
+      // tile takes a few microseconds and its claim's latency shows.
+      spec->dynamicSchedule = spec->persistent && spec->causal &&
+                              spec->headDim >= 128 && dynamicSchedule;
       spec->lagMax = !spec->causal;
       // O is staged in the tile's Q buffer; with a single one the next
       // tile's Q load would wait for the store.

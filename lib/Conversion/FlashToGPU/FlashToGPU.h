@@ -30,6 +30,9 @@ namespace mlir::flash::gpu_lowering {
 /// Shared memory an sm_90a block may opt in to (227 KiB).
 constexpr int64_t kMaxSharedMemory = 232448;
 
+/// Spin budget of one mbarrier try_wait (the op loops until the phase flips).
+constexpr int64_t kWaitTicks = 10000000;
+
 /// What the canonical tile program asks for, and the resources the kernel
 /// that implements it uses. Everything the emitters need is derived here.
 struct KernelSpec {
@@ -91,6 +94,12 @@ struct KernelSpec {
   /// one with two Q buffers (the next tile's Q is in the other) stores
   /// this way.
   bool tmaStoreO = false;
+  /// Persistent and causal: blocks claim single query blocks, longest
+  /// first, from a global counter as they free up (FA3's dynamic
+  /// scheduler) instead of walking a static share of (longer, shorter)
+  /// pairs. The producer claims the next tile once the Q buffer it will use
+  /// is free and publishes it beside that Q (TileSchedule.cpp).
+  bool dynamicSchedule = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
@@ -109,9 +118,13 @@ struct KernelSpec {
   int64_t qBytes() const { return boxesPerRow() * qBoxBytes(); }
   int64_t offK() const { return qBuffers * qBytes(); }
   int64_t offV() const { return offK() + stages * stageBytes(); }
+  /// dynamicSchedule: the claimed tile of each Q buffer (query block, -1
+  /// when the work ran out, and head; i32 each), after the K/V ring.
+  int64_t offTileIds() const { return offV() + stages * stageBytes(); }
+  int64_t tileIdBytes() const { return dynamicSchedule ? 8 * qBuffers : 0; }
   /// Dynamic shared memory: the tiles plus 1 KiB to align the base by hand.
   int64_t sharedMemoryBytes() const {
-    return offV() + stages * stageBytes() + 1024;
+    return offTileIds() + tileIdBytes() + 1024;
   }
   /// All the shared memory a block holds: the dynamic window and, before
   /// it, the static mbarriers (8 B each). kMaxSharedMemory bounds this.
@@ -199,7 +212,19 @@ public:
   /// blockX32, blockY, the tile bounds, kvBase, qBuf and qParity set: once, for
   /// the block's own tile, or (persistent) over the block's share of the
   /// tile schedule. Producer and consumers walk the same tiles.
-  void forEachTile(function_ref<void()> body);
+  /// With dynamicSchedule the producer (`producer`) claims each tile and
+  /// waits for its Q buffer; the consumers wait for that Q and read the
+  /// claim, so their bodies skip those waits.
+  void forEachTile(bool producer, function_ref<void()> body);
+  /// dynamicSchedule: claims items until they run out, `blockOf(t)` giving
+  /// item t's (query block, head), and runs `runTile(x, head, kvBase, done)`
+  /// on each (it returns the next kvBase and done); `selectBuffer(done)`
+  /// sets qBuf and qParity.
+  void forEachClaimedTile(
+      bool producer, Value numItems, Value grid,
+      function_ref<std::pair<Value, Value>(Value)> blockOf,
+      function_ref<SmallVector<Value>(Value, Value, Value, Value)> runTile,
+      function_ref<void(Value)> selectBuffer);
   /// Persistent: consumers free Q once the tile's last S (key tile j)
   /// retired, or at once when the tile has no key tiles.
   void releaseQAfterLastS(Value j);
@@ -321,6 +346,8 @@ public:
   // of its first key tile (null: 0), its Q buffer (index) and the parity of
   // that buffer's Q phase.
   Value batchArg, headsArg, kvBase, qBuf, qParity;
+  // dynamicSchedule only: the global i32 the blocks claim tiles from.
+  Value tileCounter;
   // Tile bounds (i32 block level, index loop bounds).
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer thread geometry and descriptors.

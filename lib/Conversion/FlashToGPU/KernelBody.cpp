@@ -59,7 +59,8 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
 
   // Arguments: tmQ, tmK, tmV (pointers to CUtensorMaps), O (a pointer, or
   // with tmaStoreO a CUtensorMap pointer too), [LSE], seq_q,
-  // seq_k, scale_log2, and for a persistent kernel batch and heads. A kernel
+  // seq_k, scale_log2, for a persistent kernel batch and heads, and with
+  // dynamicSchedule the tile counter. A kernel
   // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
   // legalize the gpu.func, so the pointers are cast here; the descriptor
   // type lowers to !llvm.ptr and the casts fold.
@@ -84,6 +85,8 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
     batchArg = entry->getArgument(next++);
     headsArg = entry->getArgument(next++);
   }
+  if (spec.dynamicSchedule)
+    tileCounter = entry->getArgument(next++);
   // Constants go before the casts, in creation order.
   constBuilder.setInsertionPoint(tmQ.getDefiningOp());
 }
@@ -194,7 +197,7 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
 
   auto waitQ = [&] {
     nvgpu::MBarrierTryWaitParityOp::create(
-        b, bar, spec.persistent ? qParity : cI1(false), cIndex(10000000),
+        b, bar, spec.persistent ? qParity : cI1(false), cIndex(kWaitTicks),
         qBarrier(spec.barQ()));
   };
   // A block that owns one tile waits for Q before the ping-pong starts, as
@@ -211,11 +214,12 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
            [&] { NVVM::BarrierArriveOp::create(b, cI32(1), cI32(256)); });
   }
 
-  forEachTile([&] {
+  forEachTile(/*producer=*/false, [&] {
     if (spec.persistent) {
       setRows();
       selectQBuffer();
-      waitQ();
+      if (!spec.dynamicSchedule)
+        waitQ();
     }
     SmallVector<Value> state =
         spec.overlap ? emitOverlappedLoops() : emitSerialLoops();

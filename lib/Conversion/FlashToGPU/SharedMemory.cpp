@@ -19,9 +19,6 @@
 using namespace mlir;
 using namespace mlir::flash::gpu_lowering;
 
-/// Spin budget of one mbarrier try_wait (the op loops until the phase flips).
-static constexpr int64_t kWaitTicks = 10000000;
-
 void KernelEmitter::emitSharedMemoryAndBarriers() {
   auto smemType = MemRefType::get(
       {ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
@@ -190,8 +187,8 @@ void KernelEmitter::emitProducer() {
   ifThen(isThread0, [&] {
     nvgpu::TmaPrefetchOp::create(b, tmK, Value());
     nvgpu::TmaPrefetchOp::create(b, tmV, Value());
-    forEachTile([&] {
-      if (spec.persistent) {
+    forEachTile(/*producer=*/true, [&] {
+      if (spec.persistent && !spec.dynamicSchedule) {
         // The previous tile's Q must be consumed. The first wait asks for
         // the phase before the barrier's first one, which counts as done.
         Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));

@@ -16,6 +16,15 @@
 // * Order: heads are taken in sections whose K and V fit a share of L2, so
 //   the blocks running at once read the same keys; within a section, items
 //   go level by level (item i of every head, then i + 1).
+// * Claimed (KernelSpec::dynamicSchedule, causal): items are single query
+//   blocks in that order, longest first, and a block takes the next one
+//   from a global counter (the runtime's tile_counter) when it frees up:
+//   the longest tiles go first and the shortest fill the tail, as the
+//   hardware does for one block per tile, where the static pairs leave the
+//   last round's blocks idle (15.5 or 7.8 rounds at the FA3 shapes). The
+//   producer claims, decodes the claim into (query block, head) and
+//   publishes it in shared memory beside the tile's Q, whose mbarrier
+//   orders it for the consumers.
 //
 // The K/V ring and the Q barriers run on across a block's tiles: kvBase is
 // the ring position of the tile's first key tile, qBuf the Q buffer the
@@ -28,7 +37,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::flash::gpu_lowering;
@@ -37,31 +49,84 @@ using namespace mlir::flash::gpu_lowering;
 /// (50 MiB), leaving room for Q, O and the next section's first loads.
 static constexpr int64_t kSectionBytes = 16 << 20;
 
-void KernelEmitter::forEachTile(function_ref<void()> body) {
+void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
   if (!spec.persistent) {
     body();
     return;
   }
   Value numM = arith::CeilDivUIOp::create(b, seqQ, cI32(spec.blockM));
   Value heads = arith::MulIOp::create(b, batchArg, headsArg);
-  // Work items per head: query blocks, or (causal) pairs of them.
-  Value perHead = spec.causal
+  // Work items per head: query blocks, or (causal, static) pairs of them.
+  Value perHead = spec.causal && !spec.dynamicSchedule
                       ? arith::CeilDivUIOp::create(b, numM, cI32(2)).getResult()
                       : numM;
   Value numItems = arith::MulIOp::create(b, perHead, heads);
   Value grid = arith::IndexCastOp::create(
       b, i32, gpu::GridDimOp::create(b, gpu::Dimension::x));
-  Value block = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
   // Heads per section: as many as fit kSectionBytes, at least one.
   int64_t sectionKeys = kSectionBytes / (spec.headDim * 2 * 2);
   Value fit = arith::DivUIOp::create(b, cI32(sectionKeys), seqK);
   Value sectionHeads =
       arith::MinUIOp::create(b, arith::MaxUIOp::create(b, fit, cI32(1)), heads);
   Value sectionItems = arith::MulIOp::create(b, sectionHeads, perHead);
+  Value last = arith::SubIOp::create(b, numM, cI32(1));
+
+  // Item t -> (level, head): sections of heads, level by level within one.
+  auto locate = [&](Value t) -> std::pair<Value, Value> {
+    Value section = arith::DivUIOp::create(b, t, sectionItems);
+    Value first = arith::MulIOp::create(b, section, sectionHeads);
+    Value local = arith::SubIOp::create(
+        b, t, arith::MulIOp::create(b, section, sectionItems));
+    Value headsHere = arith::MinUIOp::create(
+        b, sectionHeads, arith::SubIOp::create(b, heads, first));
+    Value level = arith::DivUIOp::create(b, local, headsHere);
+    Value head = arith::AddIOp::create(
+        b, first,
+        arith::SubIOp::create(b, local,
+                              arith::MulIOp::create(b, level, headsHere)));
+    return {level, head};
+  };
+  // Tile `done` of this block uses Q buffer done % qBuffers, for the
+  // (done / qBuffers)-th time.
+  auto selectBuffer = [&](Value done) {
+    Value uses = done;
+    if (spec.qBuffers == 2) {
+      qBuf = arith::IndexCastOp::create(
+          b, indexTy, arith::AndIOp::create(b, done, cI32(1)));
+      uses = arith::ShRUIOp::create(b, done, cI32(1));
+    }
+    qParity =
+        arith::TruncIOp::create(b, i1, arith::AndIOp::create(b, uses, cI32(1)));
+  };
+  // Runs `body` on query block x of head `head`; returns the next tile's
+  // (kvBase, done).
+  auto runTile = [&](Value x, Value head, Value base,
+                     Value done) -> SmallVector<Value> {
+    blockX32 = x;
+    blockY = arith::IndexCastOp::create(b, indexTy, head);
+    kvBase = base;
+    selectBuffer(done);
+    emitTileBounds();
+    body();
+    Value nextBase = arith::AddIOp::create(b, kvBase, nHiIdx);
+    Value nextDone = arith::AddIOp::create(b, done, cI32(1));
+    return {nextBase, nextDone};
+  };
+
+  if (spec.dynamicSchedule) {
+    auto blockOf = [&](Value t) -> std::pair<Value, Value> {
+      auto [level, head] = locate(t);
+      return {arith::SubIOp::create(b, last, level), head};
+    };
+    forEachClaimedTile(producer, numItems, grid, blockOf, runTile,
+                       selectBuffer);
+    return;
+  }
+
+  Value block = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
   Value rounds = arith::IndexCastOp::create(
       b, indexTy, arith::CeilDivUIOp::create(b, numItems, grid));
-
   SmallVector<Value> init = {cIndex(0), cI32(0)};
   forLoop(cIndex(0), rounds, init, [&](Value r, ValueRange it) {
     Value r32 = arith::IndexCastOp::create(b, i32, r);
@@ -73,18 +138,7 @@ void KernelEmitter::forEachTile(function_ref<void()> body) {
     return ifThenElse(
         owned, TypeRange{indexTy, i32},
         [&] {
-          Value section = arith::DivUIOp::create(b, t, sectionItems);
-          Value first = arith::MulIOp::create(b, section, sectionHeads);
-          Value local = arith::SubIOp::create(
-              b, t, arith::MulIOp::create(b, section, sectionItems));
-          Value headsHere = arith::MinUIOp::create(
-              b, sectionHeads, arith::SubIOp::create(b, heads, first));
-          Value level = arith::DivUIOp::create(b, local, headsHere);
-          Value head = arith::AddIOp::create(
-              b, first,
-              arith::SubIOp::create(
-                  b, local, arith::MulIOp::create(b, level, headsHere)));
-          Value last = arith::SubIOp::create(b, numM, cI32(1));
+          auto [level, head] = locate(t);
           Value longer = arith::SubIOp::create(b, last, level);
           // Causal: query block `level` pairs with block numM-1-level (the
           // middle block of an odd count is alone).
@@ -98,29 +152,118 @@ void KernelEmitter::forEachTile(function_ref<void()> body) {
               cIndex(0), count, carried, [&](Value member, ValueRange st) {
                 Value second = arith::CmpIOp::create(
                     b, arith::CmpIPredicate::ne, member, cIndex(0));
-                blockX32 = arith::SelectOp::create(b, second, level, longer);
-                blockY = arith::IndexCastOp::create(b, indexTy, head);
-                kvBase = st[0];
-                Value done = st[1];
-                // Tile `done` of this block uses Q buffer done % qBuffers,
-                // for the (done / qBuffers)-th time.
-                Value uses = done;
-                if (spec.qBuffers == 2) {
-                  qBuf = arith::IndexCastOp::create(
-                      b, indexTy, arith::AndIOp::create(b, done, cI32(1)));
-                  uses = arith::ShRUIOp::create(b, done, cI32(1));
-                }
-                qParity = arith::TruncIOp::create(
-                    b, i1, arith::AndIOp::create(b, uses, cI32(1)));
-                emitTileBounds();
-                body();
-                Value nextBase = arith::AddIOp::create(b, kvBase, nHiIdx);
-                Value nextDone = arith::AddIOp::create(b, done, cI32(1));
-                return SmallVector<Value>{nextBase, nextDone};
+                Value x = arith::SelectOp::create(b, second, level, longer);
+                return runTile(x, head, st[0], st[1]);
               });
         },
         carried);
   });
+}
+
+void KernelEmitter::forEachClaimedTile(
+    bool producer, Value numItems, Value grid,
+    function_ref<std::pair<Value, Value>(Value)> blockOf,
+    function_ref<SmallVector<Value>(Value, Value, Value, Value)> runTile,
+    function_ref<void(Value)> selectBuffer) {
+  auto tileIds = MemRefType::get(
+      {2 * spec.qBuffers}, i32, AffineMap(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  Value idsStart = arith::AddIOp::create(b, shift, cIndex(spec.offTileIds()));
+  Value ids = memref::ViewOp::create(b, tileIds, smem, idsStart, ValueRange());
+  // Buffer q's claim: its query block at 2q (-1: no more work), its head
+  // at 2q + 1.
+  auto idIndex = [&](int64_t field) {
+    if (spec.qBuffers == 1)
+      return cIndex(field);
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, qBuf, cIndex(2)),
+                                 cIndex(field))
+        .getResult();
+  };
+  Value claims = arith::AddIOp::create(b, numItems, grid);
+  Value lastClaim = arith::SubIOp::create(b, claims, cI32(1));
+
+  auto claimNext = [&]() -> Value {
+    return LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::add, tileCounter,
+                                     cI32(1), LLVM::AtomicOrdering::monotonic);
+  };
+  // The producer claims one tile ahead: the atomic's round trip (about a
+  // microsecond) then passes under the current tile's K/V loads instead of
+  // delaying the next tile's Q.
+  SmallVector<Value> inits = {cIndex(0), cI32(0)};
+  if (producer)
+    inits.push_back(claimNext());
+  SmallVector<Type> passed = {i32, i32, indexTy, i32};
+  if (producer)
+    passed.push_back(i32);
+  scf::WhileOp::create(
+      b, passed, inits,
+      [&](OpBuilder &nb, Location, ValueRange args) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value done = args[1];
+        selectBuffer(done);
+        SmallVector<Value> forward;
+        Value x, head, valid;
+        if (producer) {
+          // The Q buffer must be free before its claim slot is rewritten.
+          Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));
+          nvgpu::MBarrierTryWaitParityOp::create(b, bar, prevParity,
+                                                 cIndex(kWaitTicks),
+                                                 qBarrier(spec.barQEmpty()));
+          Value claim = args[2];
+          // Every block claims until it draws past the end, once: the
+          // numItems + grid-th claim is the launch's last, and it rewinds
+          // the counter for the next launch on the stream.
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, claim,
+                                       lastClaim),
+                 [&] {
+                   LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::xchg,
+                                             tileCounter, cI32(0),
+                                             LLVM::AtomicOrdering::monotonic);
+                 });
+          valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, claim,
+                                        numItems);
+          // Decoded here, off the consumers' path from Q to their first S.
+          auto [x0, h] =
+              blockOf(arith::SelectOp::create(b, valid, claim, cI32(0)));
+          x = arith::SelectOp::create(b, valid, x0, cI32(-1));
+          head = h;
+          // Published before Q's arrive (a release): the consumers read it
+          // once Q's phase completed. Without work the phase completes on
+          // a plain arrive.
+          memref::StoreOp::create(b, x, ids, idIndex(0));
+          memref::StoreOp::create(b, head, ids, idIndex(1));
+          Value none = arith::XOrIOp::create(b, valid, cI1(true));
+          ifThen(none, [&] {
+            nvgpu::MBarrierArriveOp::create(b,
+                                            nvgpu::MBarrierTokenType::get(ctx),
+                                            bar, qBarrier(spec.barQ()));
+          });
+          forward.push_back(ifThenElse(
+                                valid, TypeRange{i32},
+                                [&] { return SmallVector<Value>{claimNext()}; },
+                                ValueRange{claim})
+                                .front());
+        } else {
+          nvgpu::MBarrierTryWaitParityOp::create(
+              b, bar, qParity, cIndex(kWaitTicks), qBarrier(spec.barQ()));
+          x = memref::LoadOp::create(b, ids, idIndex(0));
+          head = memref::LoadOp::create(b, ids, idIndex(1));
+          valid =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::sge, x, cI32(0));
+        }
+        SmallVector<Value> condArgs = {x, head, args[0], done};
+        llvm::append_range(condArgs, forward);
+        scf::ConditionOp::create(b, valid, condArgs);
+      },
+      [&](OpBuilder &nb, Location, ValueRange args) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        SmallVector<Value> next = runTile(args[0], args[1], args[2], args[3]);
+        if (producer)
+          next.push_back(args[4]);
+        scf::YieldOp::create(b, next);
+      });
 }
 
 void KernelEmitter::releaseQ(Value cond) {
