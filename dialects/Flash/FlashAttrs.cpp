@@ -23,7 +23,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t blockM, int64_t blockN, int64_t stages,
                                  int64_t warpgroups, bool overlap,
                                  bool pingpong, bool splitRelease,
-                                 bool persistent, bool tmaStoreO) {
+                                 bool persistent, bool tmaStoreO,
+                                 bool dynamicSchedule) {
   if (warpgroups < 1 || warpgroups > 4)
     return emitError() << "warpgroups must be between 1 and 4, got "
                        << warpgroups;
@@ -49,5 +50,6 @@ ConfigAttr ConfigAttr::getDefault(MLIRContext *context, int64_t headDim) {
   return ConfigAttr::get(context, /*block_m=*/128, blockN, /*stages=*/2,
                          /*warpgroups=*/2, /*overlap=*/true,
                          /*pingpong=*/true, /*split_release=*/true,
-                         /*persistent=*/false, /*tma_store_o=*/true);
+                         /*persistent=*/false, /*tma_store_o=*/true,
+                         /*dynamic_schedule=*/true);
 }

@@ -52,6 +52,10 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
       the accumulator registers. Not applied in a persistent kernel that
       has room for only one Q buffer (its next Q load would wait on the
       store).
+    - `dynamic_schedule`: in a persistent kernel under a causal mask,
+      programs claim query blocks one at a time, longest first, from a
+      counter the runtime passes, instead of walking a static share of
+      (longer, shorter) pairs. Ignored elsewhere.
 
     Everything but `block_m` and `block_n` may be omitted (defaults: 2
     stages, 1 warpgroup, every switch but `persistent` on).
@@ -77,7 +81,8 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     Flash_ScheduleFlag<"ping-pong of two consumer warpgroups">:$pingpong,
     Flash_ScheduleFlag<"separate K and V slot release">:$split_release,
     Flash_ScheduleFlag<"one program per SM over the tiles", "false">:$persistent,
-    Flash_ScheduleFlag<"O stored by TMA from shared memory">:$tma_store_o
+    Flash_ScheduleFlag<"O stored by TMA from shared memory">:$tma_store_o,
+    Flash_ScheduleFlag<"causal tiles claimed from a counter">:$dynamic_schedule
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

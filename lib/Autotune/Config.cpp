@@ -12,10 +12,11 @@ using namespace flashc::tune;
 using namespace flashc::tune::json_util;
 
 std::string TuneConfig::str() const {
-  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}{8}", blockM, blockN,
+  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}{8}{9}", blockM, blockN,
                  stages, warpgroups, overlap ? "ov" : "-",
                  pingpong ? "pp" : "-", splitRelease ? "sr" : "-",
-                 persistent ? " ps" : "", tmaStoreO ? "" : " -tma");
+                 persistent ? " ps" : "", tmaStoreO ? "" : " -tma",
+                 persistent && !dynamicSchedule ? " -dyn" : "");
 }
 
 json::Object flashc::tune::toJson(const TuneConfig &config) {
@@ -27,7 +28,8 @@ json::Object flashc::tune::toJson(const TuneConfig &config) {
                       {"pingpong", int64_t(config.pingpong)},
                       {"split_release", int64_t(config.splitRelease)},
                       {"persistent", int64_t(config.persistent)},
-                      {"tma_store_o", int64_t(config.tmaStoreO)}};
+                      {"tma_store_o", int64_t(config.tmaStoreO)},
+                      {"dynamic_schedule", int64_t(config.dynamicSchedule)}};
 }
 
 Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
@@ -58,7 +60,8 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
                   {"pingpong", &config.pingpong, false},
                   {"split_release", &config.splitRelease, false},
                   {"persistent", &config.persistent, true},
-                  {"tma_store_o", &config.tmaStoreO, true}};
+                  {"tma_store_o", &config.tmaStoreO, true},
+                  {"dynamic_schedule", &config.dynamicSchedule, true}};
   for (auto [key, field, optional] : flags) {
     if (optional && !(*object)->get(key))
       continue;
@@ -69,6 +72,10 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
       return fieldError(where + "." + key, "expected 0 or 1");
     *field = *v == 1;
   }
+  // Persistent entries from before the flag ran the static pairs; for the
+  // others it means nothing, so it keeps #flash.config's default.
+  if (!(*object)->get("dynamic_schedule"))
+    config.dynamicSchedule = !config.persistent;
   return config;
 }
 

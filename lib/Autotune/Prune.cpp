@@ -102,7 +102,7 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
   flash::ConfigAttr attr = flash::ConfigAttr::getChecked(
       emitError, &context, config.blockM, config.blockN, config.stages,
       config.warpgroups, config.overlap, config.pingpong, config.splitRelease,
-      config.persistent, config.tmaStoreO);
+      config.persistent, config.tmaStoreO, config.dynamicSchedule);
   if (attr)
     return std::nullopt;
   return diagnostics.getText();
@@ -141,7 +141,14 @@ static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
                                  c("pingpong") == 1,
                                  c("split_release") == 1,
                                  c("persistent") == 1,
-                                 c("tma_store_o") == 1};
+                                 c("tma_store_o") == 1,
+                                 c("dynamic_schedule") == 1};
+    // The flag only changes persistent causal kernels; elsewhere the
+    // applied config keeps #flash.config's default, so it names the same
+    // kernel as the config that asked for it.
+    auto causal = launch.getAs<BoolAttr>("causal");
+    if (!lowered.applied.persistent || !causal || !causal.getValue())
+      lowered.applied.dynamicSchedule = true;
     lowered.accumulatorRegs = c("accumulator_regs");
     lowered.consumerRegs = c("consumer_regs");
     found = true;

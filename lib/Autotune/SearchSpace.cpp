@@ -10,7 +10,7 @@ using namespace flashc::tune;
 size_t SearchSpace::size() const {
   return blockM.size() * blockN.size() * stages.size() * warpgroups.size() *
          overlap.size() * pingpong.size() * splitRelease.size() *
-         persistent.size() * tmaStoreO.size();
+         persistent.size() * tmaStoreO.size() * dynamicSchedule.size();
 }
 
 std::vector<TuneConfig>
@@ -26,9 +26,11 @@ flashc::tune::enumerateConfigs(const SearchSpace &space) {
               for (bool splitRelease : space.splitRelease)
                 for (bool persistent : space.persistent)
                   for (bool tmaStoreO : space.tmaStoreO)
-                    configs.push_back({blockM, blockN, stages, warpgroups,
-                                       overlap, pingpong, splitRelease,
-                                       persistent, tmaStoreO});
+                    for (bool dynamicSchedule : space.dynamicSchedule)
+                      configs.push_back({blockM, blockN, stages, warpgroups,
+                                         overlap, pingpong, splitRelease,
+                                         persistent, tmaStoreO,
+                                         dynamicSchedule});
   return configs;
 }
 

@@ -13,7 +13,8 @@ flashc::TileOverrides flashc::tune::toTileOverrides(const TuneConfig &config) {
           int(config.pingpong),
           int(config.splitRelease),
           int(config.persistent),
-          int(config.tmaStoreO)};
+          int(config.tmaStoreO),
+          int(config.dynamicSchedule)};
 }
 
 void flashc::tune::buildTunedKernelPipeline(OpPassManager &pm,

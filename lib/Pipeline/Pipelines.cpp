@@ -57,6 +57,7 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   options.splitRelease = overrides.splitRelease;
   options.persistent = overrides.persistent;
   options.tmaStoreO = overrides.tmaStoreO;
+  options.dynamicSchedule = overrides.dynamicSchedule;
   pm.addNestedPass<func::FuncOp>(flash::createFlashTile(options));
   pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
 }

@@ -120,7 +120,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
                                {"pingpong", pingpong},
                                {"split-release", splitRelease},
                                {"persistent", persistent},
-                               {"tma-store-o", tmaStoreO}})
+                               {"tma-store-o", tmaStoreO},
+                               {"dynamic-schedule", dynamicSchedule}})
       if (value < -1 || value > 1)
         return emitError(UnknownLoc::get(context))
                << "-flash-tile: " << name << " takes 1 (on) or 0 (off), got "
@@ -148,7 +149,7 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
     if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0 &&
         overlap < 0 && pingpong < 0 && splitRelease < 0 && persistent < 0 &&
-        tmaStoreO < 0)
+        tmaStoreO < 0 && dynamicSchedule < 0)
       return base;
     auto emitError = [&] {
       return op.emitOpError("with -flash-tile options: ");
@@ -167,7 +168,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         pickFlag(pingpong, base.getPingpong()),
         pickFlag(splitRelease, base.getSplitRelease()),
         pickFlag(persistent, base.getPersistent()),
-        pickFlag(tmaStoreO, base.getTmaStoreO()));
+        pickFlag(tmaStoreO, base.getTmaStoreO()),
+        pickFlag(dynamicSchedule, base.getDynamicSchedule()));
     if (!config)
       return failure();
     return config;

@@ -43,7 +43,7 @@
 // RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --emit=tile 2>&1 | FileCheck %s --check-prefix=NOSHAPE
 // NOSHAPE: error: --tuning-db needs --shape B,H,N,D to pick an entry
 // RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --block-n 64 --emit=tile 2>&1 | FileCheck %s --check-prefix=BOTH
-// BOTH: error: --tuning-db and --block-m/--block-n/--stages/--warpgroups/--overlap/--pingpong/--split-release/--persistent/--tma-store-o both choose the config
+// BOTH: error: --tuning-db and --block-m/--block-n/--stages/--warpgroups/--overlap/--pingpong/--split-release/--persistent/--tma-store-o/--dynamic-schedule both choose the config
 // RUN: not flashc %S/Inputs/kernel.mlir --shape 2,16,4096,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=NODB
 // NODB: error: --shape and --gpu select a --tuning-db entry: give --tuning-db
 
@@ -86,9 +86,13 @@
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 4,16,4096,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-PERSISTENT
 // SHIPPED-PERSISTENT: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true>
 // The D = 64 entries were tuned with the TMA store of O on and off; with
-// two consumers global stores won (bench/RESULTS.md).
+// two consumers global stores won (bench/RESULTS.md). At N <= 1024 bf16
+// keeps the static causal pairs, at N = 2048 it claims its tiles (batch
+// 50's two-candidate re-tune of every persistent causal entry).
 // RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 16,32,1024,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-GSTORE
-// SHIPPED-GSTORE: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false>
+// SHIPPED-GSTORE: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false, dynamic_schedule = false>
+// RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 8,32,2048,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CLAIMED
+// SHIPPED-CLAIMED: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false>
 // D = 256 causal, re-tuned once the Q descriptors were built from 32-bit
 // words: the overlapped one-block-per-tile kernel wins at N >= 4096, a
 // serial block_n 128 one (spill-free only since then) at N <= 2048.

@@ -1,18 +1,23 @@
-// Persistent causal kernels at head_dim >= 128 claim their tiles: the
-// producer draws item indices from a tile counter the runtime passes (the
+// Persistent causal kernels claim their tiles (#flash.config
+// dynamic_schedule, on by default): the producer draws item indices from a tile counter the runtime passes (the
 // last kernel parameter), decodes each into (query block, head), longest
 // query block first, and publishes it in shared memory beside the tile's Q;
 // consumers read it once Q's barrier completed. Query block -1 means the
 // work ran out. The producer claims one tile ahead, and the launch's last
 // claim (items + grid - 1) rewinds the counter.
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s
-// D = 64 keeps the static pairs, as does dynamic-schedule=0.
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=D64
+// The config (or flash-tile's option) turns it off for a kernel, the
+// conversion's option for all: the static pairs.
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1 dynamic-schedule=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="dynamic-schedule=0" | FileCheck %s --check-prefix=STATIC
+// RUN: flashc %kernels/attention_causal.mlir --persistent=1 --dynamic-schedule=0 --emit=mlir -o - | FileCheck %s --check-prefix=STATIC
 // Without the causal mask every tile costs the same: no counter.
 // RUN: flash-opt %kernels/attention.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: not flashc %kernels/attention_causal.mlir --dynamic-schedule=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 
 // CHECK: gpu.func @attention_causal({{.*}}, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[CTR:.*]]: !llvm.ptr<1>) kernel
+// CHECK-SAME: dynamic_schedule = 1 : i64
 // CHECK-SAME: {kind = "i32", value = "heads"}, {kind = "tile_counter"}]
 // Two 32 KiB Q buffers and the K/V ring, then two claims of 8 bytes.
 // CHECK-SAME: shared_memory_bytes = 197648 : i64
@@ -80,6 +85,13 @@
 // CHECK-NEXT: scf.condition(%[[CVALID]]) %[[CX]], %[[CH]]
 // CHECK: gpu.return
 
+// D64: gpu.func @attention_d64_causal({{.*}}, %{{.*}}: !llvm.ptr<1>) kernel
+// D64-SAME: {kind = "tile_counter"}]
+// D64: llvm.atomicrmw add
+
+// BADFLAG: error: --dynamic-schedule takes 1 (on) or 0 (off), got 2
+
+// STATIC: dynamic_schedule = 0 : i64
 // STATIC-NOT: tile_counter
 // STATIC-NOT: llvm.atomicrmw
 // STATIC-NOT: scf.while

@@ -61,6 +61,17 @@ func.func @not_persistent() attributes {flash.config = #flash.config<block_m = 1
 func.func @global_store_o() attributes {flash.config = #flash.config<block_m = 256, block_n = 64, stages = 2, warpgroups = 4, tma_store_o = false>} {
   return
 }
+// `dynamic_schedule` defaults to `true` as well.
+// CHECK-LABEL: func.func @static_pairs
+// CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true, dynamic_schedule = false>
+func.func @static_pairs() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true, dynamic_schedule = false>} {
+  return
+}
+// CHECK-LABEL: func.func @claimed_tiles
+// CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true>}
+func.func @claimed_tiles() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true, dynamic_schedule = true>} {
+  return
+}
 // CHECK-LABEL: func.func @tma_store_o
 // CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2>}
 func.func @tma_store_o() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2, tma_store_o = true>} {

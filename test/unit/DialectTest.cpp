@@ -44,7 +44,8 @@ protected:
                                          /*pingpong=*/true,
                                          /*split_release=*/true,
                                          /*persistent=*/false,
-                                         /*tma_store_o=*/true);
+                                         /*tma_store_o=*/true,
+                                         /*dynamic_schedule=*/true);
   }
 
   /// Parses the body of a function holding one flash.attention.

@@ -152,6 +152,15 @@ cl::opt<std::string> tmaStoreO("tma-store-o",
                                         "searches both)"),
                                cl::init(defaultList(kDefaultSpace.tmaStoreO)),
                                cl::cat(spaceCategory));
+// Claimed causal tiles won at D = 128 and lost at D = 64 for N <= 1024
+// (bench/RESULTS.md, batches 47-48); `--dynamic-schedule 1,0` searches the
+// static pairs too (persistent causal kernels only).
+cl::opt<std::string>
+    dynamicSchedule("dynamic-schedule",
+                    cl::desc("causal tiles claimed from a counter (default "
+                             "1; 1,0 searches both)"),
+                    cl::init(defaultList(kDefaultSpace.dynamicSchedule)),
+                    cl::cat(spaceCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "flash-tune") << message << "\n";
@@ -178,7 +187,8 @@ Expected<SearchSpace> parseSpace() {
       {&pingpong, &space.pingpong},
       {&splitRelease, &space.splitRelease},
       {&persistent, &space.persistent},
-      {&tmaStoreO, &space.tmaStoreO}};
+      {&tmaStoreO, &space.tmaStoreO},
+      {&dynamicSchedule, &space.dynamicSchedule}};
   for (auto [option, axis] : flags) {
     Expected<SmallVector<bool>> values = parseFlagList(*option);
     if (!values)

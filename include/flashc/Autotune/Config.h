@@ -34,10 +34,11 @@ struct TuneConfig {
   bool splitRelease = true;
   bool persistent = false;
   bool tmaStoreO = true;
+  bool dynamicSchedule = true;
 
   auto tie() const {
     return std::tie(blockM, blockN, stages, warpgroups, overlap, pingpong,
-                    splitRelease, persistent, tmaStoreO);
+                    splitRelease, persistent, tmaStoreO, dynamicSchedule);
   }
   bool operator==(const TuneConfig &other) const {
     return tie() == other.tie();
@@ -46,16 +47,18 @@ struct TuneConfig {
   bool operator<(const TuneConfig &other) const { return tie() < other.tie(); }
 
   /// A short readable name: "bm128 bn128 s2 wg2 ov pp sr" ("-" for off),
-  /// with " ps" appended when persistent and " -tma" without the TMA store.
+  /// with " ps" appended when persistent, " -tma" without the TMA store
+  /// and " -dyn" for a persistent kernel without claimed causal tiles.
   std::string str() const;
 };
 
 /// {"block_m": .., "block_n": .., "stages": .., "warpgroups": ..,
 ///  "overlap": 0|1, "pingpong": 0|1, "split_release": 0|1,
-///  "persistent": 0|1, "tma_store_o": 0|1} - the same keys kernel.json's
-/// "config" uses. Databases from before a flag existed lack it: a missing
-/// "persistent" is 0 and a missing "tma_store_o" is what the compiler then
-/// did (on with at most two warpgroups).
+///  "persistent": 0|1, "tma_store_o": 0|1, "dynamic_schedule": 0|1} - the
+/// same keys kernel.json's "config" uses. Databases from before a flag
+/// existed lack it: a missing "persistent" is 0, a missing "tma_store_o" is
+/// what the compiler then did (on with at most two warpgroups), and a
+/// missing "dynamic_schedule" is 0 (the static pairs) in a persistent entry.
 llvm::json::Object toJson(const TuneConfig &config);
 /// Reads what toJson writes; `where` names the object in errors.
 llvm::Expected<TuneConfig> configFromJson(const llvm::json::Value &value,

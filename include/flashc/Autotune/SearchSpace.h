@@ -39,6 +39,11 @@ struct SearchSpace {
   /// O by TMA only, as flash-tune's default (see its --tma-store-o); off
   /// measured faster at D = 64 (bench/RESULTS.md).
   llvm::SmallVector<bool> tmaStoreO = {true};
+  /// Causal tiles claimed from a counter, as flash-tune's default (see its
+  /// --dynamic-schedule; applies only to persistent causal kernels, so
+  /// searching both elsewhere adds only duplicates, which the pruning
+  /// drops).
+  llvm::SmallVector<bool> dynamicSchedule = {true};
 
   /// Number of points in the cross product.
   size_t size() const;

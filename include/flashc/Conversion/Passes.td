@@ -74,9 +74,8 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
            "Allow the configs' persistent tile schedule (false: one block "
            "per tile everywhere)">,
     Option<"dynamicSchedule", "dynamic-schedule", "bool", "true",
-           "Let persistent causal kernels at head_dim >= 128 claim tiles "
-           "from a counter the runtime passes (false: the static schedule "
-           "of query-block pairs)">,
+           "Allow the configs' claimed causal tiles (false: the static "
+           "schedule of query-block pairs everywhere)">,
     Option<"tmaStoreO", "tma-store-o", "bool", "true",
            "Allow the configs' TMA store of O (false: 4-byte global stores "
            "everywhere; never in a persistent kernel with one Q buffer)">,

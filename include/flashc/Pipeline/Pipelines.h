@@ -27,6 +27,7 @@ struct TileOverrides {
   int splitRelease = -1;
   int persistent = -1;
   int tmaStoreO = -1;
+  int dynamicSchedule = -1;
 };
 
 /// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).

@@ -49,6 +49,9 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
     Option<"tmaStoreO", "tma-store-o", "int", "-1",
            "O stored by TMA: 1 on, 0 off (-1: from the op's config or "
            "default)">,
+    Option<"dynamicSchedule", "dynamic-schedule", "int", "-1",
+           "Causal tiles claimed from a counter: 1 on, 0 off (-1: from the "
+           "op's config or default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

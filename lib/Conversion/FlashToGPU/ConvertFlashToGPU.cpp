@@ -88,7 +88,8 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
                         {"pingpong", i64(spec.pingpong)},
                         {"split_release", i64(spec.split)},
                         {"persistent", i64(spec.persistent)},
-                        {"tma_store_o", i64(spec.tmaStoreO)}})},
+                        {"tma_store_o", i64(spec.tmaStoreO)},
+                        {"dynamic_schedule", i64(spec.dynamicSchedule)}})},
        {"params", b.getArrayAttr(params)}});
 }
 
@@ -180,12 +181,10 @@ struct ConvertFlashToGPUPass
         if (spec->blockSharedMemoryBytes() > kMaxSharedMemory)
           spec->qBuffers = 1;
       }
-      // Measured on the H200 (bench/RESULTS.md, batches 47 and 48): claimed
-      // tiles are 1-5% faster than the static pairs at D = 128, but at
-      // D = 64 with block_m 128 up to 4% slower for N <= 1024, where a
-      // tile takes a few microseconds and its claim's latency shows.
-      spec->dynamicSchedule = spec->persistent && spec->causal &&
-                              spec->headDim >= 128 && dynamicSchedule;
+      // Only causal tiles differ in cost; without the mask the static
+      // round robin is already balanced.
+      spec->dynamicSchedule = spec->dynamicSchedule && dynamicSchedule &&
+                              spec->persistent && spec->causal;
       spec->lagMax = !spec->causal;
       // O is staged in the tile's Q buffer; with a single one the next
       // tile's Q load would wait for the store.

@@ -94,11 +94,12 @@ struct KernelSpec {
   /// one with two Q buffers (the next tile's Q is in the other) stores
   /// this way.
   bool tmaStoreO = false;
-  /// Persistent and causal: blocks claim single query blocks, longest
-  /// first, from a global counter as they free up (FA3's dynamic
-  /// scheduler) instead of walking a static share of (longer, shorter)
-  /// pairs. The producer claims the next tile once the Q buffer it will use
-  /// is free and publishes it beside that Q (TileSchedule.cpp).
+  /// Persistent and causal (#flash.config dynamic_schedule): blocks claim
+  /// single query blocks, longest first, from a global counter as they
+  /// free up (FA3's dynamic scheduler) instead of walking a static share
+  /// of (longer, shorter) pairs. The producer claims the next tile once
+  /// the Q buffer it will use is free and publishes it beside that Q
+  /// (TileSchedule.cpp).
   bool dynamicSchedule = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer

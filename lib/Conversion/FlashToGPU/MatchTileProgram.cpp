@@ -202,12 +202,6 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << spec.blockM << " with warpgroups = " << spec.warpgroups
            << " is not supported: each consumer warpgroup owns 64 query rows "
               "(block_m = 64 * warpgroups)";
-  if (spec.blockSharedMemoryBytes() > kMaxSharedMemory)
-    return func.emitError("flash-to-gpu: the config needs ")
-           << spec.blockSharedMemoryBytes()
-           << " bytes of shared memory, more than the " << kMaxSharedMemory
-           << " an sm_90a block may use (lower stages or block_n)";
-
   // The grid body.
   Value q = func.getArgument(0), k = func.getArgument(1),
         v = func.getArgument(2), o = func.getArgument(3);
@@ -276,6 +270,15 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return finalize.emitError("flash-to-gpu: the GPU kernel needs the base-2 "
                               "flash.finalize (run -flash-fuse)");
   spec.causal = maskCausal.value_or(false);
+  // Claimed tiles (and their shared-memory slots) only where causal tiles
+  // differ in cost and a block walks several.
+  spec.dynamicSchedule =
+      config.getDynamicSchedule() && spec.persistent && spec.causal;
+  if (spec.blockSharedMemoryBytes() > kMaxSharedMemory)
+    return func.emitError("flash-to-gpu: the config needs ")
+           << spec.blockSharedMemoryBytes()
+           << " bytes of shared memory, more than the " << kMaxSharedMemory
+           << " an sm_90a block may use (lower stages or block_n)";
   spec.scaleLog2 = *scaleLog2;
   spec.scale = double(spec.scaleLog2) / M_LOG2E;
 

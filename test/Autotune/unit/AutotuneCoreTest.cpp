@@ -105,6 +105,52 @@ TEST(SearchSpace, DefaultSpaceSearchesTheTileAxes) {
   EXPECT_EQ(space.splitRelease, SmallVector<bool>{true});
   EXPECT_EQ(space.persistent, SmallVector<bool>{false});
   EXPECT_EQ(space.tmaStoreO, SmallVector<bool>{true});
+  EXPECT_EQ(space.dynamicSchedule, SmallVector<bool>{true});
+}
+
+TEST(SearchSpace, DynamicScheduleIsAnAxis) {
+  SearchSpace space;
+  space.blockM = {128};
+  space.blockN = {128};
+  space.stages = {4};
+  space.warpgroups = {2};
+  space.overlap = {true};
+  space.persistent = {true};
+  space.dynamicSchedule = {true, false};
+  std::vector<TuneConfig> configs = enumerateConfigs(space);
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_TRUE(configs[0].dynamicSchedule);
+  EXPECT_FALSE(configs[1].dynamicSchedule);
+  EXPECT_NE(configs[0], configs[1]);
+  EXPECT_EQ(configs[0].str(), "bm128 bn128 s4 wg2 ov pp sr ps");
+  EXPECT_EQ(configs[1].str(), "bm128 bn128 s4 wg2 ov pp sr ps -dyn");
+}
+
+TEST(Config, DynamicScheduleJsonRoundTripAndLegacyDefault) {
+  TuneConfig config{128, 128, 4, 2, true, true, true, true, false, false};
+  Expected<TuneConfig> back = configFromJson(json::Value(toJson(config)), "c");
+  ASSERT_TRUE(bool(back));
+  EXPECT_EQ(*back, config);
+  // A persistent entry from before the flag ran the static pairs; for a
+  // one-block-per-tile entry the flag keeps the config's default.
+  for (bool persistent : {true, false}) {
+    TuneConfig old = config;
+    old.persistent = persistent;
+    old.dynamicSchedule = true;
+    json::Object object = toJson(old);
+    object.erase("dynamic_schedule");
+    Expected<TuneConfig> legacy =
+        configFromJson(json::Value(std::move(object)), "c");
+    ASSERT_TRUE(bool(legacy));
+    EXPECT_EQ(legacy->dynamicSchedule, !persistent) << persistent;
+  }
+  json::Object bad = toJson(config);
+  bad["dynamic_schedule"] = 2;
+  Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_NE(
+      message(wrong.takeError()).find("c.dynamic_schedule: expected 0 or 1"),
+      std::string::npos);
 }
 
 TEST(SearchSpace, TmaStoreIsAnAxis) {
