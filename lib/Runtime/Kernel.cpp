@@ -167,7 +167,7 @@ Expected<std::unique_ptr<Kernel>> Kernel::load(StringRef path, int ordinal) {
   if (kernel->numTmaPtrParams || kernel->hasTileCounter)
     if (Error err = checkCu(
             cu.cuStreamCreate(&kernel->copyStream, CU_STREAM_NON_BLOCKING),
-            "cuStreamCreate(tensor map copies)"))
+            "cuStreamCreate(private copies)"))
       return std::move(err);
   return std::move(kernel);
 }
@@ -267,30 +267,36 @@ Expected<uint64_t> Kernel::createTmaPtr(const TmaPtrRequest &r) {
           "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ", 3-D)",
           ErrorCode::InvalidArgument))
     return std::move(err);
+  // cuMemAlloc aligns to at least 256 bytes; the kernel needs 64.
+  return copyToNewAllocation(&map, sizeof(CUtensorMap), /*align=*/64,
+                             "tensor map of " + tensorName(r.tensor));
+}
+
+Expected<uint64_t> Kernel::copyToNewAllocation(const void *data, size_t bytes,
+                                               size_t align,
+                                               const Twine &what) {
+  const DriverApi &cu = **getDriver();
   CUdeviceptr ptr = 0;
   if (Error err =
-          checkCu(cu.cuMemAlloc(&ptr, sizeof(CUtensorMap)),
-                  "cuMemAlloc(tensor map of " + tensorName(r.tensor) + ")"))
+          checkCu(cu.cuMemAlloc(&ptr, bytes), "cuMemAlloc(" + what.str() + ")"))
     return std::move(err);
-  // cuMemAlloc aligns to at least 256 bytes; the kernel needs 64.
-  if (ptr % 64) {
+  if (ptr % align) {
     cu.cuMemFree(ptr);
     return makeError(ErrorCode::Cuda,
-                     formatv("cuMemAlloc returned {0:x}, not 64-byte aligned",
-                             uint64_t(ptr)));
+                     formatv("cuMemAlloc returned {0:x}, not {1}-byte aligned",
+                             uint64_t(ptr), align));
   }
   // A plain cuMemcpyHtoD from pageable memory may return before the DMA
   // lands, ordered only with the legacy default stream; a launch on a
-  // non-blocking stream (PyTorch's) could then read a half-written map, and
-  // so could a later launch on any stream that hits this entry. Copying on
-  // a private stream and waiting for it makes the entry complete before it
-  // is ever handed out, whatever stream uses it.
-  Error err =
-      checkCu(cu.cuMemcpyHtoDAsync(ptr, &map, sizeof(CUtensorMap), copyStream),
-              "cuMemcpyHtoDAsync(tensor map of " + tensorName(r.tensor) + ")");
+  // non-blocking stream (PyTorch's) could then read a half-written copy,
+  // and so could a later launch on any stream that uses it. Copying on a
+  // private stream and waiting for it makes the allocation complete before
+  // it is ever handed out, whatever stream uses it.
+  Error err = checkCu(cu.cuMemcpyHtoDAsync(ptr, data, bytes, copyStream),
+                      "cuMemcpyHtoDAsync(" + what.str() + ")");
   if (!err)
     err = checkCu(cu.cuStreamSynchronize(copyStream),
-                  "cuStreamSynchronize(tensor map copy)");
+                  "cuStreamSynchronize(copy of " + what.str() + ")");
   if (err) {
     cu.cuMemFree(ptr);
     return std::move(err);
@@ -319,26 +325,14 @@ Expected<uint64_t> Kernel::tileCounterFor(CUstream stream) {
   auto it = tileCounters.find(stream);
   if (it != tileCounters.end())
     return it->second;
-  const DriverApi &cu = **getDriver();
-  CUdeviceptr ptr = 0;
-  if (Error err = checkCu(cu.cuMemAlloc(&ptr, sizeof(uint32_t)),
-                          "cuMemAlloc(tile counter)"))
-    return std::move(err);
-  // Zeroed on the private stream and waited for, like a tensor map, so the
-  // first launch on `stream` cannot overtake it.
+  // Zeroed like a tensor map is copied, so the first launch on `stream`
+  // cannot overtake it.
   static const uint32_t zero = 0;
-  Error err =
-      checkCu(cu.cuMemcpyHtoDAsync(ptr, &zero, sizeof(zero), copyStream),
-              "cuMemcpyHtoDAsync(tile counter)");
-  if (!err)
-    err = checkCu(cu.cuStreamSynchronize(copyStream),
-                  "cuStreamSynchronize(tile counter)");
-  if (err) {
-    cu.cuMemFree(ptr);
-    return std::move(err);
-  }
-  tileCounters.emplace(stream, uint64_t(ptr));
-  return uint64_t(ptr);
+  Expected<uint64_t> ptr = copyToNewAllocation(
+      &zero, sizeof(zero), alignof(uint32_t), "tile counter");
+  if (ptr)
+    tileCounters.emplace(stream, *ptr);
+  return ptr;
 }
 
 size_t Kernel::numCachedTmaPtrs() {

@@ -61,6 +61,11 @@ private:
   llvm::Error checkPointers(const LaunchArgs &args);
   /// Encodes `r` and copies it to a new device allocation (cache miss).
   llvm::Expected<uint64_t> createTmaPtr(const TmaPtrRequest &r);
+  /// A new device allocation of `bytes` (aligned to `align`) holding a copy
+  /// of `data`, complete before it is returned; `what` names it in errors.
+  llvm::Expected<uint64_t> copyToNewAllocation(const void *data, size_t bytes,
+                                               size_t align,
+                                               const llvm::Twine &what);
   /// Waits for the context to be idle and frees every device tensor map.
   llvm::Error evictTmaPtrs();
   /// The tile counter of launches on `stream`, made (zeroed) on first use.

@@ -181,10 +181,10 @@ struct ConvertFlashToGPUPass
         if (spec->blockSharedMemoryBytes() > kMaxSharedMemory)
           spec->qBuffers = 1;
       }
-      // Only causal tiles differ in cost; without the mask the static
-      // round robin is already balanced.
-      spec->dynamicSchedule = spec->dynamicSchedule && dynamicSchedule &&
-                              spec->persistent && spec->causal;
+      // The matcher applied the config's flag to persistent causal kernels;
+      // the options can still turn either off.
+      spec->dynamicSchedule =
+          spec->dynamicSchedule && dynamicSchedule && spec->persistent;
       spec->lagMax = !spec->causal;
       // O is staged in the tile's Q buffer; with a single one the next
       // tile's Q load would wait for the store.

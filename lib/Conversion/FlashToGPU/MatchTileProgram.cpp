@@ -270,8 +270,9 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return finalize.emitError("flash-to-gpu: the GPU kernel needs the base-2 "
                               "flash.finalize (run -flash-fuse)");
   spec.causal = maskCausal.value_or(false);
-  // Claimed tiles (and their shared-memory slots) only where causal tiles
-  // differ in cost and a block walks several.
+  // Claimed tiles (and their shared-memory slots) only where a block walks
+  // several tiles and causal ones differ in cost; without the mask the
+  // static round robin is already balanced.
   spec.dynamicSchedule =
       config.getDynamicSchedule() && spec.persistent && spec.causal;
   if (spec.blockSharedMemoryBytes() > kMaxSharedMemory)

@@ -179,9 +179,6 @@ void KernelEmitter::forEachClaimedTile(
                                  cIndex(field))
         .getResult();
   };
-  Value claims = arith::AddIOp::create(b, numItems, grid);
-  Value lastClaim = arith::SubIOp::create(b, claims, cI32(1));
-
   auto claimNext = [&]() -> Value {
     return LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::add, tileCounter,
                                      cI32(1), LLVM::AtomicOrdering::monotonic);
@@ -189,9 +186,16 @@ void KernelEmitter::forEachClaimedTile(
   // The producer claims one tile ahead: the atomic's round trip (about a
   // microsecond) then passes under the current tile's K/V loads instead of
   // delaying the next tile's Q.
+  // Every block claims until it draws past the end, once: the
+  // numItems + grid-th claim is the launch's last, and it rewinds the
+  // counter for the next launch on the stream.
+  Value lastClaim;
   SmallVector<Value> inits = {cIndex(0), cI32(0)};
-  if (producer)
+  if (producer) {
+    Value claims = arith::AddIOp::create(b, numItems, grid);
+    lastClaim = arith::SubIOp::create(b, claims, cI32(1));
     inits.push_back(claimNext());
+  }
   SmallVector<Type> passed = {i32, i32, indexTy, i32};
   if (producer)
     passed.push_back(i32);
@@ -211,9 +215,6 @@ void KernelEmitter::forEachClaimedTile(
                                                  cIndex(kWaitTicks),
                                                  qBarrier(spec.barQEmpty()));
           Value claim = args[2];
-          // Every block claims until it draws past the end, once: the
-          // numItems + grid-th claim is the launch's last, and it rewinds
-          // the counter for the next launch on the stream.
           ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, claim,
                                        lastClaim),
                  [&] {
