@@ -155,12 +155,25 @@
 // The causal kernel keeps the exact running max and rescales O every tile
 // (lagging it measured slower under the mask): no lag constant, no vote.
 // CAUSAL-NOT: arith.constant 8.000000e+00 : f32
-// Query blocks run last to first (the longest tiles start first).
+// Blocks take tiles longest first, in sections of heads whose K and V fit
+// a share of L2: linear block y * gridX + x -> (section, level, head), query
+// block gridX - 1 - level.
+// CAUSAL: %[[GX:.*]] = arith.index_cast %grid_dim_x : index to i32
+// CAUSAL: %[[HEADS:.*]] = arith.index_cast %grid_dim_y : index to i32
 // CAUSAL: %[[BX:.*]] = arith.index_cast %block_id_x : index to i32
-// CAUSAL-NEXT: %grid_dim_x = gpu.grid_dim x
-// CAUSAL-NEXT: %[[GX:.*]] = arith.index_cast %grid_dim_x : index to i32
-// CAUSAL-NEXT: %[[LAST:.*]] = arith.subi %[[GX]], %c1_i32 : i32
-// CAUSAL-NEXT: arith.subi %[[LAST]], %[[BX]] : i32
+// CAUSAL: %[[BY:.*]] = arith.index_cast %block_id_y : index to i32
+// CAUSAL-NEXT: %[[ROW:.*]] = arith.muli %[[BY]], %[[GX]] : i32
+// CAUSAL-NEXT: %[[LIN:.*]] = arith.addi %[[ROW]], %[[BX]] : i32
+// CAUSAL-NEXT: %[[FIT:.*]] = arith.divui %c32768_i32, %{{.*}} : i32
+// CAUSAL-NEXT: %[[FIT1:.*]] = arith.maxui %[[FIT]], %c1_i32 : i32
+// CAUSAL-NEXT: %[[SH:.*]] = arith.minui %[[FIT1]], %[[HEADS]] : i32
+// CAUSAL-NEXT: %[[SI:.*]] = arith.muli %[[SH]], %[[GX]] : i32
+// CAUSAL-NEXT: %[[SEC:.*]] = arith.divui %[[LIN]], %[[SI]] : i32
+// CAUSAL: %[[LOCAL:.*]] = arith.subi %[[LIN]], %{{.*}} : i32
+// CAUSAL: %[[HERE:.*]] = arith.minui %[[SH]], %{{.*}} : i32
+// CAUSAL-NEXT: %[[LEVEL:.*]] = arith.divui %[[LOCAL]], %[[HERE]] : i32
+// CAUSAL: %[[LAST:.*]] = arith.subi %[[GX]], %c1_i32 : i32
+// CAUSAL-NEXT: arith.subi %[[LAST]], %[[LEVEL]] : i32
 // Key tiles end at the diagonal (bottom-right aligned: seq_k - seq_q).
 // CAUSAL: %[[DIAG:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CAUSAL: arith.minsi

@@ -217,6 +217,18 @@ public:
   /// waits for its Q buffer; the consumers wait for that Q and read the
   /// claim, so their bodies skip those waits.
   void forEachTile(bool producer, function_ref<void()> body);
+  /// The L2-aware order of `heads` heads' work items, `perHead` each:
+  /// sections of heads whose K and V fit a share of L2, level by level
+  /// within a section.
+  struct ItemOrder {
+    Value heads, sectionHeads, sectionItems;
+  };
+  ItemOrder itemOrder(Value perHead, Value heads);
+  /// Work item t -> (level, head) in `order`.
+  std::pair<Value, Value> locateItem(const ItemOrder &order, Value t);
+  /// One block per causal tile: this block's (query block, head), longest
+  /// tiles first in locateItem's order.
+  void locateCausalBlock();
   /// dynamicSchedule: claims items until they run out, `blockOf(t)` giving
   /// item t's (query block, head), and runs `runTile(x, head, kvBase, done)`
   /// on each (it returns the next kvBase and done); `selectBuffer(done)`

@@ -39,19 +39,14 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   tid32 = arith::IndexCastOp::create(b, i32, tid);
-  if (!spec.persistent) {
-    Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  if (!spec.persistent && spec.causal) {
+    // Under a causal mask the last query block sees the most keys: blocks
+    // take the longest tiles first so the short ones fill the tail.
+    locateCausalBlock();
+  } else if (!spec.persistent) {
     blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-    blockX32 = arith::IndexCastOp::create(b, i32, blockX);
-    if (spec.causal) {
-      // Blocks start in x order: under a causal mask the last query block
-      // sees the most keys, so it goes first and the short tiles fill the
-      // tail.
-      Value gridX = arith::IndexCastOp::create(
-          b, i32, gpu::GridDimOp::create(b, gpu::Dimension::x));
-      Value lastX = arith::SubIOp::create(b, gridX, cI32(1));
-      blockX32 = arith::SubIOp::create(b, lastX, blockX32);
-    }
+    blockX32 = arith::IndexCastOp::create(
+        b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
   }
   bar = nvgpu::MBarrierCreateOp::create(b, barType);
 
