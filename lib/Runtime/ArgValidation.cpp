@@ -13,6 +13,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -307,11 +308,40 @@ Error computeGrid(const KernelMetadata &meta, const ProblemShape &shape,
     grid[1] = grid[2] = 1;
     return Error::success();
   }
+  int64_t blocks = (shape.seqQ + meta.gridBlockM - 1) / meta.gridBlockM;
+  int64_t heads = shape.batch * shape.heads;
+  if (meta.gridKind == GridKind::Sections) {
+    // (heads per section, query blocks, sections): the most heads whose
+    // keys fit section_keys, at least one, that divide batch * heads, so
+    // that every block has a tile.
+    int64_t fit =
+        std::clamp<int64_t>(meta.gridSectionKeys / shape.seqK, 1, heads);
+    while (heads % fit)
+      --fit;
+    int64_t sections = heads / fit;
+    if (blocks > kMaxGridYZ)
+      return makeError(ErrorCode::InvalidArgument,
+                       formatv("invalid launch arguments:\n  seq_q = {0} "
+                               "needs {1} blocks of {2} rows, beyond the "
+                               "grid.y limit of {3}",
+                               shape.seqQ, blocks, meta.gridBlockM,
+                               kMaxGridYZ));
+    if (sections > kMaxGridYZ)
+      return makeError(ErrorCode::InvalidArgument,
+                       formatv("invalid launch arguments:\n  batch * heads = "
+                               "{0} * {1} = {2} needs {3} sections of {4} "
+                               "heads, beyond the grid.z limit of {5}",
+                               shape.batch, shape.heads, heads, sections, fit,
+                               kMaxGridYZ));
+    grid[0] = unsigned(fit);
+    grid[1] = unsigned(blocks);
+    grid[2] = unsigned(sections);
+    return Error::success();
+  }
   // grid.x is rounded up to whole clusters; the kernel sees blocks whose
   // rows start at or beyond seq_q and must do nothing in them.
-  int64_t x = (shape.seqQ + meta.gridBlockM - 1) / meta.gridBlockM;
-  x = (x + cx - 1) / cx * cx;
-  int64_t y = shape.batch * shape.heads;
+  int64_t x = (blocks + cx - 1) / cx * cx;
+  int64_t y = heads;
   if (y > kMaxGridYZ)
     return makeError(ErrorCode::InvalidArgument,
                      formatv("invalid launch arguments:\n  batch * heads = {0} "

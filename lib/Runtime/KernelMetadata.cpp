@@ -404,19 +404,28 @@ Expected<KernelMetadata> Parser::parse() {
     return fail("grid", "must be an object");
   if (Error err = getString(*g, "kind", s, "grid"))
     return std::move(err);
-  if (s == "tiles") {
-    m.gridKind = GridKind::Tiles;
+  if (s == "tiles" || s == "sections") {
+    m.gridKind = s == "tiles" ? GridKind::Tiles : GridKind::Sections;
     if (Error err = getInt(*g, "block_m", m.gridBlockM, "grid"))
       return std::move(err);
     if (m.gridBlockM < 1)
       return fail("grid.block_m", "must be positive");
+    if (m.gridKind == GridKind::Sections) {
+      if (Error err = getInt(*g, "section_keys", m.gridSectionKeys, "grid"))
+        return std::move(err);
+      if (m.gridSectionKeys < 1)
+        return fail("grid.section_keys", "must be positive");
+      if (m.cluster[0] != 1 || m.cluster[1] != 1 || m.cluster[2] != 1)
+        return fail("cluster", "a \"sections\" grid takes no clusters");
+    }
     if (m.cluster[1] != 1 || m.cluster[2] != 1)
       return fail("cluster", "a \"tiles\" grid takes clusters along x only");
   } else if (s == "persistent") {
     m.gridKind = GridKind::Persistent;
   } else {
-    return fail("grid.kind",
-                "must be \"tiles\" or \"persistent\", got \"" + s + "\"");
+    return fail("grid.kind", "must be \"tiles\", \"sections\" or "
+                             "\"persistent\", got \"" +
+                                 s + "\"");
   }
 
   if (const json::Value *c = root.get("config")) {

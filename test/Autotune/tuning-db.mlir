@@ -93,13 +93,12 @@
 // SHIPPED-GSTORE: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false, dynamic_schedule = false>
 // RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 8,32,2048,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CLAIMED
 // SHIPPED-CLAIMED: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false>
-// D = 256 causal, re-tuned once the Q descriptors were built from 32-bit
-// words: the overlapped one-block-per-tile kernel wins at N >= 4096, a
-// serial block_n 128 one (spill-free only since then) at N <= 2048.
+// D = 256 causal, re-tuned on the sections grid: overlapped one block per
+// tile everywhere, block_n 80 at N >= 4096, 64 below.
 // RUN: flashc %kernels/attention_d256_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 2,8,8192,256 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D256C
 // SHIPPED-D256C: flash.config = #flash.config<block_m = 128, block_n = 80, warpgroups = 2>
 // RUN: flashc %kernels/attention_d256_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 16,8,1024,256 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D256C-SMALL
-// SHIPPED-D256C-SMALL: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 1, warpgroups = 2, overlap = false>
+// SHIPPED-D256C-SMALL: flash.config = #flash.config<block_m = 128, block_n = 64, warpgroups = 2>
 // The f16 files are tuned on their own (their entries sit in the same
 // database under their own source hashes): at D = 64, N = 2048 f16 keeps
 // the TMA store of O and overlap that the bf16 pick turns off.

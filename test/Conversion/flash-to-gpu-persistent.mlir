@@ -118,8 +118,8 @@
 // CHECK: gpu.return
 
 // OFF: gpu.func @attention_causal(%{{.*}}, %{{.*}}: f32) kernel
-// OFF-SAME: grid = {block_m = 128 : i64, kind = "tiles"}
-// OFF: gpu.block_id y
+// OFF-SAME: grid = {block_m = 128 : i64, kind = "sections", section_keys = 32768 : i64}
+// OFF: gpu.block_id z
 // OFF-NOT: arith.ceildivui
 // OFF-NOT: num_barriers = 10
 // OFF: gpu.return

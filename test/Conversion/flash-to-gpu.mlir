@@ -151,29 +151,26 @@
 // CAUSAL: gpu.module @attention_causal_kernels
 // CAUSAL: gpu.func @attention_causal(
 // CAUSAL-SAME: causal = true
+// CAUSAL-SAME: grid = {block_m = 128 : i64, kind = "sections", section_keys = 32768 : i64}
 // CAUSAL-SAME: has_lse = true
 // The causal kernel keeps the exact running max and rescales O every tile
 // (lagging it measured slower under the mask): no lag constant, no vote.
 // CAUSAL-NOT: arith.constant 8.000000e+00 : f32
-// Blocks take tiles longest first, in sections of heads whose K and V fit
-// a share of L2: linear block y * gridX + x -> (section, level, head), query
-// block gridX - 1 - level.
-// CAUSAL: %[[GX:.*]] = arith.index_cast %grid_dim_x : index to i32
-// CAUSAL: %[[HEADS:.*]] = arith.index_cast %grid_dim_y : index to i32
+// A "sections" grid (x: head in a section of heads whose K and V fit 16 MiB
+// of L2, y: query block from the last, z: section): the hardware's
+// x-fastest block order starts every head's longest tile of a section
+// first, and nothing needs a division.
+// CAUSAL: %[[SH:.*]] = arith.index_cast %grid_dim_x : index to i32
+// CAUSAL: %[[LEVELS:.*]] = arith.index_cast %grid_dim_y : index to i32
 // CAUSAL: %[[BX:.*]] = arith.index_cast %block_id_x : index to i32
 // CAUSAL: %[[BY:.*]] = arith.index_cast %block_id_y : index to i32
-// CAUSAL-NEXT: %[[ROW:.*]] = arith.muli %[[BY]], %[[GX]] : i32
-// CAUSAL-NEXT: %[[LIN:.*]] = arith.addi %[[ROW]], %[[BX]] : i32
-// CAUSAL-NEXT: %[[FIT:.*]] = arith.divui %c32768_i32, %{{.*}} : i32
-// CAUSAL-NEXT: %[[FIT1:.*]] = arith.maxui %[[FIT]], %c1_i32 : i32
-// CAUSAL-NEXT: %[[SH:.*]] = arith.minui %[[FIT1]], %[[HEADS]] : i32
-// CAUSAL-NEXT: %[[SI:.*]] = arith.muli %[[SH]], %[[GX]] : i32
-// CAUSAL-NEXT: %[[SEC:.*]] = arith.divui %[[LIN]], %[[SI]] : i32
-// CAUSAL: %[[LOCAL:.*]] = arith.subi %[[LIN]], %{{.*}} : i32
-// CAUSAL: %[[HERE:.*]] = arith.minui %[[SH]], %{{.*}} : i32
-// CAUSAL-NEXT: %[[LEVEL:.*]] = arith.divui %[[LOCAL]], %[[HERE]] : i32
-// CAUSAL: %[[LAST:.*]] = arith.subi %[[GX]], %c1_i32 : i32
-// CAUSAL-NEXT: arith.subi %[[LAST]], %[[LEVEL]] : i32
+// CAUSAL: %[[BZ:.*]] = arith.index_cast %block_id_z : index to i32
+// CAUSAL-NEXT: %[[FIRST:.*]] = arith.muli %[[BZ]], %[[SH]] : i32
+// CAUSAL-NEXT: %[[HEAD:.*]] = arith.addi %[[FIRST]], %[[BX]] : i32
+// CAUSAL-NEXT: arith.index_cast %[[HEAD]] : i32 to index
+// CAUSAL-NEXT: %[[LAST:.*]] = arith.subi %[[LEVELS]], %c1_i32 : i32
+// CAUSAL-NEXT: arith.subi %[[LAST]], %[[BY]] : i32
+// CAUSAL-NOT: arith.divui
 // Key tiles end at the diagonal (bottom-right aligned: seq_k - seq_q).
 // CAUSAL: %[[DIAG:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CAUSAL: arith.minsi

@@ -293,6 +293,55 @@ TEST(Grid, TilesRoundUpToClusters) {
   EXPECT_EQ(grid[0], 4u);
 }
 
+KernelMetadata sectionsMetadata(int64_t sectionKeys) {
+  KernelMetadata meta = validMetadata();
+  meta.gridKind = GridKind::Sections;
+  meta.gridSectionKeys = sectionKeys;
+  return meta;
+}
+
+TEST(Grid, Sections) {
+  // 8 heads of 1000 keys; 4096 keys fit 4 heads: (4, ceil(300 / 64), 2).
+  ProblemShape shape{2, 4, 300, 1000, 128};
+  unsigned grid[3];
+  ASSERT_FALSE(bool(computeGrid(sectionsMetadata(4096), shape, 132, grid)));
+  EXPECT_EQ(grid[0], 4u);
+  EXPECT_EQ(grid[1], 5u);
+  EXPECT_EQ(grid[2], 2u);
+}
+
+TEST(Grid, SectionsDivideTheHeads) {
+  // 4 heads would fit, but 4 does not divide 2 * 3: sections of 3.
+  ProblemShape shape{2, 3, 64, 1000, 128};
+  unsigned grid[3];
+  ASSERT_FALSE(bool(computeGrid(sectionsMetadata(4096), shape, 132, grid)));
+  EXPECT_EQ(grid[0], 3u);
+  EXPECT_EQ(grid[2], 2u);
+  // A prime head count falls back to a head per section.
+  shape = ProblemShape{1, 7, 64, 1000, 128};
+  ASSERT_FALSE(bool(computeGrid(sectionsMetadata(4096), shape, 132, grid)));
+  EXPECT_EQ(grid[0], 1u);
+  EXPECT_EQ(grid[2], 7u);
+  // Keys longer than a section: one head each; more heads than fit: all.
+  shape = ProblemShape{1, 4, 64, 100000, 128};
+  ASSERT_FALSE(bool(computeGrid(sectionsMetadata(4096), shape, 132, grid)));
+  EXPECT_EQ(grid[0], 1u);
+  shape = ProblemShape{1, 4, 64, 10, 128};
+  ASSERT_FALSE(bool(computeGrid(sectionsMetadata(4096), shape, 132, grid)));
+  EXPECT_EQ(grid[0], 4u);
+  EXPECT_EQ(grid[2], 1u);
+}
+
+TEST(Grid, SectionsLimitQueryBlocks) {
+  // Query blocks run along grid.y (at most 65535).
+  ProblemShape shape{1, 1, 65536 * 64 + 1, 64, 128};
+  unsigned grid[3];
+  Error err = computeGrid(sectionsMetadata(4096), shape, 132, grid);
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(toString(std::move(err)).find("beyond the grid.y limit of 65535"),
+            std::string::npos);
+}
+
 TEST(Grid, Persistent) {
   KernelMetadata meta = validMetadata();
   meta.gridKind = GridKind::Persistent;

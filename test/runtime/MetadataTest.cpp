@@ -42,6 +42,21 @@ TEST(Metadata, ParsesValid) {
   EXPECT_EQ(m.paramSizes().size(), 23u);
 }
 
+TEST(Metadata, ParsesSectionsGrid) {
+  json::Object obj = validMetadataJson();
+  obj["grid"] = json::Object{
+      {"kind", "sections"}, {"block_m", 128}, {"section_keys", 32768}};
+  auto m = parseKernelMetadata(toText(obj));
+  ASSERT_TRUE(bool(m)) << toString(m.takeError());
+  EXPECT_EQ(m->gridKind, GridKind::Sections);
+  EXPECT_EQ(m->gridBlockM, 128);
+  EXPECT_EQ(m->gridSectionKeys, 32768);
+  // The kernel maps (x, y, z) to tiles itself: no clusters.
+  obj["cluster"] = json::Array{2, 1, 1};
+  EXPECT_NE(parseError(obj).find("a \"sections\" grid takes no clusters"),
+            std::string::npos);
+}
+
 TEST(Metadata, RejectsBadJson) {
   auto meta = parseKernelMetadata("{\"format\": ");
   ASSERT_FALSE(meta);
@@ -69,6 +84,11 @@ TEST(Metadata, RejectsBadFields) {
       {"causal", "yes", "causal: must be true or false"},
       {"grid", json::Object{{"kind", "tiles"}}, "grid.block_m: missing"},
       {"grid", json::Object{{"kind", "spiral"}}, "grid.kind: must be"},
+      {"grid", json::Object{{"kind", "sections"}, {"block_m", 64}},
+       "grid.section_keys: missing"},
+      {"grid",
+       json::Object{{"kind", "sections"}, {"block_m", 64}, {"section_keys", 0}},
+       "grid.section_keys: must be positive"},
       {"has_lse", false, "has_lse: is false but a parameter passes lse"},
   };
   for (Case &c : cases) {

@@ -61,7 +61,9 @@ struct ParamSpec {
 };
 
 enum class BinaryFormat { Cubin, Ptx };
-enum class GridKind { Tiles, Persistent };
+/// How the launch grid follows from the problem shape
+/// (docs/kernel-metadata.md).
+enum class GridKind { Tiles, Sections, Persistent };
 
 struct KernelMetadata {
   int formatVersion = 0;
@@ -79,7 +81,8 @@ struct KernelMetadata {
   unsigned cluster[3] = {1, 1, 1};
   unsigned sharedMemoryBytes = 0; ///< dynamic shared memory per block
   GridKind gridKind = GridKind::Tiles;
-  int64_t gridBlockM = 0;
+  int64_t gridBlockM = 0;      ///< Tiles, Sections
+  int64_t gridSectionKeys = 0; ///< Sections
   std::map<std::string, int64_t> config;
   llvm::SmallVector<ParamSpec, 16> params;
 

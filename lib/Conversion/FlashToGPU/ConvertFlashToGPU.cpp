@@ -62,8 +62,11 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   if (spec.dynamicSchedule)
     params.push_back(dict({{"kind", str("tile_counter")}}));
   DictionaryAttr grid =
-      spec.persistent
-          ? dict({{"kind", str("persistent")}})
+      spec.persistent ? dict({{"kind", str("persistent")}})
+      : spec.sectionsGrid()
+          ? dict({{"kind", str("sections")},
+                  {"block_m", i64(spec.blockM)},
+                  {"section_keys", i64(spec.sectionKeys())}})
           : dict({{"kind", str("tiles")}, {"block_m", i64(spec.blockM)}});
 
   return dict(

@@ -30,6 +30,11 @@ namespace mlir::flash::gpu_lowering {
 /// Shared memory an sm_90a block may opt in to (227 KiB).
 constexpr int64_t kMaxSharedMemory = 232448;
 
+/// K and V bytes of the heads of one section of the tile order (persistent
+/// schedules and the "sections" grid): a third of the H100/H200 L2 (50 MiB),
+/// leaving room for Q, O and the next section's first loads.
+constexpr int64_t kSectionBytes = 16 << 20;
+
 /// Spin budget of one mbarrier try_wait (the op loops until the phase flips).
 constexpr int64_t kWaitTicks = 10000000;
 
@@ -110,6 +115,13 @@ struct KernelSpec {
   int64_t consumerRegs() const;
 
   int64_t threads() const { return 128 * (warpgroups + 1); }
+  /// Keys whose K and V fill kSectionBytes: a section holds
+  /// max(1, sectionKeys() / seq_k) heads.
+  int64_t sectionKeys() const { return kSectionBytes / (headDim * 2 * 2); }
+  /// A causal kernel with one block per tile launches a "sections" grid
+  /// (x: head in section, y: query block from the last, z: section), so
+  /// the hardware's x-fastest block order is the persistent one.
+  bool sectionsGrid() const { return causal && !persistent; }
   /// 64-column (128-byte) boxes per tile row.
   int64_t boxesPerRow() const { return headDim / 64; }
   int64_t qBoxBytes() const { return blockM * 128; }
@@ -207,6 +219,8 @@ public:
   //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
   void emitSharedMemoryAndBarriers();
   void emitTileBounds();
+  /// A sections grid's blockX32 and blockY (KernelSpec::sectionsGrid).
+  void locateSectionTile();
 
   //===--- TileSchedule.cpp: which tiles a block computes -----------------===//
   /// Runs `body` for each (query block, batch*head) tile of this block, with
@@ -217,18 +231,6 @@ public:
   /// waits for its Q buffer; the consumers wait for that Q and read the
   /// claim, so their bodies skip those waits.
   void forEachTile(bool producer, function_ref<void()> body);
-  /// The L2-aware order of `heads` heads' work items, `perHead` each:
-  /// sections of heads whose K and V fit a share of L2, level by level
-  /// within a section.
-  struct ItemOrder {
-    Value heads, sectionHeads, sectionItems;
-  };
-  ItemOrder itemOrder(Value perHead, Value heads);
-  /// Work item t -> (level, head) in `order`.
-  std::pair<Value, Value> locateItem(const ItemOrder &order, Value t);
-  /// One block per causal tile: this block's (query block, head), longest
-  /// tiles first in locateItem's order.
-  void locateCausalBlock();
   /// dynamicSchedule: claims items until they run out, `blockOf(t)` giving
   /// item t's (query block, head), and runs `runTile(x, head, kvBase, done)`
   /// on each (it returns the next kvBase and done); `selectBuffer(done)`

@@ -39,10 +39,8 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   tid32 = arith::IndexCastOp::create(b, i32, tid);
-  if (!spec.persistent && spec.causal) {
-    // Under a causal mask the last query block sees the most keys: blocks
-    // take the longest tiles first so the short ones fill the tail.
-    locateCausalBlock();
+  if (spec.sectionsGrid()) {
+    locateSectionTile();
   } else if (!spec.persistent) {
     blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     blockX32 = arith::IndexCastOp::create(
@@ -74,6 +72,23 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
     }
   });
   gpu::BarrierOp::create(b);
+}
+
+void KernelEmitter::locateSectionTile() {
+  // Block (x, y, z) of a sections grid: head z * gridDim.x + x, query
+  // block gridDim.y - 1 - y. The longest tiles start first, a section of
+  // heads at a time.
+  auto id32 = [&](Value v) { return arith::IndexCastOp::create(b, i32, v); };
+  Value sectionHeads = id32(gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value levels = id32(gpu::GridDimOp::create(b, gpu::Dimension::y));
+  Value x = id32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value y = id32(gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  Value z = id32(gpu::BlockIdOp::create(b, gpu::Dimension::z));
+  Value head =
+      arith::AddIOp::create(b, arith::MulIOp::create(b, z, sectionHeads), x);
+  blockY = arith::IndexCastOp::create(b, indexTy, head);
+  blockX32 =
+      arith::SubIOp::create(b, arith::SubIOp::create(b, levels, cI32(1)), y);
 }
 
 void KernelEmitter::emitTileBounds() {

@@ -45,52 +45,6 @@
 using namespace mlir;
 using namespace mlir::flash::gpu_lowering;
 
-/// K and V bytes of the heads of one section: a third of the H100/H200 L2
-/// (50 MiB), leaving room for Q, O and the next section's first loads.
-static constexpr int64_t kSectionBytes = 16 << 20;
-
-KernelEmitter::ItemOrder KernelEmitter::itemOrder(Value perHead,
-                                                  Value heads) {
-  // Heads per section: as many as fit kSectionBytes, at least one.
-  int64_t sectionKeys = kSectionBytes / (spec.headDim * 2 * 2);
-  Value fit = arith::DivUIOp::create(b, cI32(sectionKeys), seqK);
-  Value sectionHeads =
-      arith::MinUIOp::create(b, arith::MaxUIOp::create(b, fit, cI32(1)), heads);
-  Value sectionItems = arith::MulIOp::create(b, sectionHeads, perHead);
-  return {heads, sectionHeads, sectionItems};
-}
-
-std::pair<Value, Value> KernelEmitter::locateItem(const ItemOrder &order,
-                                                  Value t) {
-  Value section = arith::DivUIOp::create(b, t, order.sectionItems);
-  Value first = arith::MulIOp::create(b, section, order.sectionHeads);
-  Value local = arith::SubIOp::create(
-      b, t, arith::MulIOp::create(b, section, order.sectionItems));
-  Value headsHere = arith::MinUIOp::create(
-      b, order.sectionHeads, arith::SubIOp::create(b, order.heads, first));
-  Value level = arith::DivUIOp::create(b, local, headsHere);
-  Value head = arith::AddIOp::create(
-      b, first,
-      arith::SubIOp::create(b, local,
-                            arith::MulIOp::create(b, level, headsHere)));
-  return {level, head};
-}
-
-void KernelEmitter::locateCausalBlock() {
-  auto dim32 = [&](Value v) { return arith::IndexCastOp::create(b, i32, v); };
-  Value gridX = dim32(gpu::GridDimOp::create(b, gpu::Dimension::x));
-  Value heads = dim32(gpu::GridDimOp::create(b, gpu::Dimension::y));
-  Value x = dim32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value y = dim32(gpu::BlockIdOp::create(b, gpu::Dimension::y));
-  // Blocks start roughly in linear order (x fastest).
-  Value linear =
-      arith::AddIOp::create(b, arith::MulIOp::create(b, y, gridX), x);
-  auto [level, head] = locateItem(itemOrder(gridX, heads), linear);
-  Value lastX = arith::SubIOp::create(b, gridX, cI32(1));
-  blockX32 = arith::SubIOp::create(b, lastX, level);
-  blockY = arith::IndexCastOp::create(b, indexTy, head);
-}
-
 void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
   if (!spec.persistent) {
     body();
@@ -105,9 +59,28 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
   Value numItems = arith::MulIOp::create(b, perHead, heads);
   Value grid = arith::IndexCastOp::create(
       b, i32, gpu::GridDimOp::create(b, gpu::Dimension::x));
-  ItemOrder order = itemOrder(perHead, heads);
+  // Heads per section: as many as fit kSectionBytes, at least one.
+  Value fit = arith::DivUIOp::create(b, cI32(spec.sectionKeys()), seqK);
+  Value sectionHeads =
+      arith::MinUIOp::create(b, arith::MaxUIOp::create(b, fit, cI32(1)), heads);
+  Value sectionItems = arith::MulIOp::create(b, sectionHeads, perHead);
   Value last = arith::SubIOp::create(b, numM, cI32(1));
-  auto locate = [&](Value t) { return locateItem(order, t); };
+
+  // Item t -> (level, head): sections of heads, level by level within one.
+  auto locate = [&](Value t) -> std::pair<Value, Value> {
+    Value section = arith::DivUIOp::create(b, t, sectionItems);
+    Value first = arith::MulIOp::create(b, section, sectionHeads);
+    Value local = arith::SubIOp::create(
+        b, t, arith::MulIOp::create(b, section, sectionItems));
+    Value headsHere = arith::MinUIOp::create(
+        b, sectionHeads, arith::SubIOp::create(b, heads, first));
+    Value level = arith::DivUIOp::create(b, local, headsHere);
+    Value head = arith::AddIOp::create(
+        b, first,
+        arith::SubIOp::create(b, local,
+                              arith::MulIOp::create(b, level, headsHere)));
+    return {level, head};
+  };
   // Tile `done` of this block uses Q buffer done % qBuffers, for the
   // (done / qBuffers)-th time.
   auto selectBuffer = [&](Value done) {
