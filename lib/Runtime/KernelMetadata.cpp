@@ -417,9 +417,9 @@ Expected<KernelMetadata> Parser::parse() {
         return fail("grid.section_keys", "must be positive");
       if (m.cluster[0] != 1 || m.cluster[1] != 1 || m.cluster[2] != 1)
         return fail("cluster", "a \"sections\" grid takes no clusters");
-    }
-    if (m.cluster[1] != 1 || m.cluster[2] != 1)
+    } else if (m.cluster[1] != 1 || m.cluster[2] != 1) {
       return fail("cluster", "a \"tiles\" grid takes clusters along x only");
+    }
   } else if (s == "persistent") {
     m.gridKind = GridKind::Persistent;
   } else {

@@ -219,8 +219,9 @@ public:
   //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
   void emitSharedMemoryAndBarriers();
   void emitTileBounds();
-  /// A sections grid's blockX32 and blockY (KernelSpec::sectionsGrid).
-  void locateSectionTile();
+  /// Producer, persistent: waits until the consumers freed the Q buffer
+  /// (qBuf, qParity) of the tile about to load.
+  void waitQBufferFree();
 
   //===--- TileSchedule.cpp: which tiles a block computes -----------------===//
   /// Runs `body` for each (query block, batch*head) tile of this block, with
@@ -231,6 +232,8 @@ public:
   /// waits for its Q buffer; the consumers wait for that Q and read the
   /// claim, so their bodies skip those waits.
   void forEachTile(bool producer, function_ref<void()> body);
+  /// A sections grid's blockX32 and blockY (KernelSpec::sectionsGrid).
+  void locateSectionTile();
   /// dynamicSchedule: claims items until they run out, `blockOf(t)` giving
   /// item t's (query block, head), and runs `runTile(x, head, kvBase, done)`
   /// on each (it returns the next kvBase and done); `selectBuffer(done)`

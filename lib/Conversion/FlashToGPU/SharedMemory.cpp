@@ -74,23 +74,6 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
   gpu::BarrierOp::create(b);
 }
 
-void KernelEmitter::locateSectionTile() {
-  // Block (x, y, z) of a sections grid: head z * gridDim.x + x, query
-  // block gridDim.y - 1 - y. The longest tiles start first, a section of
-  // heads at a time.
-  auto id32 = [&](Value v) { return arith::IndexCastOp::create(b, i32, v); };
-  Value sectionHeads = id32(gpu::GridDimOp::create(b, gpu::Dimension::x));
-  Value levels = id32(gpu::GridDimOp::create(b, gpu::Dimension::y));
-  Value x = id32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value y = id32(gpu::BlockIdOp::create(b, gpu::Dimension::y));
-  Value z = id32(gpu::BlockIdOp::create(b, gpu::Dimension::z));
-  Value head =
-      arith::AddIOp::create(b, arith::MulIOp::create(b, z, sectionHeads), x);
-  blockY = arith::IndexCastOp::create(b, indexTy, head);
-  blockX32 =
-      arith::SubIOp::create(b, arith::SubIOp::create(b, levels, cI32(1)), y);
-}
-
 void KernelEmitter::emitTileBounds() {
   m0 = arith::MulIOp::create(b, blockX32, cI32(spec.blockM));
   Value hi;
@@ -190,6 +173,15 @@ void KernelEmitter::waitEmpty(Value pos, int64_t baseBarrier) {
                                          barId);
 }
 
+void KernelEmitter::waitQBufferFree() {
+  // The previous tile's Q in this buffer must be consumed. The first wait
+  // asks for the phase before the barrier's first one, which counts as done.
+  Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));
+  Value barId = qBarrier(spec.barQEmpty());
+  nvgpu::MBarrierTryWaitParityOp::create(b, bar, prevParity, cIndex(kWaitTicks),
+                                         barId);
+}
+
 void KernelEmitter::emitProducer() {
   NVVM::SetMaxRegisterOp::create(b, spec.producerRegs(),
                                  NVVM::SetMaxRegisterAction::decrease);
@@ -198,14 +190,9 @@ void KernelEmitter::emitProducer() {
     nvgpu::TmaPrefetchOp::create(b, tmK, Value());
     nvgpu::TmaPrefetchOp::create(b, tmV, Value());
     forEachTile(/*producer=*/true, [&] {
-      if (spec.persistent && !spec.dynamicSchedule) {
-        // The previous tile's Q must be consumed. The first wait asks for
-        // the phase before the barrier's first one, which counts as done.
-        Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));
-        Value barId = qBarrier(spec.barQEmpty());
-        nvgpu::MBarrierTryWaitParityOp::create(b, bar, prevParity,
-                                               cIndex(kWaitTicks), barId);
-      }
+      // With dynamicSchedule the claim loop waited already.
+      if (spec.persistent && !spec.dynamicSchedule)
+        waitQBufferFree();
       issueQ();
       forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
         Value pos = ringPosition(j);

@@ -1,8 +1,10 @@
 //===- TileSchedule.cpp - which tiles a block computes --------------------===//
 //
 // A tile is one block_m slice of queries of one (batch, head). Without
-// `persistent` the grid has a block per tile (x: query block, y: batch*head).
-// With it the grid has a block per SM and each block walks the tile list:
+// `persistent` the grid has a block per tile: (x: query block, y:
+// batch*head), or under a causal mask the runtime's "sections" grid (x: head
+// within a section, y: query block from the last, z: section), whose
+// x-fastest block order is the order below with single query blocks. With it the grid has a block per SM and each block walks the tile list:
 //
 // * Work items: a query block, or under a causal mask a pair of them, the
 //   i-th from the end and the i-th from the start (the middle one alone for
@@ -44,6 +46,23 @@
 
 using namespace mlir;
 using namespace mlir::flash::gpu_lowering;
+
+void KernelEmitter::locateSectionTile() {
+  // Block (x, y, z) of a sections grid: head z * gridDim.x + x, query
+  // block gridDim.y - 1 - y. The longest tiles start first, a section of
+  // heads at a time.
+  auto id32 = [&](Value v) { return arith::IndexCastOp::create(b, i32, v); };
+  Value sectionHeads = id32(gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value levels = id32(gpu::GridDimOp::create(b, gpu::Dimension::y));
+  Value x = id32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value y = id32(gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  Value z = id32(gpu::BlockIdOp::create(b, gpu::Dimension::z));
+  Value head =
+      arith::AddIOp::create(b, arith::MulIOp::create(b, z, sectionHeads), x);
+  blockY = arith::IndexCastOp::create(b, indexTy, head);
+  blockX32 =
+      arith::SubIOp::create(b, arith::SubIOp::create(b, levels, cI32(1)), y);
+}
 
 void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
   if (!spec.persistent) {
@@ -205,10 +224,7 @@ void KernelEmitter::forEachClaimedTile(
         Value x, head, valid;
         if (producer) {
           // The Q buffer must be free before its claim slot is rewritten.
-          Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));
-          nvgpu::MBarrierTryWaitParityOp::create(b, bar, prevParity,
-                                                 cIndex(kWaitTicks),
-                                                 qBarrier(spec.barQEmpty()));
+          waitQBufferFree();
           Value claim = args[2];
           ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, claim,
                                        lastClaim),
