@@ -29,12 +29,14 @@
 // key loops, plus S_0 in the prologue (its softmax twice: masked only when
 // tile 0 is ragged or on the diagonal) and the last P V after the loops; 2 Q
 // + 2 K + 2 V TMA boxes in the IR, 14 in the PTX because LLVM unswitches the
-// producer loop on `j >= stages`; every exp2 the flush-to-zero ex2 (one
+// producer loop on `j >= stages`; the L2 prefetch of the next block's Q, K
+// and V boxes (flash-to-gpu-prefetch.mlir); every exp2 the flush-to-zero ex2 (one
 // MUFU.EX2; plain ex2.approx.f32 gets a denormal guard); the named barriers
 // of the ping-pong. ptxas must not serialise the wgmma chain
 // (C7513, an info line: checked by --implicit-check-not=C75 above).
 // MIX: 5 bar.arrive
 // MIX: 5 bar.sync
+// MIX: 6 cp.async.bulk.prefetch.tensor.3d.L2.global.tile
 // MIX: 14 cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // MIX-NOT: ex2.approx.f32
 // MIX: 264 ex2.approx.ftz.f32

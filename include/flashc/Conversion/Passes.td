@@ -79,6 +79,10 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     Option<"tmaStoreO", "tma-store-o", "bool", "true",
            "Allow the configs' TMA store of O (false: 4-byte global stores "
            "everywhere; never in a persistent kernel with one Q buffer)">,
+    Option<"prefetchNextBlock", "prefetch-next-block", "bool", "true",
+           "Tiles grids (one block per tile, no causal mask): prefetch into "
+           "L2 the Q and first K/V tile of the block that starts when this "
+           "one ends (false: off)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -193,6 +193,10 @@ struct ConvertFlashToGPUPass
       // tile's Q load would wait for the store.
       spec->tmaStoreO = spec->tmaStoreO && tmaStoreO &&
                         (!spec->persistent || spec->qBuffers == 2);
+      // A tiles grid only: persistent kernels load the next tile's Q into
+      // their second buffer, and a sections grid's blocks differ in length.
+      spec->prefetchNextBlock =
+          prefetchNextBlock && !spec->persistent && !spec->sectionsGrid();
       buildKernelModule(func, *spec);
       func.erase();
     }

@@ -68,6 +68,9 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   auto cast = [&](Value arg, Type type) {
     return UnrealizedConversionCastOp::create(b, type, arg).getResult(0);
   };
+  qMapPtr = entry->getArgument(0);
+  kMapPtr = entry->getArgument(1);
+  vMapPtr = entry->getArgument(2);
   tmQ = cast(entry->getArgument(0), tmQType);
   tmK = cast(entry->getArgument(1), tmKVType);
   tmV = cast(entry->getArgument(2), tmKVType);

@@ -212,6 +212,8 @@ void KernelEmitter::emitProducer() {
         return SmallVector<Value>();
       });
     });
+    if (spec.prefetchNextBlock)
+      prefetchNextBlockInputs();
   });
 }
 

@@ -28,6 +28,10 @@
 //   publishes it in shared memory beside the tile's Q, whose mbarrier
 //   orders it for the consumers.
 //
+// A tiles grid's block, once its producer issued its last K/V load,
+// prefetches into L2 the Q and first K/V tile of the block that will start
+// about when it ends (prefetchNextBlockInputs).
+//
 // The K/V ring and the Q barriers run on across a block's tiles: kvBase is
 // the ring position of the tile's first key tile, qBuf the Q buffer the
 // tile uses (tiles alternate between two where shared memory allows) and
@@ -40,6 +44,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -62,6 +67,42 @@ void KernelEmitter::locateSectionTile() {
   blockY = arith::IndexCastOp::create(b, indexTy, head);
   blockX32 =
       arith::SubIOp::create(b, arith::SubIOp::create(b, levels, cI32(1)), y);
+}
+
+void KernelEmitter::prefetchNextBlockInputs() {
+  // The hardware hands out blocks in x-fastest order as SMs free up, and
+  // the blocks of a tiles grid all cost the same: while this block runs
+  // every other SM takes about one block, so the block nsmid places on
+  // starts about when this one ends. Its Q box is cold in DRAM (no other
+  // block reads it), and when it opens a head so are its first K/V tiles.
+  // Issued after this block's last K/V load, a couple of key tiles before
+  // its end: early enough to land, late enough that the lines are still in
+  // L2. (Under a causal mask the blocks' lengths differ, so the guess
+  // misses; measured 0.3-1.1% slower there, bench/RESULTS.md batch 57.)
+  auto id32 = [&](Value v) { return arith::IndexCastOp::create(b, i32, v); };
+  Value gx = id32(gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value gy = id32(gpu::GridDimOp::create(b, gpu::Dimension::y));
+  Value y = id32(blockY);
+  Value linear =
+      arith::AddIOp::create(b, blockX32, arith::MulIOp::create(b, y, gx));
+  Value next = arith::AddIOp::create(b, linear, NVVM::SmDimOp::create(b, i32));
+  Value queryBlock = arith::RemUIOp::create(b, next, gx);
+  Value head = arith::DivUIOp::create(b, next, gx);
+  Value exists = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, gy);
+  ifThen(exists, [&] {
+    Value firstRow = arith::MulIOp::create(b, queryBlock, cI32(spec.blockM));
+    for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
+      Value col = cI32(64 * c);
+      auto prefetch = [&](Value map, Value row) {
+        NVVM::CpAsyncBulkTensorPrefetchOp::create(
+            b, map, ValueRange{col, row, head}, ValueRange(),
+            NVVM::TMALoadMode::TILE, Value());
+      };
+      prefetch(qMapPtr, firstRow);
+      prefetch(kMapPtr, cI32(0));
+      prefetch(vMapPtr, cI32(0));
+    }
+  });
 }
 
 void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {

@@ -31,7 +31,7 @@ def opcodes(path):
             if not stmt:
                 continue
             op = stmt.split()[0].rstrip(",")
-            if not re.match(r"^[a-z][a-z0-9_.:]*$", op):
+            if not re.match(r"^[a-z][A-Za-z0-9_.:]*$", op):
                 continue
             counts[op] += 1
     return counts
