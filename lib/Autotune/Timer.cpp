@@ -4,8 +4,9 @@
 // rounded to the kernel's dtype with every 16th query row scaled so its
 // logits reach ~1e3, outputs poisoned with NaN before the checked launch,
 // a float64 reference per sampled row, and CUDA events around each timed
-// launch. The reference rows do not depend on the candidate, so they are
-// computed once, before any candidate runs.
+// launch, before which L2 is flushed as bench/compare.py's do_bench does.
+// The reference rows do not depend on the candidate, so they are computed
+// once, before any candidate runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,6 +204,8 @@ private:
   std::optional<PrimaryContext> context;
   CUstream stream = nullptr;
   std::vector<CUevent> events;
+  /// TimerOptions::flushBytes of scratch, written before each timed launch.
+  CUdeviceptr flush = 0;
   const ShapeLayout *layouts = nullptr;
   /// [shape][set][tensor]
   std::vector<std::vector<std::array<CUdeviceptr, kNumTensors>>> buffers;
@@ -217,6 +220,8 @@ DeviceWorker::~DeviceWorker() {
       for (CUdeviceptr ptr : set)
         if (ptr)
           cu.cuMemFree(ptr);
+  if (flush)
+    cu.cuMemFree(flush);
   for (CUevent e : events)
     cu.cuEventDestroy(e);
   if (stream)
@@ -237,6 +242,11 @@ Error DeviceWorker::init(ArrayRef<ShapeLayout> shapeLayouts) {
   for (CUevent &e : events)
     if (Error err =
             checkCu(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"))
+      return err;
+  if (options.flushBytes)
+    if (Error err = checkCu(cu.cuMemAlloc(&flush, options.flushBytes),
+                            formatv("cuMemAlloc({0} bytes) on GPU {1}",
+                                    options.flushBytes, info.ordinal)))
       return err;
   buffers.resize(shapeLayouts.size());
   for (auto [i, layout] : enumerate(shapeLayouts)) {
@@ -350,6 +360,11 @@ Expected<std::vector<float>> DeviceWorker::time(Kernel &kernel, size_t shape,
     if (Error err = kernel.launch(args(shape, i % numSets), stream))
       return std::move(err);
   for (unsigned i = 0; i < launches; ++i) {
+    if (flush)
+      if (Error err = checkCu(
+              cu.cuMemsetD32Async(flush, 0, options.flushBytes / 4, stream),
+              "cuMemsetD32Async (L2 flush)"))
+        return std::move(err);
     cu.cuEventRecord(events[2 * i], stream);
     if (Error err = kernel.launch(args(shape, (i + 1) % numSets), stream))
       return std::move(err);

@@ -3,7 +3,7 @@
 //   flash-tune-run BUNDLE_DIR -o tuning.json [--timings timings.json]
 //                  [--device N,...] [--iters N] [--warmup N] [--probe N]
 //                  [--rounds N] [--screen X] [--skip ID,...]
-//                  [--hang-seconds S]
+//                  [--hang-seconds S] [--flush-l2-mib M]
 //
 // The runtime half of flash-tune: links libflashrt's C++ library and LLVM
 // Support statically, never libLLVM.so, so it runs on a GPU host that has
@@ -73,6 +73,13 @@ static cl::opt<double>
     hangSeconds("hang-seconds",
                 cl::desc("Seconds after which a launch counts as hung"),
                 cl::init(20), cl::cat(category));
+static cl::opt<unsigned>
+    flushMiB("flush-l2-mib",
+             cl::desc("MiB written before each timed launch, as "
+                      "triton.testing.do_bench and bench/compare.py do (0: "
+                      "launches back to back)"),
+             cl::init(unsigned(TimerOptions().flushBytes >> 20)),
+             cl::cat(category));
 static cl::opt<unsigned> seed("seed", cl::desc("Random seed of the inputs"),
                               cl::init(1), cl::cat(category));
 
@@ -116,6 +123,7 @@ int main(int argc, char **argv) {
   for (const std::string &id : skip)
     options.skip.insert(id);
   options.seed = seed;
+  options.flushBytes = size_t(flushMiB) << 20;
   options.progress = &outs();
   options.interactive = sys::Process::StandardOutIsDisplayed();
   Expected<TimingsFile> timings = timeBundle(bundleDir, *manifest, options);
