@@ -195,8 +195,7 @@ struct ConvertFlashToGPUPass
                         (!spec->persistent || spec->qBuffers == 2);
       // A tiles grid only: persistent kernels load the next tile's Q into
       // their second buffer, and a sections grid's blocks differ in length.
-      spec->prefetchNextBlock =
-          prefetchNextBlock && !spec->persistent && !spec->sectionsGrid();
+      spec->prefetchNextBlock = prefetchNextBlock && spec->tilesGrid();
       buildKernelModule(func, *spec);
       func.erase();
     }

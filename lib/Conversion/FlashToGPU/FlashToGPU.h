@@ -129,6 +129,9 @@ struct KernelSpec {
   /// (x: head in section, y: query block from the last, z: section), so
   /// the hardware's x-fastest block order is the persistent one.
   bool sectionsGrid() const { return causal && !persistent; }
+  /// Without the mask, one block per tile: the "tiles" grid (x: query
+  /// block, y: batch*head).
+  bool tilesGrid() const { return !causal && !persistent; }
   /// 64-column (128-byte) boxes per tile row.
   int64_t boxesPerRow() const { return headDim / 64; }
   int64_t qBoxBytes() const { return blockM * 128; }

@@ -41,7 +41,7 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
   tid32 = arith::IndexCastOp::create(b, i32, tid);
   if (spec.sectionsGrid()) {
     locateSectionTile();
-  } else if (!spec.persistent) {
+  } else if (spec.tilesGrid()) {
     blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     blockX32 = arith::IndexCastOp::create(
         b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));

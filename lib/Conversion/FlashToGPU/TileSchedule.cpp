@@ -4,7 +4,8 @@
 // `persistent` the grid has a block per tile: (x: query block, y:
 // batch*head), or under a causal mask the runtime's "sections" grid (x: head
 // within a section, y: query block from the last, z: section), whose
-// x-fastest block order is the order below with single query blocks. With it the grid has a block per SM and each block walks the tile list:
+// x-fastest block order is the order below with single query blocks. With
+// it the grid has a block per SM and each block walks the tile list:
 //
 // * Work items: a query block, or under a causal mask a pair of them, the
 //   i-th from the end and the i-th from the start (the middle one alone for
@@ -52,16 +53,21 @@
 using namespace mlir;
 using namespace mlir::flash::gpu_lowering;
 
+/// An index (a block id, a grid dimension) as the i32 the schedule's
+/// arithmetic uses.
+static Value toI32(ImplicitLocOpBuilder &b, Value index) {
+  return arith::IndexCastOp::create(b, b.getI32Type(), index);
+}
+
 void KernelEmitter::locateSectionTile() {
   // Block (x, y, z) of a sections grid: head z * gridDim.x + x, query
   // block gridDim.y - 1 - y. The longest tiles start first, a section of
   // heads at a time.
-  auto id32 = [&](Value v) { return arith::IndexCastOp::create(b, i32, v); };
-  Value sectionHeads = id32(gpu::GridDimOp::create(b, gpu::Dimension::x));
-  Value levels = id32(gpu::GridDimOp::create(b, gpu::Dimension::y));
-  Value x = id32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value y = id32(gpu::BlockIdOp::create(b, gpu::Dimension::y));
-  Value z = id32(gpu::BlockIdOp::create(b, gpu::Dimension::z));
+  Value sectionHeads = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value levels = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::y));
+  Value x = toI32(b, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value y = toI32(b, gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  Value z = toI32(b, gpu::BlockIdOp::create(b, gpu::Dimension::z));
   Value head =
       arith::AddIOp::create(b, arith::MulIOp::create(b, z, sectionHeads), x);
   blockY = arith::IndexCastOp::create(b, indexTy, head);
@@ -79,10 +85,9 @@ void KernelEmitter::prefetchNextBlockInputs() {
   // its end: early enough to land, late enough that the lines are still in
   // L2. (Under a causal mask the blocks' lengths differ, so the guess
   // misses; measured 0.3-1.1% slower there, bench/RESULTS.md batch 57.)
-  auto id32 = [&](Value v) { return arith::IndexCastOp::create(b, i32, v); };
-  Value gx = id32(gpu::GridDimOp::create(b, gpu::Dimension::x));
-  Value gy = id32(gpu::GridDimOp::create(b, gpu::Dimension::y));
-  Value y = id32(blockY);
+  Value gx = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value gy = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::y));
+  Value y = toI32(b, blockY);
   Value linear =
       arith::AddIOp::create(b, blockX32, arith::MulIOp::create(b, y, gx));
   Value next = arith::AddIOp::create(b, linear, NVVM::SmDimOp::create(b, i32));
@@ -90,17 +95,17 @@ void KernelEmitter::prefetchNextBlockInputs() {
   Value head = arith::DivUIOp::create(b, next, gx);
   Value exists = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, gy);
   ifThen(exists, [&] {
+    auto prefetch = [&](Value map, Value col, Value row) {
+      NVVM::CpAsyncBulkTensorPrefetchOp::create(
+          b, map, ValueRange{col, row, head}, ValueRange(),
+          NVVM::TMALoadMode::TILE, Value());
+    };
     Value firstRow = arith::MulIOp::create(b, queryBlock, cI32(spec.blockM));
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value col = cI32(64 * c);
-      auto prefetch = [&](Value map, Value row) {
-        NVVM::CpAsyncBulkTensorPrefetchOp::create(
-            b, map, ValueRange{col, row, head}, ValueRange(),
-            NVVM::TMALoadMode::TILE, Value());
-      };
-      prefetch(qMapPtr, firstRow);
-      prefetch(kMapPtr, cI32(0));
-      prefetch(vMapPtr, cI32(0));
+      prefetch(qMapPtr, col, firstRow);
+      prefetch(kMapPtr, col, cI32(0));
+      prefetch(vMapPtr, col, cI32(0));
     }
   });
 }
@@ -117,8 +122,7 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
                       ? arith::CeilDivUIOp::create(b, numM, cI32(2)).getResult()
                       : numM;
   Value numItems = arith::MulIOp::create(b, perHead, heads);
-  Value grid = arith::IndexCastOp::create(
-      b, i32, gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value grid = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::x));
   // Heads per section: as many as fit kSectionBytes, at least one.
   Value fit = arith::DivUIOp::create(b, cI32(spec.sectionKeys()), seqK);
   Value sectionHeads =
@@ -178,13 +182,12 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
     return;
   }
 
-  Value block = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value block = toI32(b, gpu::BlockIdOp::create(b, gpu::Dimension::x));
   Value rounds = arith::IndexCastOp::create(
       b, indexTy, arith::CeilDivUIOp::create(b, numItems, grid));
   SmallVector<Value> init = {cIndex(0), cI32(0)};
   forLoop(cIndex(0), rounds, init, [&](Value r, ValueRange it) {
-    Value r32 = arith::IndexCastOp::create(b, i32, r);
+    Value r32 = toI32(b, r);
     Value t =
         arith::AddIOp::create(b, arith::MulIOp::create(b, r32, grid), block);
     Value owned =
