@@ -24,7 +24,7 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t warpgroups, bool overlap,
                                  bool pingpong, bool splitRelease,
                                  bool persistent, bool tmaStoreO,
-                                 bool dynamicSchedule) {
+                                 bool dynamicSchedule, bool speculativeExp) {
   if (warpgroups < 1 || warpgroups > 4)
     return emitError() << "warpgroups must be between 1 and 4, got "
                        << warpgroups;
@@ -51,5 +51,6 @@ ConfigAttr ConfigAttr::getDefault(MLIRContext *context, int64_t headDim) {
                          /*warpgroups=*/2, /*overlap=*/true,
                          /*pingpong=*/true, /*split_release=*/true,
                          /*persistent=*/false, /*tma_store_o=*/true,
-                         /*dynamic_schedule=*/true);
+                         /*dynamic_schedule=*/true,
+                         /*speculative_exp=*/false);
 }

@@ -56,9 +56,16 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
       programs claim query blocks one at a time, longest first, from a
       counter the runtime passes, instead of walking a static share of
       (longer, shorter) pairs. Ignored elsewhere.
+    - `speculative_exp` (default `false`): in every key tile after the
+      first, compute P against the running max without waiting for the
+      tile's own max, and take that max and P again only when a row sum
+      shows the reference must move. Keeps S live through the exps, so
+      most configs spill with it; and rows whose scores spread widely keep
+      moving their max, so it is slower on them (README).
 
     Everything but `block_m` and `block_n` may be omitted (defaults: 2
-    stages, 1 warpgroup, every switch but `persistent` on).
+    stages, 1 warpgroup, every switch but `persistent` and
+    `speculative_exp` on).
 
     Example:
 
@@ -82,7 +89,9 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     Flash_ScheduleFlag<"separate K and V slot release">:$split_release,
     Flash_ScheduleFlag<"one program per SM over the tiles", "false">:$persistent,
     Flash_ScheduleFlag<"O stored by TMA from shared memory">:$tma_store_o,
-    Flash_ScheduleFlag<"causal tiles claimed from a counter">:$dynamic_schedule
+    Flash_ScheduleFlag<"causal tiles claimed from a counter">:$dynamic_schedule,
+    Flash_ScheduleFlag<"P before the tile's max, redone if it moves",
+                       "false">:$speculative_exp
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

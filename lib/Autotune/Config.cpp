@@ -12,11 +12,12 @@ using namespace flashc::tune;
 using namespace flashc::tune::json_util;
 
 std::string TuneConfig::str() const {
-  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}{8}{9}", blockM, blockN,
-                 stages, warpgroups, overlap ? "ov" : "-",
+  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}{8}{9}{10}", blockM,
+                 blockN, stages, warpgroups, overlap ? "ov" : "-",
                  pingpong ? "pp" : "-", splitRelease ? "sr" : "-",
                  persistent ? " ps" : "", tmaStoreO ? "" : " -tma",
-                 persistent && !dynamicSchedule ? " -dyn" : "");
+                 persistent && !dynamicSchedule ? " -dyn" : "",
+                 speculativeExp ? " spx" : "");
 }
 
 json::Object flashc::tune::toJson(const TuneConfig &config) {
@@ -29,7 +30,8 @@ json::Object flashc::tune::toJson(const TuneConfig &config) {
                       {"split_release", int64_t(config.splitRelease)},
                       {"persistent", int64_t(config.persistent)},
                       {"tma_store_o", int64_t(config.tmaStoreO)},
-                      {"dynamic_schedule", int64_t(config.dynamicSchedule)}};
+                      {"dynamic_schedule", int64_t(config.dynamicSchedule)},
+                      {"speculative_exp", int64_t(config.speculativeExp)}};
 }
 
 Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
@@ -61,7 +63,8 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
                   {"split_release", &config.splitRelease, false},
                   {"persistent", &config.persistent, true},
                   {"tma_store_o", &config.tmaStoreO, true},
-                  {"dynamic_schedule", &config.dynamicSchedule, true}};
+                  {"dynamic_schedule", &config.dynamicSchedule, true},
+                  {"speculative_exp", &config.speculativeExp, true}};
   for (auto [key, field, optional] : flags) {
     if (optional && !(*object)->get(key))
       continue;

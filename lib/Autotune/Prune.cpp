@@ -102,7 +102,8 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
   flash::ConfigAttr attr = flash::ConfigAttr::getChecked(
       emitError, &context, config.blockM, config.blockN, config.stages,
       config.warpgroups, config.overlap, config.pingpong, config.splitRelease,
-      config.persistent, config.tmaStoreO, config.dynamicSchedule);
+      config.persistent, config.tmaStoreO, config.dynamicSchedule,
+      config.speculativeExp);
   if (attr)
     return std::nullopt;
   return diagnostics.getText();
@@ -142,7 +143,8 @@ static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
                                  c("split_release") == 1,
                                  c("persistent") == 1,
                                  c("tma_store_o") == 1,
-                                 c("dynamic_schedule") == 1};
+                                 c("dynamic_schedule") == 1,
+                                 c("speculative_exp") == 1};
     // The flag only changes persistent causal kernels; elsewhere the
     // applied config keeps #flash.config's default, so it names the same
     // kernel as the config that asked for it.

@@ -10,7 +10,8 @@ using namespace flashc::tune;
 size_t SearchSpace::size() const {
   return blockM.size() * blockN.size() * stages.size() * warpgroups.size() *
          overlap.size() * pingpong.size() * splitRelease.size() *
-         persistent.size() * tmaStoreO.size() * dynamicSchedule.size();
+         persistent.size() * tmaStoreO.size() * dynamicSchedule.size() *
+         speculativeExp.size();
 }
 
 std::vector<TuneConfig>
@@ -27,10 +28,11 @@ flashc::tune::enumerateConfigs(const SearchSpace &space) {
                 for (bool persistent : space.persistent)
                   for (bool tmaStoreO : space.tmaStoreO)
                     for (bool dynamicSchedule : space.dynamicSchedule)
-                      configs.push_back({blockM, blockN, stages, warpgroups,
-                                         overlap, pingpong, splitRelease,
-                                         persistent, tmaStoreO,
-                                         dynamicSchedule});
+                      for (bool speculativeExp : space.speculativeExp)
+                        configs.push_back({blockM, blockN, stages, warpgroups,
+                                           overlap, pingpong, splitRelease,
+                                           persistent, tmaStoreO,
+                                           dynamicSchedule, speculativeExp});
   return configs;
 }
 

@@ -14,7 +14,8 @@ flashc::TileOverrides flashc::tune::toTileOverrides(const TuneConfig &config) {
           int(config.splitRelease),
           int(config.persistent),
           int(config.tmaStoreO),
-          int(config.dynamicSchedule)};
+          int(config.dynamicSchedule),
+          int(config.speculativeExp)};
 }
 
 void flashc::tune::buildTunedKernelPipeline(OpPassManager &pm,

@@ -58,6 +58,7 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   options.persistent = overrides.persistent;
   options.tmaStoreO = overrides.tmaStoreO;
   options.dynamicSchedule = overrides.dynamicSchedule;
+  options.speculativeExp = overrides.speculativeExp;
   pm.addNestedPass<func::FuncOp>(flash::createFlashTile(options));
   pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
 }

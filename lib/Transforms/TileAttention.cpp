@@ -121,7 +121,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
                                {"split-release", splitRelease},
                                {"persistent", persistent},
                                {"tma-store-o", tmaStoreO},
-                               {"dynamic-schedule", dynamicSchedule}})
+                               {"dynamic-schedule", dynamicSchedule},
+                               {"speculative-exp", speculativeExp}})
       if (value < -1 || value > 1)
         return emitError(UnknownLoc::get(context))
                << "-flash-tile: " << name << " takes 1 (on) or 0 (off), got "
@@ -149,7 +150,7 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
     if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0 &&
         overlap < 0 && pingpong < 0 && splitRelease < 0 && persistent < 0 &&
-        tmaStoreO < 0 && dynamicSchedule < 0)
+        tmaStoreO < 0 && dynamicSchedule < 0 && speculativeExp < 0)
       return base;
     auto emitError = [&] {
       return op.emitOpError("with -flash-tile options: ");
@@ -169,7 +170,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         pickFlag(splitRelease, base.getSplitRelease()),
         pickFlag(persistent, base.getPersistent()),
         pickFlag(tmaStoreO, base.getTmaStoreO()),
-        pickFlag(dynamicSchedule, base.getDynamicSchedule()));
+        pickFlag(dynamicSchedule, base.getDynamicSchedule()),
+        pickFlag(speculativeExp, base.getSpeculativeExp()));
     if (!config)
       return failure();
     return config;

@@ -43,7 +43,7 @@
 // RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --emit=tile 2>&1 | FileCheck %s --check-prefix=NOSHAPE
 // NOSHAPE: error: --tuning-db needs --shape B,H,N,D to pick an entry
 // RUN: not flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,16,4096,64 --block-n 64 --emit=tile 2>&1 | FileCheck %s --check-prefix=BOTH
-// BOTH: error: --tuning-db and --block-m/--block-n/--stages/--warpgroups/--overlap/--pingpong/--split-release/--persistent/--tma-store-o/--dynamic-schedule both choose the config
+// BOTH: error: --tuning-db and --block-m/--block-n/--stages/--warpgroups/--overlap/--pingpong/--split-release/--persistent/--tma-store-o/--dynamic-schedule/--speculative-exp both choose the config
 // RUN: not flashc %S/Inputs/kernel.mlir --shape 2,16,4096,64 --emit=tile 2>&1 | FileCheck %s --check-prefix=NODB
 // NODB: error: --shape and --gpu select a --tuning-db entry: give --tuning-db
 

@@ -17,7 +17,7 @@
 // CHECK-LABEL: gpu.module @attention_kernels
 // CHECK: gpu.func @attention(%[[TMQ:.*]]: !llvm.ptr, %[[TMK:.*]]: !llvm.ptr, %[[TMV:.*]]: !llvm.ptr, %[[O:.*]]: !llvm.ptr<1>, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %[[SCALE:.*]]: f32) kernel
 // CHECK-SAME: flash.launch = {block = array<i64: 384, 1, 1>, causal = false, cluster = array<i64: 1, 1, 1>,
-// CHECK-SAME: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 0 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 2 : i64},
+// CHECK-SAME: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 0 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 2 : i64},
 // CHECK-SAME: dtype = "bf16", grid = {block_m = 128 : i64, kind = "tiles"}, has_lse = true, head_dim = 128 : i64,
 // CHECK-SAME: params = [{box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}],
 // CHECK-SAME: scale = 0.0883883{{[0-9]*}} : f64, shared_memory_bytes = 164864 : i64}
@@ -82,7 +82,7 @@
 // CHECK: gpu.return
 
 // OVPPS: gpu.func @attention(
-// OVPPS-SAME: overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64
+// OVPPS-SAME: overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 1 : i64
 // OVPPS-SAME: shared_memory_bytes = 164864 : i64
 // OVPPS: %[[LAG8:.*]] = arith.constant 8.000000e+00 : f32
 // full_k[2], full_v[2], empty (V)[2], empty_k[2], q.
@@ -189,7 +189,7 @@
 // causal diagonal) run serially once the overlapped loop drained: the masked
 // overlapped body is the register peak.
 // D256: gpu.func @attention_d256(
-// D256-SAME: config = {accumulator_regs = 176 : i64, block_m = 128 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 2 : i64}
+// D256-SAME: config = {accumulator_regs = 176 : i64, block_m = 128 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 2 : i64}
 // D256-SAME: head_dim = 256 : i64
 // D256-SAME: shared_memory_bytes = 197632 : i64
 // D256: %[[NFULL:.*]] = arith.index_cast %{{.*}} : i32 to index
@@ -231,7 +231,7 @@
 // SMALL: module attributes {gpu.container_module}
 // SMALL: gpu.func @tile_f16_d64(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: f32) kernel
 // SMALL-SAME: block = array<i64: 256, 1, 1>
-// SMALL-SAME: config = {accumulator_regs = 80 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
+// SMALL-SAME: config = {accumulator_regs = 80 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
 // SMALL-SAME: dtype = "f16"
 // SMALL-SAME: has_lse = false, head_dim = 64 : i64
 // SMALL-SAME: params = [{box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}]
@@ -301,7 +301,7 @@ func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: 
 // With one stage and no split release, overlap would wait for a K slot that
 // frees only after the P V it is meant to overlap: the schedule is serial.
 // RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -convert-flash-to-gpu="split-release=0" | FileCheck %s --check-prefix=S1
-// S1: config = {accumulator_regs = 64 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 0 : i64, stages = 1 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
+// S1: config = {accumulator_regs = 64 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 0 : i64, stages = 1 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
 // RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=S1SPLIT
 // S1SPLIT: config = {accumulator_regs = 80 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64,
 
@@ -309,7 +309,7 @@ func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: 
 // off. A kernel whose config turns overlap off is serial even though the
 // pass allows overlap.
 // RUN: flash-opt %kernels/attention.mlir -flash-tile="overlap=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CFG
-// CFG: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 1 : i64, warpgroups = 2 : i64}
+// CFG: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 1 : i64, warpgroups = 2 : i64}
 
 // flashc's schedule flags set the same switches (here on a D = 64 kernel
 // whose config turns overlap off).

@@ -72,6 +72,18 @@ func.func @static_pairs() attributes {flash.config = #flash.config<block_m = 128
 func.func @claimed_tiles() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true, dynamic_schedule = true>} {
   return
 }
+// `speculative_exp` defaults to `false`, as `persistent` does: `true` is
+// printed, `false` elided.
+// CHECK-LABEL: func.func @speculative_exp
+// CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true, speculative_exp = true>}
+func.func @speculative_exp() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true, speculative_exp = true>} {
+  return
+}
+// CHECK-LABEL: func.func @max_first
+// CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2>}
+func.func @max_first() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, speculative_exp = false>} {
+  return
+}
 // CHECK-LABEL: func.func @tma_store_o
 // CHECK-SAME: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2>}
 func.func @tma_store_o() attributes {flash.config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2, tma_store_o = true>} {

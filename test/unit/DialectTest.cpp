@@ -45,7 +45,8 @@ protected:
                                          /*split_release=*/true,
                                          /*persistent=*/false,
                                          /*tma_store_o=*/true,
-                                         /*dynamic_schedule=*/true);
+                                         /*dynamic_schedule=*/true,
+                                         /*speculative_exp=*/false);
   }
 
   /// Parses the body of a function holding one flash.attention.

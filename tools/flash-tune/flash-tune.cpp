@@ -161,6 +161,16 @@ cl::opt<std::string>
                              "1; 1,0 searches both)"),
                     cl::init(defaultList(kDefaultSpace.dynamicSchedule)),
                     cl::cat(spaceCategory));
+// P before the tile's max made the D = 64 persistent ping-pong causal picks
+// 2-5% faster on randn inputs and 13-20% slower on the timing inputs here
+// (rows with logits near 1e3), and spills most other configs
+// (bench/RESULTS.md, batch 66); `--speculative-exp 0,1` searches both.
+cl::opt<std::string>
+    speculativeExp("speculative-exp",
+                   cl::desc("P before the tile's max (default 0; 0,1 "
+                            "searches both)"),
+                   cl::init(defaultList(kDefaultSpace.speculativeExp)),
+                   cl::cat(spaceCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "flash-tune") << message << "\n";
@@ -188,7 +198,8 @@ Expected<SearchSpace> parseSpace() {
       {&splitRelease, &space.splitRelease},
       {&persistent, &space.persistent},
       {&tmaStoreO, &space.tmaStoreO},
-      {&dynamicSchedule, &space.dynamicSchedule}};
+      {&dynamicSchedule, &space.dynamicSchedule},
+      {&speculativeExp, &space.speculativeExp}};
   for (auto [option, axis] : flags) {
     Expected<SmallVector<bool>> values = parseFlagList(*option);
     if (!values)

@@ -83,6 +83,9 @@ cl::opt<int> tmaStoreO("tma-store-o", cl::desc("Override tma_store_o (1 or 0)"),
 cl::opt<int> dynamicSchedule("dynamic-schedule",
                              cl::desc("Override dynamic_schedule (1 or 0)"),
                              cl::init(-1), cl::cat(category));
+cl::opt<int> speculativeExp("speculative-exp",
+                            cl::desc("Override speculative_exp (1 or 0)"),
+                            cl::init(-1), cl::cat(category));
 cl::opt<std::string> tuningDb(
     "tuning-db",
     cl::desc("Compile the config flash-tune chose for --shape (and --gpu)"),
@@ -134,10 +137,11 @@ lookupTuningEntry(llvm::StringRef sourceHash) {
   }
   if (blockM || blockN || stages || warpgroups || overlap >= 0 ||
       pingpong >= 0 || splitRelease >= 0 || persistent >= 0 || tmaStoreO >= 0 ||
-      dynamicSchedule >= 0) {
+      dynamicSchedule >= 0 || speculativeExp >= 0) {
     fail("--tuning-db and --block-m/--block-n/--stages/--warpgroups/"
          "--overlap/--pingpong/--split-release/--persistent/--tma-store-o/"
-         "--dynamic-schedule both choose the config: give one of them");
+         "--dynamic-schedule/--speculative-exp both choose the config: give "
+         "one of them");
     return failure();
   }
   llvm::Expected<flashc::tune::ProblemShape> shape =
@@ -232,13 +236,14 @@ int main(int argc, char **argv) {
     return 1;
 
   for (cl::opt<int> *flag : {&overlap, &pingpong, &splitRelease, &persistent,
-                             &tmaStoreO, &dynamicSchedule})
+                             &tmaStoreO, &dynamicSchedule, &speculativeExp})
     if (*flag < -1 || *flag > 1)
       return fail("--" + flag->ArgStr + " takes 1 (on) or 0 (off), got " +
                   std::to_string(*flag));
-  flashc::TileOverrides overrides{
-      blockM,   blockN,       stages,     warpgroups, overlap,
-      pingpong, splitRelease, persistent, tmaStoreO,  dynamicSchedule};
+  flashc::TileOverrides overrides{blockM,          blockN,        stages,
+                                  warpgroups,      overlap,       pingpong,
+                                  splitRelease,    persistent,    tmaStoreO,
+                                  dynamicSchedule, speculativeExp};
   if (hasKernelLevelOps(*module)) {
     PassManager pm(&context);
     if (*tuned && emit == Emit::Tile)

@@ -35,10 +35,12 @@ struct TuneConfig {
   bool persistent = false;
   bool tmaStoreO = true;
   bool dynamicSchedule = true;
+  bool speculativeExp = false;
 
   auto tie() const {
     return std::tie(blockM, blockN, stages, warpgroups, overlap, pingpong,
-                    splitRelease, persistent, tmaStoreO, dynamicSchedule);
+                    splitRelease, persistent, tmaStoreO, dynamicSchedule,
+                    speculativeExp);
   }
   bool operator==(const TuneConfig &other) const {
     return tie() == other.tie();
@@ -48,17 +50,20 @@ struct TuneConfig {
 
   /// A short readable name: "bm128 bn128 s2 wg2 ov pp sr" ("-" for off),
   /// with " ps" appended when persistent, " -tma" without the TMA store
-  /// and " -dyn" for a persistent kernel without claimed causal tiles.
+  /// " -dyn" for a persistent kernel without claimed causal tiles and
+  /// " spx" with the speculative exp.
   std::string str() const;
 };
 
 /// {"block_m": .., "block_n": .., "stages": .., "warpgroups": ..,
 ///  "overlap": 0|1, "pingpong": 0|1, "split_release": 0|1,
-///  "persistent": 0|1, "tma_store_o": 0|1, "dynamic_schedule": 0|1} - the
+///  "persistent": 0|1, "tma_store_o": 0|1, "dynamic_schedule": 0|1,
+///  "speculative_exp": 0|1} - the
 /// same keys kernel.json's "config" uses. Databases from before a flag
 /// existed lack it: a missing "persistent" is 0, a missing "tma_store_o" is
 /// what the compiler then did (on with at most two warpgroups), and a
-/// missing "dynamic_schedule" is 0 (the static pairs) in a persistent entry.
+/// missing "dynamic_schedule" is 0 (the static pairs) in a persistent entry,
+/// a missing "speculative_exp" 0.
 llvm::json::Object toJson(const TuneConfig &config);
 /// Reads what toJson writes; `where` names the object in errors.
 llvm::Expected<TuneConfig> configFromJson(const llvm::json::Value &value,

@@ -44,6 +44,10 @@ struct SearchSpace {
   /// searching both elsewhere adds only duplicates, which the pruning
   /// drops).
   llvm::SmallVector<bool> dynamicSchedule = {true};
+  /// P before the tile's max, off by default (see flash-tune's
+  /// --speculative-exp): it keeps S live through the exps, so most configs
+  /// spill with it (the pruning drops them), and it is data-dependent.
+  llvm::SmallVector<bool> speculativeExp = {false};
 
   /// Number of points in the cross product.
   size_t size() const;

@@ -83,6 +83,10 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
            "Tiles grids (one block per tile, no causal mask): prefetch into "
            "L2 the Q and first K/V tile of the block that starts when this "
            "one ends (false: off)">,
+    Option<"speculativeExp", "speculative-exp", "bool", "true",
+           "Allow the configs' speculative exp: P against the running max "
+           "before the tile's own max is known (false: max first "
+           "everywhere)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

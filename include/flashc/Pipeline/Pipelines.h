@@ -28,6 +28,7 @@ struct TileOverrides {
   int persistent = -1;
   int tmaStoreO = -1;
   int dynamicSchedule = -1;
+  int speculativeExp = -1;
 };
 
 /// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).

@@ -52,6 +52,9 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
     Option<"dynamicSchedule", "dynamic-schedule", "int", "-1",
            "Causal tiles claimed from a counter: 1 on, 0 off (-1: from the "
            "op's config or default)">,
+    Option<"speculativeExp", "speculative-exp", "int", "-1",
+           "P before the tile's max: 1 on, 0 off (-1: from the op's config "
+           "or default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

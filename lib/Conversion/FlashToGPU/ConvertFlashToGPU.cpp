@@ -92,7 +92,8 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
                         {"split_release", i64(spec.split)},
                         {"persistent", i64(spec.persistent)},
                         {"tma_store_o", i64(spec.tmaStoreO)},
-                        {"dynamic_schedule", i64(spec.dynamicSchedule)}})},
+                        {"dynamic_schedule", i64(spec.dynamicSchedule)},
+                        {"speculative_exp", i64(spec.speculativeExp)}})},
        {"params", b.getArrayAttr(params)}});
 }
 
@@ -189,6 +190,7 @@ struct ConvertFlashToGPUPass
       spec->dynamicSchedule =
           spec->dynamicSchedule && dynamicSchedule && spec->persistent;
       spec->lagMax = !spec->causal;
+      spec->speculativeExp = spec->speculativeExp && speculativeExp;
       // O is staged in the tile's Q buffer; with a single one the next
       // tile's Q load would wait for the store.
       spec->tmaStoreO = spec->tmaStoreO && tmaStoreO &&

@@ -68,6 +68,11 @@ struct KernelSpec {
   /// the branch made ptxas spill the persistent overlapped configs), so
   /// only kernels without the causal mask lag.
   bool lagMax = false;
+  /// Compute P against the running reference without this tile's max,
+  /// and take the max and P again only when a row sum shows it is needed
+  /// (Softmax.cpp, speculativeSoftmax). The reference then lags as with
+  /// lagMax, in every kernel but a tile program's first tile.
+  bool speculativeExp = false;
   /// Rebuild the per-k-step Q descriptors in every key tile from one opaque
   /// 32-bit low word instead of keeping them live across the loop (LLVM
   /// hoists the loop-invariant adds: 2 * headDim / 16 registers), each a
@@ -318,8 +323,26 @@ public:
     /// i1 (lagMax only): one of this thread's rows moved its running max.
     Value moved;
   };
+  /// `firstTile`: mOld is the literal -inf of a tile program's first key
+  /// tile, so there is nothing to speculate on.
   SoftmaxResult softmax(SmallVector<Value> s, ArrayRef<Value> mOld,
-                        ArrayRef<Value> lOld, bool masked, Value j);
+                        ArrayRef<Value> lOld, bool masked, Value j,
+                        bool firstTile = false);
+  /// KernelSpec::speculativeExp: P against the old reference; the tile's
+  /// max, and P rescaled or computed again (warp-uniform branches), only
+  /// when a thread's row sum passes a bound or a row saw no key yet.
+  SoftmaxResult speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
+                                   ArrayRef<Value> lOld);
+  /// Row r's max over the tile (quad-reduced), times scale * log2(e).
+  Value rowMaxLog2(ArrayRef<Value> s, int64_t r);
+  /// i1: a tile max of mxLog2 moves a lagging reference mOld.
+  Value movesReference(Value mxLog2, Value mOld);
+  Value zeroIfNegInf(Value m);
+  /// p = 2^(s * scale * log2(e) + mNeg[row]) for each score.
+  SmallVector<Value> expScores(ArrayRef<Value> s, ArrayRef<Value> mNeg);
+  /// This thread's part of row r's sum of p (quad-reduced in the epilogue).
+  Value rowSum(ArrayRef<Value> p, int64_t r);
+  SmallVector<Value> packScores(ArrayRef<Value> p);
   /// O *= alpha; with lagMax skipped (a warp-uniform branch) when no row of
   /// the warp moved its running max.
   SmallVector<Value> scaleAcc(ArrayRef<Value> acc, ArrayRef<Value> alpha,

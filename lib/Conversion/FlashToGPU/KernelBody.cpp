@@ -324,7 +324,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
         auto softmaxOfTile0 = [&](bool masked) {
           SoftmaxResult sm =
               softmax(sv, {negInf, negInf}, {cF32(0.0f), cF32(0.0f)}, masked,
-                      cIndex(0));
+                      cIndex(0), /*firstTile=*/true);
           SmallVector<Value> out = sm.mNew;
           llvm::append_range(out, sm.lNew);
           llvm::append_range(out, sm.packedP);

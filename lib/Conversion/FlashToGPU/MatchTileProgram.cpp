@@ -197,6 +197,7 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.split = config.getSplitRelease();
   spec.persistent = config.getPersistent();
   spec.tmaStoreO = config.getTmaStoreO();
+  spec.speculativeExp = config.getSpeculativeExp();
   if (spec.blockM != 64 * spec.warpgroups)
     return func.emitError("flash-to-gpu: block_m = ")
            << spec.blockM << " with warpgroups = " << spec.warpgroups

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -62,7 +63,8 @@ static Value treeReduce(ImplicitLocOpBuilder &b, SmallVector<Value> xs) {
 KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
                                                     ArrayRef<Value> mOld,
                                                     ArrayRef<Value> lOld,
-                                                    bool masked, Value j) {
+                                                    bool masked, Value j,
+                                                    bool firstTile) {
   const int64_t numS = spec.sRegs();
   Value negInf = cF32(-std::numeric_limits<float>::infinity());
   if (masked) {
@@ -91,28 +93,18 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
       s[i] = arith::SelectOp::create(b, ok, s[i], negInf);
     }
   }
+  if (spec.speculativeExp && !firstTile)
+    return speculativeSoftmax(s, mOld, lOld);
 
   SoftmaxResult res;
   SmallVector<Value, 2> mNeg;
   for (int64_t r = 0; r < 2; ++r) {
-    SmallVector<Value> xs;
-    for (int64_t i = 0; i < numS; ++i)
-      if ((i / 2) % 2 == r)
-        xs.push_back(s[i]);
-    Value mx = treeReduce<arith::MaxNumFOp>(b, xs);
-    for (int64_t off : {1, 2}) {
-      Value sh = NVVM::ShflOp::create(b, f32, cI32(-1), mx, cI32(off), cI32(31),
-                                      NVVM::ShflKind::bfly, UnitAttr());
-      mx = arith::MaxNumFOp::create(b, mx, sh);
-    }
-    Value mxScaled = arith::MulFOp::create(b, mx, scaleLog2);
+    Value mxScaled = rowMaxLog2(s, r);
     Value mNew;
     if (spec.lagMax) {
       // The reference moves only when the tile's max passes it by more
       // than kMaxLag (so always from -inf): p stays <= 2^kMaxLag.
-      Value bar = arith::AddFOp::create(b, mOld[r], cF32(kMaxLag));
-      Value moves =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mxScaled, bar);
+      Value moves = movesReference(mxScaled, mOld[r]);
       mNew = arith::SelectOp::create(b, moves, mxScaled, mOld[r]);
       res.moved = res.moved
                       ? arith::OrIOp::create(b, res.moved, moves).getResult()
@@ -120,30 +112,149 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
     } else {
       mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled);
     }
-    Value isNegInf =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, negInf);
-    Value mUse = arith::SelectOp::create(b, isNegInf, cF32(0.0f), mNew);
+    Value mUse = zeroIfNegInf(mNew);
     Value d = arith::SubFOp::create(b, mOld[r], mUse);
     res.alpha.push_back(exp2FlushDenormals(b, d));
     res.mNew.push_back(mNew);
     mNeg.push_back(arith::NegFOp::create(b, mUse));
   }
+  SmallVector<Value> p = expScores(s, mNeg);
+  for (int64_t r = 0; r < 2; ++r)
+    res.lNew.push_back(
+        math::FmaOp::create(b, lOld[r], res.alpha[r], rowSum(p, r)));
+  res.packedP = packScores(p);
+  return res;
+}
+
+/// speculativeSoftmax's bounds on a thread's part of a row sum (so on each
+/// of its p) under which the speculative P stands: the largest power of two
+/// whose p a 16-bit P holds with room to spare (fp16's maximum is 65504;
+/// bf16 shares f32's exponent range, and l and O stay far from f32's).
+static float speculativeSumBound(Type elementType) {
+  return std::exp2(elementType.isF16() ? 15.0f : 32.0f);
+}
+
+KernelEmitter::SoftmaxResult
+KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
+                                  ArrayRef<Value> lOld) {
+  // P against the old reference, with no max of this tile: the row max's
+  // tree of FMNMX and two shuffles ran before any exp could start, and with
+  // one softmax warp per scheduler nothing hid it. This thread's part of the
+  // row sum bounds each of its p, so while it stays under
+  // speculativeSumBound P stands (a reference that lags, as with lagMax).
+  // Otherwise, or for a row that saw no key yet, the warp takes the tile's
+  // max, moves the reference and computes P again (a warp-uniform branch;
+  // the speculative P, perhaps inf, is dropped). Rescaling the speculative
+  // P there instead (one multiply per score) gained at most 1.5% and
+  // spilled (bench/RESULTS.md, batch 66).
+  SmallVector<Value, 2> mNegOld;
+  for (int64_t r = 0; r < 2; ++r)
+    mNegOld.push_back(arith::NegFOp::create(b, zeroIfNegInf(mOld[r])));
+  SmallVector<Value> pSpec = expScores(s, mNegOld);
+  SmallVector<Value> kept = {cF32(1.0f), cF32(1.0f), mOld[0], mOld[1]};
+  Value negInf = cF32(-std::numeric_limits<float>::infinity());
+  Value bound = cF32(speculativeSumBound(spec.elementType));
+  Value rowRedo;
+  for (int64_t r = 0; r < 2; ++r) {
+    Value sum = rowSum(pSpec, r);
+    kept.push_back(sum);
+    Value over =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UGT, sum, bound);
+    Value noKeyYet =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mOld[r], negInf);
+    Value redo = arith::OrIOp::create(b, over, noKeyYet);
+    rowRedo =
+        rowRedo ? arith::OrIOp::create(b, rowRedo, redo).getResult() : redo;
+  }
+  llvm::append_range(kept, packScores(pSpec));
+  Value warpRedo = NVVM::VoteSyncOp::create(b, i1, cI32(-1), rowRedo,
+                                            NVVM::VoteSyncKind::any);
+  SmallVector<Type> types(6, f32);
+  types.append(spec.sRegs() / 2, i32);
+  SmallVector<Value> out = ifThenElse(
+      warpRedo, types,
+      [&] {
+        SmallVector<Value> alpha, mNew, mNeg;
+        for (int64_t r = 0; r < 2; ++r) {
+          Value mx = rowMaxLog2(s, r);
+          mNew.push_back(arith::MaxNumFOp::create(b, mOld[r], mx));
+          Value mUse = zeroIfNegInf(mNew[r]);
+          Value d = arith::SubFOp::create(b, mOld[r], mUse);
+          alpha.push_back(exp2FlushDenormals(b, d));
+          mNeg.push_back(arith::NegFOp::create(b, mUse));
+        }
+        SmallVector<Value> p = expScores(s, mNeg);
+        SmallVector<Value> yielded = alpha;
+        llvm::append_range(yielded, mNew);
+        yielded.push_back(rowSum(p, 0));
+        yielded.push_back(rowSum(p, 1));
+        llvm::append_range(yielded, packScores(p));
+        return yielded;
+      },
+      kept);
+
+  SoftmaxResult res;
+  ArrayRef<Value> outs(out);
+  res.alpha.assign(outs.begin(), outs.begin() + 2);
+  res.mNew.assign(outs.begin() + 2, outs.begin() + 4);
+  for (int64_t r = 0; r < 2; ++r)
+    res.lNew.push_back(
+        math::FmaOp::create(b, lOld[r], res.alpha[r], outs[4 + r]));
+  res.packedP.assign(outs.begin() + 6, outs.end());
+  res.moved = rowRedo;
+  return res;
+}
+
+Value KernelEmitter::rowMaxLog2(ArrayRef<Value> s, int64_t r) {
+  SmallVector<Value> xs;
+  for (int64_t i = 0; i < spec.sRegs(); ++i)
+    if ((i / 2) % 2 == r)
+      xs.push_back(s[i]);
+  Value mx = treeReduce<arith::MaxNumFOp>(b, xs);
+  for (int64_t off : {1, 2}) {
+    Value sh = NVVM::ShflOp::create(b, f32, cI32(-1), mx, cI32(off), cI32(31),
+                                    NVVM::ShflKind::bfly, UnitAttr());
+    mx = arith::MaxNumFOp::create(b, mx, sh);
+  }
+  return arith::MulFOp::create(b, mx, scaleLog2);
+}
+
+Value KernelEmitter::movesReference(Value mxLog2, Value mOld) {
+  Value bar = arith::AddFOp::create(b, mOld, cF32(kMaxLag));
+  return arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mxLog2, bar);
+}
+
+Value KernelEmitter::zeroIfNegInf(Value m) {
+  // A row that saw no key yet subtracts 0 instead, so nothing becomes NaN.
+  Value negInf = cF32(-std::numeric_limits<float>::infinity());
+  Value isNegInf =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf);
+  return arith::SelectOp::create(b, isNegInf, cF32(0.0f), m);
+}
+
+SmallVector<Value> KernelEmitter::expScores(ArrayRef<Value> s,
+                                            ArrayRef<Value> mNeg) {
   SmallVector<Value> p;
-  for (int64_t i = 0; i < numS; ++i) {
-    Value t = math::FmaOp::create(b, s[i], scaleLog2, mNeg[(i / 2) % 2]);
+  for (auto [i, x] : llvm::enumerate(s)) {
+    Value t = math::FmaOp::create(b, x, scaleLog2, mNeg[(i / 2) % 2]);
     p.push_back(exp2FlushDenormals(b, t));
   }
-  for (int64_t r = 0; r < 2; ++r) {
-    SmallVector<Value> xs;
-    for (int64_t i = 0; i < numS; ++i)
-      if ((i / 2) % 2 == r)
-        xs.push_back(p[i]);
-    Value sum = treeReduce<arith::AddFOp>(b, xs);
-    res.lNew.push_back(math::FmaOp::create(b, lOld[r], res.alpha[r], sum));
-  }
-  for (int64_t i = 0; i < numS; i += 2)
-    res.packedP.push_back(packPair(p[i], p[i + 1]));
-  return res;
+  return p;
+}
+
+Value KernelEmitter::rowSum(ArrayRef<Value> p, int64_t r) {
+  SmallVector<Value> xs;
+  for (auto [i, x] : llvm::enumerate(p))
+    if ((int64_t(i) / 2) % 2 == r)
+      xs.push_back(x);
+  return treeReduce<arith::AddFOp>(b, xs);
+}
+
+SmallVector<Value> KernelEmitter::packScores(ArrayRef<Value> p) {
+  SmallVector<Value> packed;
+  for (size_t i = 0; i + 1 < p.size(); i += 2)
+    packed.push_back(packPair(p[i], p[i + 1]));
+  return packed;
 }
 
 SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,

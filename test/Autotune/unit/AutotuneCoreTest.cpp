@@ -106,6 +106,45 @@ TEST(SearchSpace, DefaultSpaceSearchesTheTileAxes) {
   EXPECT_EQ(space.persistent, SmallVector<bool>{false});
   EXPECT_EQ(space.tmaStoreO, SmallVector<bool>{true});
   EXPECT_EQ(space.dynamicSchedule, SmallVector<bool>{true});
+  EXPECT_EQ(space.speculativeExp, SmallVector<bool>{false});
+}
+
+TEST(SearchSpace, SpeculativeExpIsAnAxis) {
+  SearchSpace space;
+  space.blockM = {128};
+  space.blockN = {128};
+  space.stages = {2};
+  space.warpgroups = {2};
+  space.overlap = {true};
+  space.persistent = {true};
+  space.speculativeExp = {false, true};
+  std::vector<TuneConfig> configs = enumerateConfigs(space);
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_FALSE(configs[0].speculativeExp);
+  EXPECT_TRUE(configs[1].speculativeExp);
+  EXPECT_EQ(configs[0].str(), "bm128 bn128 s2 wg2 ov pp sr ps");
+  EXPECT_EQ(configs[1].str(), "bm128 bn128 s2 wg2 ov pp sr ps spx");
+}
+
+TEST(Config, SpeculativeExpJsonRoundTripAndLegacyDefault) {
+  TuneConfig config{128, 128, 2, 2, true, true, true, true, false, true, true};
+  Expected<TuneConfig> back = configFromJson(json::Value(toJson(config)), "c");
+  ASSERT_TRUE(bool(back));
+  EXPECT_EQ(*back, config);
+  // Entries from before the flag ran without it.
+  json::Object object = toJson(config);
+  object.erase("speculative_exp");
+  Expected<TuneConfig> legacy =
+      configFromJson(json::Value(std::move(object)), "c");
+  ASSERT_TRUE(bool(legacy));
+  EXPECT_FALSE(legacy->speculativeExp);
+  json::Object bad = toJson(config);
+  bad["speculative_exp"] = 3;
+  Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
+  ASSERT_FALSE(bool(wrong));
+  EXPECT_NE(
+      message(wrong.takeError()).find("c.speculative_exp: expected 0 or 1"),
+      std::string::npos);
 }
 
 TEST(SearchSpace, DynamicScheduleIsAnAxis) {
