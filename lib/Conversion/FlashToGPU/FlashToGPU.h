@@ -329,14 +329,19 @@ public:
                         ArrayRef<Value> lOld, bool masked, Value j,
                         bool firstTile = false);
   /// KernelSpec::speculativeExp: P against the old reference; the tile's
-  /// max, and P rescaled or computed again (warp-uniform branches), only
-  /// when a thread's row sum passes a bound or a row saw no key yet.
+  /// max and P again (a warp-uniform branch) only when a thread's row sum
+  /// passes a bound or a row saw no key yet.
   SoftmaxResult speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
                                    ArrayRef<Value> lOld);
   /// Row r's max over the tile (quad-reduced), times scale * log2(e).
   Value rowMaxLog2(ArrayRef<Value> s, int64_t r);
-  /// i1: a tile max of mxLog2 moves a lagging reference mOld.
-  Value movesReference(Value mxLog2, Value mOld);
+  /// Moving a row's reference from mOld to mNew: alpha = 2^(mOld - mNew)
+  /// scales its l and O, mNeg = -mNew offsets its exps (with 0 for a
+  /// reference still at -inf, so nothing becomes NaN).
+  struct Rebased {
+    Value alpha, mNeg;
+  };
+  Rebased rebase(Value mOld, Value mNew);
   Value zeroIfNegInf(Value m);
   /// p = 2^(s * scale * log2(e) + mNeg[row]) for each score.
   SmallVector<Value> expScores(ArrayRef<Value> s, ArrayRef<Value> mNeg);

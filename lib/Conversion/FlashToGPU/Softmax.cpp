@@ -104,7 +104,9 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
     if (spec.lagMax) {
       // The reference moves only when the tile's max passes it by more
       // than kMaxLag (so always from -inf): p stays <= 2^kMaxLag.
-      Value moves = movesReference(mxScaled, mOld[r]);
+      Value bar = arith::AddFOp::create(b, mOld[r], cF32(kMaxLag));
+      Value moves =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mxScaled, bar);
       mNew = arith::SelectOp::create(b, moves, mxScaled, mOld[r]);
       res.moved = res.moved
                       ? arith::OrIOp::create(b, res.moved, moves).getResult()
@@ -112,11 +114,10 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
     } else {
       mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled);
     }
-    Value mUse = zeroIfNegInf(mNew);
-    Value d = arith::SubFOp::create(b, mOld[r], mUse);
-    res.alpha.push_back(exp2FlushDenormals(b, d));
+    Rebased moved = rebase(mOld[r], mNew);
+    res.alpha.push_back(moved.alpha);
     res.mNew.push_back(mNew);
-    mNeg.push_back(arith::NegFOp::create(b, mUse));
+    mNeg.push_back(moved.mNeg);
   }
   SmallVector<Value> p = expScores(s, mNeg);
   for (int64_t r = 0; r < 2; ++r)
@@ -178,10 +179,9 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
         for (int64_t r = 0; r < 2; ++r) {
           Value mx = rowMaxLog2(s, r);
           mNew.push_back(arith::MaxNumFOp::create(b, mOld[r], mx));
-          Value mUse = zeroIfNegInf(mNew[r]);
-          Value d = arith::SubFOp::create(b, mOld[r], mUse);
-          alpha.push_back(exp2FlushDenormals(b, d));
-          mNeg.push_back(arith::NegFOp::create(b, mUse));
+          Rebased moved = rebase(mOld[r], mNew[r]);
+          alpha.push_back(moved.alpha);
+          mNeg.push_back(moved.mNeg);
         }
         SmallVector<Value> p = expScores(s, mNeg);
         SmallVector<Value> yielded = alpha;
@@ -205,12 +205,17 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
   return res;
 }
 
+/// The registers of `xs` (one per score, accumulator layout) in row r.
+static SmallVector<Value> rowValues(ArrayRef<Value> xs, int64_t r) {
+  SmallVector<Value> row;
+  for (auto [i, x] : llvm::enumerate(xs))
+    if ((int64_t(i) / 2) % 2 == r)
+      row.push_back(x);
+  return row;
+}
+
 Value KernelEmitter::rowMaxLog2(ArrayRef<Value> s, int64_t r) {
-  SmallVector<Value> xs;
-  for (int64_t i = 0; i < spec.sRegs(); ++i)
-    if ((i / 2) % 2 == r)
-      xs.push_back(s[i]);
-  Value mx = treeReduce<arith::MaxNumFOp>(b, xs);
+  Value mx = treeReduce<arith::MaxNumFOp>(b, rowValues(s, r));
   for (int64_t off : {1, 2}) {
     Value sh = NVVM::ShflOp::create(b, f32, cI32(-1), mx, cI32(off), cI32(31),
                                     NVVM::ShflKind::bfly, UnitAttr());
@@ -219,9 +224,10 @@ Value KernelEmitter::rowMaxLog2(ArrayRef<Value> s, int64_t r) {
   return arith::MulFOp::create(b, mx, scaleLog2);
 }
 
-Value KernelEmitter::movesReference(Value mxLog2, Value mOld) {
-  Value bar = arith::AddFOp::create(b, mOld, cF32(kMaxLag));
-  return arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mxLog2, bar);
+KernelEmitter::Rebased KernelEmitter::rebase(Value mOld, Value mNew) {
+  Value mUse = zeroIfNegInf(mNew);
+  Value d = arith::SubFOp::create(b, mOld, mUse);
+  return {exp2FlushDenormals(b, d), arith::NegFOp::create(b, mUse)};
 }
 
 Value KernelEmitter::zeroIfNegInf(Value m) {
@@ -243,11 +249,7 @@ SmallVector<Value> KernelEmitter::expScores(ArrayRef<Value> s,
 }
 
 Value KernelEmitter::rowSum(ArrayRef<Value> p, int64_t r) {
-  SmallVector<Value> xs;
-  for (auto [i, x] : llvm::enumerate(p))
-    if ((int64_t(i) / 2) % 2 == r)
-      xs.push_back(x);
-  return treeReduce<arith::AddFOp>(b, xs);
+  return treeReduce<arith::AddFOp>(b, rowValues(p, r));
 }
 
 SmallVector<Value> KernelEmitter::packScores(ArrayRef<Value> p) {
