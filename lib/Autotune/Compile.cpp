@@ -148,10 +148,9 @@ static Compiled compileOne(const KernelSource &source, const TuneConfig &config,
   if (!cubin)
     return prune("ptxas", toString(cubin.takeError()));
   PtxasResources resources = parsePtxasReport(cubin->resourceReport);
-  if (resources.spillBytes > 0 && !options.keepSpills)
-    return prune("spills", formatv("ptxas spills {0} bytes ({1} registers)",
-                                   resources.spillBytes, resources.registers)
-                               .str());
+  if (std::optional<PtxasVerdict> verdict = ptxasPruneReason(
+          resources, options.keepSpills, options.keepSerializedWgmma))
+    return prune(verdict->stage, verdict->reason);
 
   // Only candidates that survive get a directory.
   SmallString<256> candidateDir(dir);

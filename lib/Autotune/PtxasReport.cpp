@@ -3,12 +3,15 @@
 // The lines read are
 //   ptxas info    : Used 168 registers, used 16 barriers, 80 bytes smem
 //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//   ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async
+//       instructions are serialized due to ...
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Autotune/PtxasReport.h"
 
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace llvm;
 using namespace flashc::tune;
@@ -40,6 +43,24 @@ PtxasResources flashc::tune::parsePtxasReport(StringRef report) {
     std::optional<int64_t> loads = numberBefore(line, " bytes spill loads");
     if (stores || loads)
       resources.spillBytes = stores.value_or(0) + loads.value_or(0);
+    if (line.contains("(C7513)"))
+      resources.serializedWgmma = true;
   }
   return resources;
+}
+
+std::optional<PtxasVerdict>
+flashc::tune::ptxasPruneReason(const PtxasResources &resources, bool keepSpills,
+                               bool keepSerializedWgmma) {
+  if (resources.spillBytes > 0 && !keepSpills)
+    return PtxasVerdict{"spills",
+                        formatv("ptxas spills {0} bytes ({1} registers)",
+                                resources.spillBytes, resources.registers)
+                            .str()};
+  if (resources.serializedWgmma && !keepSerializedWgmma)
+    return PtxasVerdict{"wgmma",
+                        "ptxas serialised the wgmma chain (C7513): a "
+                        "non-wgmma instruction defines a wgmma input while "
+                        "the chain runs"};
+  return std::nullopt;
 }

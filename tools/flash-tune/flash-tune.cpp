@@ -86,6 +86,10 @@ cl::opt<unsigned> threads("j", cl::desc("Compile threads (0: all cores)"),
 cl::opt<bool> keepSpills("keep-spills",
                          cl::desc("Time kernels that ptxas says spill"),
                          cl::cat(category));
+cl::opt<bool> keepSerializedWgmma(
+    "keep-serialized-wgmma",
+    cl::desc("Time kernels whose wgmma chain ptxas serialised (C7513)"),
+    cl::cat(category));
 cl::opt<std::string>
     runner("runner",
            cl::desc("flash-tune-run (default: beside flash-tune, or PATH)"),
@@ -362,6 +366,7 @@ int main(int argc, char **argv) {
   options.cudaRoot = cudaRoot;
   options.threads = threads;
   options.keepSpills = keepSpills;
+  options.keepSerializedWgmma = keepSerializedWgmma;
   options.pruneOnly = pruneOnly;
   options.progress = &outs();
   options.interactive = sys::Process::StandardOutIsDisplayed();

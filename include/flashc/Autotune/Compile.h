@@ -26,6 +26,9 @@ struct CompileOptions {
   /// Keep kernels ptxas reports spills for (by default they are pruned:
   /// a spilling wgmma kernel loses its accumulators to local memory).
   bool keepSpills = false;
+  /// Keep kernels whose wgmma chain ptxas serialised (C7513; by default
+  /// they are pruned).
+  bool keepSerializedWgmma = false;
   /// Stop after pruning: no NVVM, no ptxas, no files but the manifest.
   bool pruneOnly = false;
   /// Where progress goes (nullptr: nowhere), and whether it is a terminal.

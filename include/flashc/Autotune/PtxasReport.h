@@ -6,16 +6,33 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace flashc::tune {
 
 struct PtxasResources {
   int64_t registers = -1;  ///< "Used N registers"; -1 if not reported
   int64_t spillBytes = -1; ///< spill stores + spill loads; -1 if not reported
+  /// ptxas's C7513: it serialised the wgmma chain because a non-wgmma
+  /// instruction defines a wgmma input while the chain runs (each wgmma
+  /// then waits for the one before; 12-56% slower in bench/RESULTS.md,
+  /// batch 63).
+  bool serializedWgmma = false;
 };
 
 /// Reads the resource lines of `ptxas -v` (one kernel).
 PtxasResources parsePtxasReport(llvm::StringRef report);
+
+/// Why flash-tune drops a kernel that ptxas assembled (spills, unless
+/// `keepSpills`; a serialised wgmma chain, unless `keepSerializedWgmma`),
+/// as {stage, reason}; nothing if it is kept.
+struct PtxasVerdict {
+  std::string stage, reason;
+};
+std::optional<PtxasVerdict> ptxasPruneReason(const PtxasResources &resources,
+                                             bool keepSpills,
+                                             bool keepSerializedWgmma);
 
 } // namespace flashc::tune
 

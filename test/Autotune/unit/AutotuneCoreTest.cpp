@@ -659,6 +659,37 @@ TEST(PtxasReport, RegistersAndSpills) {
   EXPECT_EQ(spilling.registers, 255);
   EXPECT_EQ(spilling.spillBytes, 208);
   EXPECT_EQ(parsePtxasReport("").registers, -1);
+  EXPECT_FALSE(clean.serializedWgmma);
+}
+
+TEST(PtxasReport, SerializedWgmmaIsPruned) {
+  PtxasResources serialized = parsePtxasReport(
+      "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async "
+      "instructions are serialized due to non wgmma instructions defining "
+      "input registers of a wgmma between start and end of the pipeline "
+      "stage in the function 'attention'\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 16 barriers, 80 bytes smem\n");
+  EXPECT_TRUE(serialized.serializedWgmma);
+  EXPECT_EQ(serialized.spillBytes, 0);
+  std::optional<PtxasVerdict> verdict =
+      ptxasPruneReason(serialized, /*keepSpills=*/false,
+                       /*keepSerializedWgmma=*/false);
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_EQ(verdict->stage, "wgmma");
+  EXPECT_TRUE(StringRef(verdict->reason).contains("C7513"));
+  EXPECT_FALSE(ptxasPruneReason(serialized, false, /*keepSerializedWgmma=*/true)
+                   .has_value());
+
+  // Spills are the first reason; a clean kernel has none.
+  PtxasResources both = serialized;
+  both.spillBytes = 16;
+  EXPECT_EQ(ptxasPruneReason(both, false, false)->stage, "spills");
+  EXPECT_EQ(ptxasPruneReason(both, /*keepSpills=*/true, false)->stage, "wgmma");
+  PtxasResources clean;
+  clean.registers = 168;
+  clean.spillBytes = 0;
+  EXPECT_FALSE(ptxasPruneReason(clean, false, false).has_value());
 }
 
 } // namespace
