@@ -167,6 +167,11 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
     rowRedo =
         rowRedo ? arith::OrIOp::create(b, rowRedo, redo).getResult() : redo;
   }
+  // Both ways out pack P with the same conversions, which LLVM sinks past
+  // PV_{j-1}'s wait. Where P_j was packed inside a branch before that wait
+  // (bench/RESULTS.md, batches 69 and 71), it could take P_{j-1}'s
+  // registers while the wgmma still read them: ptxas serialised the chain
+  // (C7513), and one such build wrote NaN.
   llvm::append_range(kept, packScores(pSpec));
   Value warpRedo = NVVM::VoteSyncOp::create(b, i1, cI32(-1), rowRedo,
                                             NVVM::VoteSyncKind::any);
