@@ -66,7 +66,8 @@
 // CHECK: scf.condition(%[[VALID]]) %[[XPUB]], %[[HEAD]], %{{.*}}, %[[DONE]], %[[NEXT]]
 // The tile: Q, then its key loop.
 // CHECK: ^bb0(%[[PX:.*]]: i32, %{{.*}}: i32, %{{.*}}: index, %{{.*}}: i32, %[[PNEXT:.*]]: i32):
-// CHECK: arith.muli %[[PX]], %c128_i32 : i32
+// CHECK: %[[FROMEND:.*]] = arith.subi %{{.*}}, %[[PX]] : i32
+// CHECK-NEXT: arith.muli %[[FROMEND]], %c128_i32 : i32
 // CHECK: nvgpu.mbarrier.arrive.expect_tx
 // CHECK: nvgpu.tma.async.load
 // CHECK: scf.yield %{{.*}}, %{{.*}}, %[[PNEXT]] : index, i32, i32

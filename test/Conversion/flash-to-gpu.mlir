@@ -75,7 +75,7 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // Epilogue: O / l as bf16 pairs, LSE = (m + log2 l) ln 2.
 // CHECK: math.log2
-// CHECK: arith.cmpi slt, %{{.*}}, %[[NQ]] : i32
+// CHECK: arith.cmpi ult, %{{.*}}, %[[NQ]] : i32
 // CHECK: llvm.getelementptr %[[O]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // CHECK: llvm.getelementptr %[[LSE]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
@@ -172,7 +172,11 @@
 // CAUSAL-NEXT: arith.subi %[[LAST]], %[[BY]] : i32
 // CAUSAL-NOT: arith.divui
 // Key tiles end at the diagonal (bottom-right aligned: seq_k - seq_q).
-// CAUSAL: %[[DIAG:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
+// The blocks end at seq_q: block y of the grid starts (y + 1) blocks
+// before it (flash-to-gpu-causal-alignment.mlir).
+// CAUSAL: %[[BACK:.*]] = arith.muli %{{.*}}, %c128_i32 : i32
+// CAUSAL-NEXT: arith.subi %{{.*}}, %[[BACK]] : i32
+// CAUSAL-NEXT: %[[DIAG:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CAUSAL: arith.minsi
 // CAUSAL: arith.maxsi
 // CAUSAL: scf.for

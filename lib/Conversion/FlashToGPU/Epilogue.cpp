@@ -3,7 +3,8 @@
 // After the last key tile: the row sums are quad-reduced, O = acc / l (0 when
 // l = 0) is converted to 16-bit pairs and stored straight from the
 // accumulator registers with a row bound check (flash.store_tile's "rows past
-// the end are not written"), and LSE = (m + log2 l) * ln 2 (-inf when l = 0)
+// the end are not written"; a causal first block also has rows before row 0,
+// see emitTileBounds), and LSE = (m + log2 l) * ln 2 (-inf when l = 0)
 // is stored by the first thread of each quad. O is [B, H, seq_q, D]
 // contiguous, LSE [B, H, seq_q]. With KernelSpec::tmaStoreO, O goes through
 // the warpgroup's rows of the Q buffer and a TMA store instead (TMA clips
@@ -60,8 +61,9 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
   Value by32 = arith::IndexCastOp::create(b, i32, blockY);
   Value headRow0 = arith::MulIOp::create(b, by32, seqQ);
   for (auto [r, row] : llvm::enumerate(SmallVector<Value, 2>{row0, row1})) {
+    // Unsigned: a causal first block's rows before row 0 are out too.
     Value inBounds =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, row, seqQ);
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, seqQ);
     ifThen(inBounds, [&] {
       Value gRow = arith::AddIOp::create(b, headRow0, row);
       Value gRow64 = arith::ExtUIOp::create(b, i64, gRow);

@@ -411,7 +411,8 @@ public:
   Value batchArg, headsArg, kvBase, qBuf, qParity;
   // dynamicSchedule only: the global i32 the blocks claim tiles from.
   Value tileCounter;
-  // Tile bounds (i32 block level, index loop bounds).
+  // Tile bounds (i32 block level, index loop bounds). m0, the block's first
+  // row, is negative in a causal first block (emitTileBounds).
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer thread geometry and descriptors.
   // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer.

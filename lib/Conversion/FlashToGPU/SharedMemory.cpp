@@ -75,7 +75,28 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
 }
 
 void KernelEmitter::emitTileBounds() {
-  m0 = arith::MulIOp::create(b, blockX32, cI32(spec.blockM));
+  // Under the mask the query blocks end at seq_q: block x starts (numM - x)
+  // blocks before it, so a block_m that does not divide seq_q leaves the
+  // rows that do not exist (before row 0: no key, no store) in the first
+  // block, whose rows see the fewest keys. Aligned at row 0 they were past
+  // seq_q in the last block, which walks all keys for them (bm 192 at
+  // N = 4096: 6% of the work). Not with the TMA store of O: a box that
+  // starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200,
+  // bench/RESULTS.md batch 76) where one past the end is clipped.
+  if (spec.causal && !spec.tmaStoreO) {
+    // A sections grid has a block row per query block.
+    Value numM = spec.sectionsGrid()
+                     ? arith::IndexCastOp::create(
+                           b, i32, gpu::GridDimOp::create(b, gpu::Dimension::y))
+                           .getResult()
+                     : arith::CeilDivUIOp::create(b, seqQ, cI32(spec.blockM))
+                           .getResult();
+    Value fromEnd = arith::SubIOp::create(b, numM, blockX32);
+    m0 = arith::SubIOp::create(
+        b, seqQ, arith::MulIOp::create(b, fromEnd, cI32(spec.blockM)));
+  } else {
+    m0 = arith::MulIOp::create(b, blockX32, cI32(spec.blockM));
+  }
   Value hi;
   if (spec.causal) {
     // Bottom-right aligned: the last key row i sees is i + seq_k - seq_q.
