@@ -2,8 +2,8 @@
 # compile-kernels.sh OUTDIR [FLASHC] - compiles every kernels/*.mlir with
 # flashc to OUTDIR/<name>.cubin + <name>.json (for a GPU host, see
 # prepare-gpu-host.sh's FLASHC_EXTRA_KERNELS) and prints ptxas's register
-# and spill line for each, and ptxas's C7513 if it serialised the wgmma chain
-# (TUNING_DB: see the end).
+# and spill line for each, and ptxas's line if it serialised the wgmma chain
+# (C7513, C7518, ...; TUNING_DB: see the end).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$1
@@ -14,7 +14,7 @@ compile() {
   local name=$1 source=$2 report
   shift 2
   report=$("$FLASHC" "$source" "$@" -o "$OUT/$name.cubin" --resource-usage 2>&1)
-  echo "$name: $(echo "$report" | grep -E 'registers|spill|C7513' | tr -s ' ' | tr '\n' ' ')"
+  echo "$name: $(echo "$report" | grep -E 'registers|spill|instructions are serialized' | tr -s ' ' | tr '\n' ' ')"
 }
 for source in "$ROOT"/kernels/*.mlir; do
   compile "$(basename "$source" .mlir)" "$source"

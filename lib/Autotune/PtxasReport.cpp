@@ -5,6 +5,8 @@
 //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //   ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async
 //       instructions are serialized due to ...
+// (C7513, C7518, ...: ptxas has a code per cause; every one of them makes
+// each wgmma wait for the one before.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,8 +45,15 @@ PtxasResources flashc::tune::parsePtxasReport(StringRef report) {
     std::optional<int64_t> loads = numberBefore(line, " bytes spill loads");
     if (stores || loads)
       resources.spillBytes = stores.value_or(0) + loads.value_or(0);
-    if (line.contains("(C7513)"))
+    if (line.contains("wgmma.mma_async instructions are serialized")) {
       resources.serializedWgmma = true;
+      size_t open = line.find("(C"), close = line.find(')', open);
+      if (open != StringRef::npos && close != StringRef::npos)
+        resources.wgmmaCode = line.slice(open + 1, close).str();
+      size_t cause = line.find("due to ");
+      if (cause != StringRef::npos)
+        resources.wgmmaCause = line.drop_front(cause + 7).trim().str();
+    }
   }
   return resources;
 }
@@ -59,8 +68,8 @@ flashc::tune::ptxasPruneReason(const PtxasResources &resources, bool keepSpills,
                             .str()};
   if (resources.serializedWgmma && !keepSerializedWgmma)
     return PtxasVerdict{"wgmma",
-                        "ptxas serialised the wgmma chain (C7513): a "
-                        "non-wgmma instruction defines a wgmma input while "
-                        "the chain runs"};
+                        formatv("ptxas serialised the wgmma chain ({0}): {1}",
+                                resources.wgmmaCode, resources.wgmmaCause)
+                            .str()};
   return std::nullopt;
 }

@@ -88,7 +88,7 @@ cl::opt<bool> keepSpills("keep-spills",
                          cl::cat(category));
 cl::opt<bool> keepSerializedWgmma(
     "keep-serialized-wgmma",
-    cl::desc("Time kernels whose wgmma chain ptxas serialised (C7513)"),
+    cl::desc("Time kernels whose wgmma chain ptxas serialised (C7513, C7518)"),
     cl::cat(category));
 cl::opt<std::string>
     runner("runner",

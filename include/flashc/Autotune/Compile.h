@@ -26,7 +26,7 @@ struct CompileOptions {
   /// Keep kernels ptxas reports spills for (by default they are pruned:
   /// a spilling wgmma kernel loses its accumulators to local memory).
   bool keepSpills = false;
-  /// Keep kernels whose wgmma chain ptxas serialised (C7513; by default
+  /// Keep kernels whose wgmma chain ptxas serialised (C7513, C7518; by default
   /// they are pruned).
   bool keepSerializedWgmma = false;
   /// Stop after pruning: no NVVM, no ptxas, no files but the manifest.

@@ -14,11 +14,13 @@ namespace flashc::tune {
 struct PtxasResources {
   int64_t registers = -1;  ///< "Used N registers"; -1 if not reported
   int64_t spillBytes = -1; ///< spill stores + spill loads; -1 if not reported
-  /// ptxas's C7513: it serialised the wgmma chain because a non-wgmma
-  /// instruction defines a wgmma input while the chain runs (each wgmma
-  /// then waits for the one before; 12-56% slower in bench/RESULTS.md,
-  /// batch 63).
+  /// ptxas serialised the wgmma chain: each wgmma then waits for the one
+  /// before (12-56% slower in bench/RESULTS.md, batch 63). C7513: a
+  /// non-wgmma instruction defines a wgmma input while the chain runs;
+  /// C7518: a wait ptxas inserted sits in a divergent path (batch 80).
   bool serializedWgmma = false;
+  std::string wgmmaCode;  ///< ptxas's code, e.g. "C7513"
+  std::string wgmmaCause; ///< ptxas's words after "due to"
 };
 
 /// Reads the resource lines of `ptxas -v` (one kernel).

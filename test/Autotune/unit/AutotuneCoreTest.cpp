@@ -678,8 +678,31 @@ TEST(PtxasReport, SerializedWgmmaIsPruned) {
   ASSERT_TRUE(verdict.has_value());
   EXPECT_EQ(verdict->stage, "wgmma");
   EXPECT_TRUE(StringRef(verdict->reason).contains("C7513"));
+  EXPECT_TRUE(StringRef(verdict->reason).contains("non wgmma instructions"));
   EXPECT_FALSE(ptxasPruneReason(serialized, false, /*keepSerializedWgmma=*/true)
                    .has_value());
+
+  // Another cause, another code: the same verdict, naming it.
+  PtxasResources divergent = parsePtxasReport(
+      "ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async "
+      "instructions are serialized due to program dependence on "
+      "compiler-inserted WG.DP in divergent path in the function "
+      "'attention_d64_causal'\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n");
+  EXPECT_TRUE(divergent.serializedWgmma);
+  EXPECT_EQ(divergent.wgmmaCode, "C7518");
+  std::optional<PtxasVerdict> divergentVerdict =
+      ptxasPruneReason(divergent, false, false);
+  ASSERT_TRUE(divergentVerdict.has_value());
+  EXPECT_EQ(divergentVerdict->stage, "wgmma");
+  EXPECT_TRUE(StringRef(divergentVerdict->reason).contains("C7518"));
+  EXPECT_TRUE(StringRef(divergentVerdict->reason).contains("divergent path"));
+  // An injected wait (C7517) is not a serialised chain.
+  EXPECT_FALSE(parsePtxasReport("ptxas info    : (C7517) warpgroup.wait is "
+                                "injected in around line 384 by compiler to "
+                                "allow use of registers defined by GMMA in "
+                                "function 'attention'\n")
+                   .serializedWgmma);
 
   // Spills are the first reason; a clean kernel has none.
   PtxasResources both = serialized;
