@@ -414,6 +414,9 @@ public:
   // Tile bounds (i32 block level, index loop bounds). m0, the block's first
   // row, is negative in a causal first block (emitTileBounds).
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
+  // Query blocks per head (i32), where the schedule has it: a sections
+  // grid's gridDim.y, a persistent schedule's ceil(seq_q / block_m).
+  Value numQueryBlocks;
   // Consumer thread geometry and descriptors.
   // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer.
   // laneRow (0..7) and rowInGroup (its row of the warpgroup's 64) place the

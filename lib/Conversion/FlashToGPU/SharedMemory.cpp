@@ -84,14 +84,8 @@ void KernelEmitter::emitTileBounds() {
   // starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200,
   // bench/RESULTS.md batch 76) where one past the end is clipped.
   if (spec.causal && !spec.tmaStoreO) {
-    // A sections grid has a block row per query block.
-    Value numM = spec.sectionsGrid()
-                     ? arith::IndexCastOp::create(
-                           b, i32, gpu::GridDimOp::create(b, gpu::Dimension::y))
-                           .getResult()
-                     : arith::CeilDivUIOp::create(b, seqQ, cI32(spec.blockM))
-                           .getResult();
-    Value fromEnd = arith::SubIOp::create(b, numM, blockX32);
+    // A causal kernel is a sections grid or persistent: both set it.
+    Value fromEnd = arith::SubIOp::create(b, numQueryBlocks, blockX32);
     m0 = arith::SubIOp::create(
         b, seqQ, arith::MulIOp::create(b, fromEnd, cI32(spec.blockM)));
   } else {

@@ -73,6 +73,7 @@ void KernelEmitter::locateSectionTile() {
   blockY = arith::IndexCastOp::create(b, indexTy, head);
   blockX32 =
       arith::SubIOp::create(b, arith::SubIOp::create(b, levels, cI32(1)), y);
+  numQueryBlocks = levels;
 }
 
 void KernelEmitter::prefetchNextBlockInputs() {
@@ -116,6 +117,7 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
     return;
   }
   Value numM = arith::CeilDivUIOp::create(b, seqQ, cI32(spec.blockM));
+  numQueryBlocks = numM;
   Value heads = arith::MulIOp::create(b, batchArg, headsArg);
   // Work items per head: query blocks, or (causal, static) pairs of them.
   Value perHead = spec.causal && !spec.dynamicSchedule
