@@ -3,14 +3,15 @@
 
 For a change that should make a kernel faster: the kernels (each a cubin
 with its kernel.json beside it) run on the same random inputs in one
-process, timed with compare.py's schedule (untimed round-robin load, then
-rounds with the order rotated, the median of the rounds). The table gives
+process, timed with compare.py's schedule (rounds with the order rotated,
+each timing right after untimed load of the same kernel, the median of the
+rounds). The table gives
 each kernel's TFLOP/s, its time over the first kernel's, the spread of its
 rounds, and the relative difference of its output from the first kernel's.
 Correctness is `flash-run --check`'s job; this only times.
 
     python3 bench/ab.py --shape 8,16,2048,128 shipped.cubin new.cubin \\
-        [--rounds 5] [--rep-ms 60] [--settle-ms 300] [--json out.json]
+        [--rounds 5] [--rep-ms 60] [--own-load-ms 300] [--json out.json]
 """
 import argparse
 import json
@@ -63,7 +64,10 @@ def main(argv=None):
     p.add_argument("--shape", required=True, help="B,H,N,D")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--rep-ms", type=float, default=60)
-    p.add_argument("--settle-ms", type=float, default=300)
+    p.add_argument("--settle-ms", type=float, default=0)
+    p.add_argument("--own-load-ms", type=float, default=300,
+                   help="untimed load of a kernel right before each of its "
+                   "timings (compare.py's)")
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
     try:
@@ -93,7 +97,8 @@ def main(argv=None):
         timed.append((label, fn))
     compare.settle([fn for _, fn in timed], args.settle_ms)
     row = {}
-    rounds = compare.time_rounds(timed, args.rounds, args.rep_ms, row)
+    rounds = compare.time_rounds(timed, args.rounds, args.rep_ms, row,
+                                 args.own_load_ms)
     if row:
         print(f"ab.py: {row}", file=sys.stderr)
         return 1

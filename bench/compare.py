@@ -6,12 +6,15 @@ In one process on one GPU, for the FlashAttention-3 paper's shapes (hidden
 D = 64/128/256, causal and not), each backend is timed with
 triton.testing.do_bench (median; it flushes L2 between calls) or, without
 Triton, CUDA events with warm-up, rotating input sets and the median.
-The H200 runs faster for the first ~100-200 ms of load after a short idle
-(the pause while a shape's inputs are drawn): timed first, in that window,
-cuDNN measured 6% faster than in its later rounds (bench/RESULTS.md,
-2026-12-03, batch 41). So for each shape every backend first runs untimed,
-round-robin, for --settle-ms; then each is timed --rounds times, the order
-rotated by one each round, and the median of its rounds is reported.
+The H200 runs at its power cap under this load, so a backend's time
+depends on what ran just before it: after a short idle it runs faster
+for ~100-200 ms (cuDNN 6% faster timed first, bench/RESULTS.md batch 41),
+and after a kernel that draws more power it runs slower (cuDNN 1-3%
+slower right after flashc than after itself, probe 85). So each timing
+is preceded by --own-load-ms of the same backend, untimed: every backend
+is timed in its own sustained state, whatever ran before. Each is timed
+--rounds times, the order rotated by one each round, and the median of
+its rounds is reported.
 Prints a table of TFLOP/s and ratios, writes a PNG plot, and appends a
 dated entry to bench/RESULTS.md.
 
@@ -46,8 +49,11 @@ def parse_args():
     p.add_argument("--rep-ms", type=float, default=100, help="do_bench rep")
     p.add_argument("--rounds", type=int, default=3,
                    help="times each backend per shape, order rotated")
-    p.add_argument("--settle-ms", type=float, default=300,
+    p.add_argument("--settle-ms", type=float, default=0,
                    help="untimed round-robin load per shape before timing")
+    p.add_argument("--own-load-ms", type=float, default=300,
+                   help="untimed load of a backend right before each of its "
+                   "timings")
     p.add_argument("--json", default=None,
                    help="also write every row, with each round's time and "
                    "place, to this file")
@@ -190,7 +196,8 @@ def main():
                     except Exception as e:
                         row["flashc_why"] = str(e).splitlines()[0][:80]
                 settle([fn for _, fn in timed], args.settle_ms)
-                row["rounds"] = time_rounds(timed, args.rounds, args.rep_ms, row)
+                row["rounds"] = time_rounds(timed, args.rounds, args.rep_ms, row,
+                                            args.own_load_ms)
                 for label, runs in row["rounds"].items():
                     ms = statistics.median(t for t, _ in runs)
                     row[label] = total / (ms * 1e-3) / 1e12
@@ -249,9 +256,10 @@ def settle(fns, ms):
         torch.cuda.synchronize()
 
 
-def time_rounds(timed, rounds, rep_ms, row):
+def time_rounds(timed, rounds, rep_ms, row, own_load_ms=0):
     """label -> [(ms, place)]: each (label, fn) timed `rounds` times, round r
-    starting with backend r (mod their number). A backend that fails to time
+    starting with backend r (mod their number), each timing right after
+    `own_load_ms` of the same fn, untimed. A backend that fails to time
     drops out of the later rounds, with its reason in row[label + '_why']."""
     out = {label: [] for label, _ in timed}
     for r in range(rounds):
@@ -260,6 +268,8 @@ def time_rounds(timed, rounds, rep_ms, row):
             if label + "_why" in row:
                 continue
             try:
+                if own_load_ms > 0:
+                    settle([fn], own_load_ms)
                 out[label].append((bench_fn(fn, rep_ms), place))
             except Exception as e:
                 row[label + "_why"] = str(e).splitlines()[0][:80]
@@ -343,7 +353,8 @@ def record(args, rows, table, gpu, torch_version, fixture):
                 "triton.testing.do_bench median (L2 flushed), peers in the "
                 f"same process; per shape {args.settle_ms:g} ms untimed "
                 f"load, then {args.rounds} round(s), backend order rotated "
-                "each round, median of the rounds\n")
+                f"each round, each timing after {args.own_load_ms:g} ms of "
+                "the same backend untimed, median of the rounds\n")
         f.write(f"- {note}\n\n{table}\n")
     print(f"recorded in {args.results}")
 

@@ -182,7 +182,7 @@ done
 want bench && [[ -f kernels/attention.cubin ]] && {
   step "bench/ab.py: attention.cubin against itself"
   run python3 bench/ab.py --shape 4,16,1024,128 --rounds 3 --rep-ms 20 \
-    --settle-ms 100 kernels/attention.cubin kernels/attention.cubin
+    --own-load-ms 100 kernels/attention.cubin kernels/attention.cubin
 }
 
 if want compare; then

@@ -39,6 +39,7 @@ class TimeRoundsTest(unittest.TestCase):
             if self.calls.count(label) == fail_on:
                 raise RuntimeError(f"{label} broke\nsecond line")
             return float(len(self.calls))
+        fn.__name__ = label
         return label, fn
 
     def test_each_backend_takes_each_place_once(self):
@@ -58,6 +59,24 @@ class TimeRoundsTest(unittest.TestCase):
         runs = compare.time_rounds(timed, 1, 50, {})
         self.assertEqual(self.calls, ["cudnn", "fa2", "flashc"])
         self.assertEqual(runs["flashc"], [(3.0, 2)])
+
+    def test_each_timing_follows_its_own_backends_load(self):
+        loads = []
+        saved = compare.settle
+        compare.settle = lambda fns, ms: loads.append(
+            ([f.__name__ for f in fns], ms, len(self.calls)))
+        try:
+            timed = [self.backend(x) for x in ("cudnn", "flashc")]
+            compare.time_rounds(timed, 2, 50, {}, own_load_ms=300)
+        finally:
+            compare.settle = saved
+        self.assertEqual(self.calls, ["cudnn", "flashc", "flashc", "cudnn"])
+        # Before the k-th timing (k calls made so far): 300 ms of the
+        # backend about to be timed, and of nothing else.
+        self.assertEqual([(ms, k) for _, ms, k in loads],
+                         [(300, 0), (300, 1), (300, 2), (300, 3)])
+        self.assertEqual([names for names, _, _ in loads],
+                         [["cudnn"], ["flashc"], ["flashc"], ["cudnn"]])
 
     def test_a_backend_that_fails_drops_out_with_its_reason(self):
         timed = [self.backend("cudnn"), self.backend("flashc", fail_on=2)]
