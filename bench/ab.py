@@ -5,9 +5,9 @@ For a change that should make a kernel faster: the kernels (each a cubin
 with its kernel.json beside it) run on the same random inputs in one
 process, timed with compare.py's schedule (rounds with the order rotated,
 each timing right after untimed load of the same kernel, the median of the
-rounds). The table gives
-each kernel's TFLOP/s, its time over the first kernel's, the spread of its
-rounds, and the relative difference of its output from the first kernel's.
+rounds). The table gives each kernel's TFLOP/s, its time over the first
+kernel's, the spread of its rounds, and the relative difference of its
+output from the first kernel's.
 Correctness is `flash-run --check`'s job; this only times.
 
     python3 bench/ab.py --shape 8,16,2048,128 shipped.cubin new.cubin \\

@@ -243,6 +243,8 @@ def rotating(sets, call):
 def settle(fns, ms):
     """Runs `fns` round-robin, untimed, for `ms` of wall time. A failure here
     is left for the timed rounds to report."""
+    if ms <= 0:
+        return
     import time
     import torch
     fns = list(fns)
@@ -268,8 +270,7 @@ def time_rounds(timed, rounds, rep_ms, row, own_load_ms=0):
             if label + "_why" in row:
                 continue
             try:
-                if own_load_ms > 0:
-                    settle([fn], own_load_ms)
+                settle([fn], own_load_ms)
                 out[label].append((bench_fn(fn, rep_ms), place))
             except Exception as e:
                 row[label + "_why"] = str(e).splitlines()[0][:80]

@@ -139,7 +139,8 @@ class MainTest(unittest.TestCase):
             out = io.StringIO()
             with redirect_stdout(out):
                 rc = ab.main(["--shape", "1,2,64,128", "--rounds", "3",
-                              "--settle-ms", "0", "--own-load-ms", "0", "--json", out_json] + paths)
+                              "--settle-ms", "0", "--own-load-ms", "0",
+                              "--json", out_json] + paths)
             self.assertEqual(rc, 0)
             return out.getvalue(), json.load(open(out_json))
 
