@@ -20,6 +20,7 @@ flashc::TileOverrides flashc::tune::toTileOverrides(const TuneConfig &config) {
 
 void flashc::tune::buildTunedKernelPipeline(OpPassManager &pm,
                                             const TuneConfig &config,
-                                            llvm::StringRef chip) {
-  buildGpuKernelPipeline(pm, toTileOverrides(config), chip);
+                                            llvm::StringRef chip,
+                                            bool probeStamps) {
+  buildGpuKernelPipeline(pm, toTileOverrides(config), chip, probeStamps);
 }

@@ -64,10 +64,11 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
 }
 
 void buildGpuKernelPipeline(OpPassManager &pm, const TileOverrides &overrides,
-                            llvm::StringRef chip) {
+                            llvm::StringRef chip, bool probeStamps) {
   buildTilePipeline(pm, overrides);
   flash::ConvertFlashToGPUOptions options;
   options.chip = chip.str();
+  options.probeStamps = probeStamps;
   pm.addPass(flash::createConvertFlashToGPU(options));
 }
 

@@ -86,6 +86,12 @@ cl::opt<int> dynamicSchedule("dynamic-schedule",
 cl::opt<int> speculativeExp("speculative-exp",
                             cl::desc("Override speculative_exp (1 or 0)"),
                             cl::init(-1), cl::cat(category));
+cl::opt<bool> probeStamps(
+    "probe-stamps",
+    cl::desc("Developer probe: per tile program and consumer, clock64 "
+             "stamps written over the LSE buffer instead of LSE "
+             "(bench/stamps.py reads them)"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string> tuningDb(
     "tuning-db",
     cl::desc("Compile the config flash-tune chose for --shape (and --gpu)"),
@@ -250,11 +256,12 @@ int main(int argc, char **argv) {
       flashc::buildTilePipeline(pm,
                                 flashc::tune::toTileOverrides((*tuned)->config));
     else if (*tuned)
-      flashc::tune::buildTunedKernelPipeline(pm, (*tuned)->config, arch);
+      flashc::tune::buildTunedKernelPipeline(pm, (*tuned)->config, arch,
+                                             probeStamps);
     else if (emit == Emit::Tile)
       flashc::buildTilePipeline(pm, overrides);
     else
-      flashc::buildGpuKernelPipeline(pm, overrides, arch);
+      flashc::buildGpuKernelPipeline(pm, overrides, arch, probeStamps);
     if (failed(pm.run(*module)))
       return 1;
   } else if (emit == Emit::Tile) {

@@ -19,9 +19,10 @@ namespace flashc::tune {
 /// `config` as flash-tile overrides.
 TileOverrides toTileOverrides(const TuneConfig &config);
 
-/// flash.attention -> gpu.module kernel for `chip` with `config`.
+/// flash.attention -> gpu.module kernel for `chip` with `config` (and
+/// the developer probe, see buildGpuKernelPipeline).
 void buildTunedKernelPipeline(mlir::OpPassManager &pm, const TuneConfig &config,
-                              llvm::StringRef chip);
+                              llvm::StringRef chip, bool probeStamps = false);
 
 } // namespace flashc::tune
 

@@ -83,6 +83,11 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
            "Tiles grids (one block per tile, no causal mask): prefetch into "
            "L2 the Q and first K/V tile of the block that starts when this "
            "one ends (false: off)">,
+    Option<"probeStamps", "probe-stamps", "bool", "false",
+           "Developer probe: thread 0 of every consumer warpgroup reads "
+           "clock64 at seven points of each tile program and writes them, "
+           "with smid and globaltimer, over the LSE buffer instead of LSE "
+           "(bench/stamps.py reads them). O is unchanged">,
     Option<"speculativeExp", "speculative-exp", "bool", "true",
            "Allow the configs' speculative exp: P against the running max "
            "before the tile's own max is known (false: max first "

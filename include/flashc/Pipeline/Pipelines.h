@@ -36,9 +36,11 @@ void buildTilePipeline(mlir::OpPassManager &pm, const TileOverrides &overrides);
 
 /// flash.attention -> a gpu.module kernel for `chip` (the fused tile
 /// program, then -convert-flash-to-gpu); lib/Target takes it from there.
+/// `probeStamps` builds the developer probe (convert-flash-to-gpu's
+/// probe-stamps: clock64 records over the LSE buffer).
 void buildGpuKernelPipeline(mlir::OpPassManager &pm,
                             const TileOverrides &overrides,
-                            llvm::StringRef chip);
+                            llvm::StringRef chip, bool probeStamps = false);
 
 /// flash.attention -> LLVM dialect for the host CPU: the tile program run as
 /// loops, for MLIR's execution engine. Functions that should be callable

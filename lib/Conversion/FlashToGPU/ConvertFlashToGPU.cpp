@@ -198,6 +198,13 @@ struct ConvertFlashToGPUPass
       // A tiles grid only: persistent kernels load the next tile's Q into
       // their second buffer, and a sections grid's blocks differ in length.
       spec->prefetchNextBlock = prefetchNextBlock && spec->tilesGrid();
+      if (probeStamps && !spec->hasLse) {
+        func.emitError("probe-stamps writes its records over the LSE "
+                       "buffer: the kernel has none");
+        failedAny = true;
+        continue;
+      }
+      spec->probeStamps = probeStamps;
       buildKernelModule(func, *spec);
       func.erase();
     }

@@ -55,7 +55,9 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
     storeOViaTma(accFinal, inv);
   // What is left for the registers to store: O (unless TMA stored it) and
   // LSE, both row by row with the bound check.
-  if (spec.tmaStoreO && !spec.hasLse)
+  // Under probeStamps the LSE buffer holds the probe's records.
+  const bool storeLse = spec.hasLse && !spec.probeStamps;
+  if (spec.tmaStoreO && !storeLse)
     return;
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
   Value by32 = arith::IndexCastOp::create(b, i32, blockY);
@@ -79,7 +81,7 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
           LLVM::StoreOp::create(b, word, ptr, /*alignment=*/4);
         }
       }
-      if (!spec.hasLse)
+      if (!storeLse)
         return;
       Value quad0 =
           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, quad, cI32(0));

@@ -118,6 +118,9 @@ struct KernelSpec {
   /// waiting on DRAM. Measured 0.4-1.6% faster at N = 2048, level at 8192
   /// (bench/RESULTS.md batch 57).
   bool prefetchNextBlock = false;
+  /// Developer probe (ProbeStamps.cpp): per tile program and consumer, the
+  /// clock64 of the ProbePoints, written over the LSE buffer.
+  bool probeStamps = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
@@ -266,6 +269,23 @@ public:
   /// retired, or at once when the tile has no key tiles.
   void releaseQAfterLastS(Value j);
   void releaseQIfNoKeyTiles();
+
+  /// Where a consumer reads clock64 under KernelSpec::probeStamps; the
+  /// value is the stamp's slot in the record (ProbeStamps.cpp).
+  enum ProbePoint : int64_t {
+    ConsumerStart,
+    BlockQArrived,
+    TileStart,
+    TileQArrived,
+    FirstSoftmaxDone,
+    KeyLoopsDone,
+    EpilogueDone,
+    NumProbePoints
+  };
+  void probeStamp(ProbePoint point);
+  /// Thread 0 of the consumer writes this tile program's record.
+  void writeProbeRecord();
+  Value probeSlots;
   /// Arrives on q_empty when `cond` holds.
   void releaseQ(Value cond);
   void issueQ();

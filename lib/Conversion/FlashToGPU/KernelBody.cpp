@@ -180,6 +180,7 @@ void KernelEmitter::emitKernel() {
 void KernelEmitter::emitConsumer(Value consumer, Value thread) {
   consumerIdx = consumer;
   threadInGroup = thread;
+  probeStamp(ConsumerStart);
   // Accumulator layout coordinates of this thread (see Softmax.cpp).
   Value lane = arith::RemUIOp::create(b, threadInGroup, cI32(32));
   Value warp = arith::DivUIOp::create(b, threadInGroup, cI32(32));
@@ -207,6 +208,7 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
   // it always did; a persistent one waits per tile.
   if (!spec.persistent)
     waitQ();
+  probeStamp(BlockQArrived);
   if (spec.pingpong) {
     // Consumer 1 lets consumer 0 issue its GEMMs first. Both consumers work
     // on the same tiles, so the turns stay paired across a persistent
@@ -218,17 +220,25 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
   }
 
   forEachTile(/*producer=*/false, [&] {
+    probeStamp(TileStart);
     if (spec.persistent) {
       setRows();
       selectQBuffer();
       if (!spec.dynamicSchedule)
         waitQ();
     }
+    probeStamp(TileQArrived);
+    // The serial schedule has no separate first tile.
+    if (!spec.overlap)
+      probeStamp(FirstSoftmaxDone);
     SmallVector<Value> state =
         spec.overlap ? emitOverlappedLoops() : emitSerialLoops();
+    probeStamp(KeyLoopsDone);
     releaseQIfNoKeyTiles();
     ArrayRef<Value> st(state);
     emitEpilogue(st.slice(0, 2), st.slice(2, 2), st.drop_front(4));
+    probeStamp(EpilogueDone);
+    writeProbeRecord();
   });
 }
 
@@ -378,6 +388,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
       return yielded;
     };
   };
+  probeStamp(FirstSoftmaxDone);
   SmallVector<Value> init = st0;
   init.append(spec.oRegs(), cF32(0.0f));
   Value one = cIndex(1);

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Where a tile program's time goes: runs and reads a probe build.
+
+A kernel compiled with `flashc --probe-stamps` writes, for every tile
+program and consumer warpgroup, the clock64 of seven points over its LSE
+buffer (lib/Conversion/FlashToGPU/ProbeStamps.cpp). `run` (GPU host, torch)
+calls such a kernel as compare.py times kernels: after --load-ms of its own
+load and an L2 flush, once per sample, and writes the LSE buffer's bytes
+with a JSON header. `report` (anywhere, no torch) decodes the records and
+prints the median of each phase in cycles and in steady key tiles:
+
+    python3 bench/stamps.py run k.cubin --shape 8,16,2048,128 -o k.stamps
+    python3 bench/stamps.py report k.stamps
+
+Phases, per consumer and tile program: `gap` from the same SM's previous
+record's end (of the same consumer: in a persistent kernel its previous
+tile, else the previous block's last consumer) to this start; `q wait` until
+Q arrived; `first softmax` the first key tile's S and softmax; `key loop`
+per key tile after the first; `epilogue` from the loop's end to O stored;
+`end skew` between the tile's consumers' ends.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import struct
+import sys
+
+# Stamp slots of a record, in KernelEmitter::ProbePoint order.
+POINTS = ("consumer_start", "block_q", "tile_start", "tile_q", "first_softmax",
+          "loops_done", "epilogue_done")
+RECORD_WORDS = 32
+HEADER_WORDS = 4
+
+
+def decode(payload, batch_heads, seq_q):
+    """The records in an LSE buffer's bytes (batch_heads x seq_q float32s):
+    dicts of smid, consumer, block, head, the POINTS and timer. Unwritten
+    records (all-zero stamps: run zero-fills the buffer) are skipped."""
+    words = struct.unpack(f"<{len(payload) // 4}I", payload)
+    if len(words) != batch_heads * seq_q:
+        raise ValueError(f"{len(words)} words, expected {batch_heads} x "
+                         f"{seq_q}")
+    records = []
+    for h in range(batch_heads):
+        for r in range(seq_q // RECORD_WORDS):
+            at = h * seq_q + r * RECORD_WORDS
+            w = words[at:at + RECORD_WORDS]
+            stamps = [w[HEADER_WORDS + 2 * i] | (w[HEADER_WORDS + 2 * i + 1] << 32)
+                      for i in range(len(POINTS) + 1)]
+            if not any(stamps):
+                continue
+            rec = {"smid": w[0], "consumer": w[1],
+                   "block": struct.unpack("<i", struct.pack("<I", w[2]))[0],
+                   "head": w[3], "timer": stamps[-1]}
+            rec.update(zip(POINTS, stamps))
+            records.append(rec)
+    return records
+
+
+def key_tiles(meta, block, seq_q, seq_k):
+    """Key tiles the tile program of query block `block` walks (the
+    bounds of SharedMemory.cpp's emitTileBounds)."""
+    cfg = meta["config"]
+    bm, bn = cfg["block_m"], cfg["block_n"]
+    if not meta["causal"]:
+        return math.ceil(seq_k / bn)
+    if cfg["tma_store_o"]:
+        m0 = block * bm
+    else:
+        m0 = seq_q - (math.ceil(seq_q / bm) - block) * bm
+    hi = max(min(m0 + bm + seq_k - seq_q, seq_k), 0)
+    return math.ceil(hi / bn)
+
+
+def summarize(records, meta, seq_q, seq_k):
+    """Medians (and p10/p90) of each phase, in cycles and key tiles."""
+    if not records:
+        raise ValueError("no records: not a --probe-stamps kernel, or the "
+                         "blocks are too short to hold one")
+    persistent = bool(meta["config"]["persistent"])
+    per_tile = []
+    for r in records:
+        n = key_tiles(meta, r["block"], seq_q, seq_k)
+        if n >= 2:
+            per_tile.append((r["loops_done"] - r["first_softmax"]) / (n - 1))
+    tile = statistics.median(per_tile) if per_tile else float("nan")
+
+    gaps = []
+    by_sm = {}
+    for r in records:
+        key = (r["smid"], r["consumer"]) if persistent else r["smid"]
+        by_sm.setdefault(key, []).append(r)
+    for rs in by_sm.values():
+        if persistent:
+            rs.sort(key=lambda r: r["tile_start"])
+            gaps += [b["tile_start"] - a["epilogue_done"]
+                     for a, b in zip(rs, rs[1:])]
+            continue
+        # One block's records share a start; the block ends with its last
+        # consumer.
+        blocks = {}
+        for r in rs:
+            blocks.setdefault((r["head"], r["block"]), []).append(r)
+        spans = sorted((min(x["consumer_start"] for x in b),
+                        max(x["epilogue_done"] for x in b))
+                       for b in blocks.values())
+        gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+
+    skews = []
+    tiles = {}
+    for r in records:
+        tiles.setdefault((r["smid"], r["head"], r["block"]), []).append(r)
+    for rs in tiles.values():
+        if len(rs) > 1:
+            ends = [r["epilogue_done"] for r in rs]
+            skews.append(max(ends) - min(ends))
+
+    phases = {
+        "gap": gaps,
+        "q wait": [r["block_q"] - r["consumer_start"] + r["tile_q"]
+                   - r["tile_start"] for r in records],
+        "first softmax": [r["first_softmax"] - r["tile_q"] for r in records],
+        "key loop (per tile)": per_tile,
+        "epilogue": [r["epilogue_done"] - r["loops_done"] for r in records],
+        "end skew": skews,
+    }
+    out = {"records": len(records), "key_tile_cycles": tile, "phases": {}}
+    for name, values in phases.items():
+        if not values:
+            continue
+        q = sorted(values)
+        pick = lambda f: q[min(len(q) - 1, int(f * len(q)))]  # noqa: E731
+        med = statistics.median(values)
+        out["phases"][name] = {"median": med, "p10": pick(0.1),
+                               "p90": pick(0.9), "tiles": med / tile}
+    return out
+
+
+def report(path):
+    with open(path + ".json") as f:
+        header = json.load(f)
+    with open(path, "rb") as f:
+        payload = f.read()
+    b, h, n, _ = header["shape"]
+    seq_k = header.get("seq_k", n)
+    records = decode(payload, b * h, n)
+    s = summarize(records, header["meta"], n, seq_k)
+    print(f"{path}: {s['records']} records, a key tile "
+          f"{s['key_tile_cycles']:.0f} cycles")
+    for name, p in s["phases"].items():
+        print(f"  {name:20s} median {p['median']:8.0f}  p10 {p['p10']:8.0f}  "
+              f"p90 {p['p90']:8.0f}  = {p['tiles']:5.2f} key tiles")
+    return s
+
+
+def run(args):
+    import time
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "python"))
+    import flashc
+    root, _ = os.path.splitext(args.kernel)
+    with open(root + ".json") as f:
+        meta = json.load(f)
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[meta["dtype"]]
+    b, h, n, d = args.shape
+    kernel = flashc.load(args.kernel)
+    torch.manual_seed(args.seed)
+    q, k, v = (torch.randn(b, h, n, d, dtype=dtype, device="cuda")
+               for _ in range(3))
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for s in range(args.samples):
+        start = time.time()
+        while time.time() - start < args.load_ms / 1000:
+            kernel(q, k, v)
+        torch.cuda.synchronize()
+        lse = torch.zeros(b, h, n, dtype=torch.float32, device="cuda")
+        flush.zero_()
+        kernel(q, k, v, lse=lse)
+        torch.cuda.synchronize()
+        path = f"{args.out}.{s}" if args.samples > 1 else args.out
+        with open(path, "wb") as f:
+            f.write(lse.cpu().numpy().tobytes())
+        with open(path + ".json", "w") as f:
+            json.dump({"shape": list(args.shape), "meta": meta}, f)
+        print(f"wrote {path}")
+
+
+def parse_shape(text):
+    shape = tuple(int(p) for p in text.split(","))
+    if len(shape) != 4 or min(shape) <= 0:
+        raise argparse.ArgumentTypeError(f"want B,H,N,D, got '{text}'")
+    return shape
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="call a --probe-stamps kernel (GPU)")
+    r.add_argument("kernel", help="cubin, kernel.json beside it")
+    r.add_argument("--shape", type=parse_shape, required=True)
+    r.add_argument("-o", "--out", required=True)
+    r.add_argument("--load-ms", type=float, default=300)
+    r.add_argument("--samples", type=int, default=1)
+    r.add_argument("--seed", type=int, default=0)
+    rep = sub.add_parser("report", help="decode and summarize (CPU)")
+    rep.add_argument("stamps", nargs="+")
+    args = p.parse_args(argv)
+    if args.cmd == "run":
+        run(args)
+    else:
+        for path in args.stamps:
+            report(path)
+
+
+if __name__ == "__main__":
+    main()
