@@ -40,7 +40,7 @@
 // CHECK-NEXT: %[[HEADROW:.*]] = arith.muli %{{.*}}, %[[NQ]] : i32
 // CHECK-NEXT: %[[BASE:.*]] = arith.addi %[[HEADROW]], %[[WORDS]] : i32
 // CHECK-COUNT-7: llvm.load volatile
-// CHECK-COUNT-20: llvm.store volatile %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// CHECK-COUNT-20: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // CHECK-NOT: : f32, !llvm.ptr<1>
 // CHECK: gpu.return
 

@@ -16,7 +16,9 @@
 // it is read: held in registers across the key loop, the stamps made ptxas
 // grow the D128 loop by 27 instructions, and printf serialised every wgmma
 // of the kernel (an extern call). The stores are 4-byte, as LSE's rows of
-// an odd seq_q are only 4-byte aligned.
+// an odd seq_q are only 4-byte aligned, and plain: volatile ones become
+// strong system-scope stores (STG.E.STRONG.SYS), slower to issue, and the
+// gap before the next tile program's first stamp would include them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,7 +97,7 @@ void KernelEmitter::writeProbeRecord() {
       Value at = arith::AddIOp::create(b, base, cI32(int64_t(i)));
       Value ptr =
           LLVM::GEPOp::create(b, globalPtr, i32, lsePtr, ValueRange{at});
-      LLVM::StoreOp::create(b, word, ptr, 4, /*isVolatile=*/true);
+      LLVM::StoreOp::create(b, word, ptr, 4);
     }
   });
 }
