@@ -32,6 +32,12 @@ import statistics
 import struct
 import sys
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+import ab  # noqa: E402  (the shape and kernel.json helpers)
+import compare  # noqa: E402  (the own-load schedule)
+
 # Stamp slots of a record, in KernelEmitter::ProbePoint order.
 POINTS = ("consumer_start", "block_q", "tile_start", "tile_q", "first_softmax",
           "loops_done", "epilogue_done")
@@ -149,9 +155,9 @@ def report(path):
     with open(path, "rb") as f:
         payload = f.read()
     b, h, n, _ = header["shape"]
-    seq_k = header.get("seq_k", n)
     records = decode(payload, b * h, n)
-    s = summarize(records, header["meta"], n, seq_k)
+    # run calls the kernel with seq_k = seq_q.
+    s = summarize(records, header["meta"], n, n)
     print(f"{path}: {s['records']} records, a key tile "
           f"{s['key_tile_cycles']:.0f} cycles")
     for name, p in s["phases"].items():
@@ -161,13 +167,9 @@ def report(path):
 
 
 def run(args):
-    import time
     import torch
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), "python"))
     import flashc
-    root, _ = os.path.splitext(args.kernel)
-    with open(root + ".json") as f:
+    with open(ab.metadata_path(args.kernel)) as f:
         meta = json.load(f)
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[meta["dtype"]]
     b, h, n, d = args.shape
@@ -177,10 +179,7 @@ def run(args):
                for _ in range(3))
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     for s in range(args.samples):
-        start = time.time()
-        while time.time() - start < args.load_ms / 1000:
-            kernel(q, k, v)
-        torch.cuda.synchronize()
+        compare.settle([lambda: kernel(q, k, v)], args.load_ms)
         lse = torch.zeros(b, h, n, dtype=torch.float32, device="cuda")
         flush.zero_()
         kernel(q, k, v, lse=lse)
@@ -193,11 +192,11 @@ def run(args):
         print(f"wrote {path}")
 
 
-def parse_shape(text):
-    shape = tuple(int(p) for p in text.split(","))
-    if len(shape) != 4 or min(shape) <= 0:
-        raise argparse.ArgumentTypeError(f"want B,H,N,D, got '{text}'")
-    return shape
+def shape_arg(text):
+    try:
+        return ab.parse_shape(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def main(argv=None):
@@ -205,7 +204,7 @@ def main(argv=None):
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="call a --probe-stamps kernel (GPU)")
     r.add_argument("kernel", help="cubin, kernel.json beside it")
-    r.add_argument("--shape", type=parse_shape, required=True)
+    r.add_argument("--shape", type=shape_arg, required=True)
     r.add_argument("-o", "--out", required=True)
     r.add_argument("--load-ms", type=float, default=300)
     r.add_argument("--samples", type=int, default=1)

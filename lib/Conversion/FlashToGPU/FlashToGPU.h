@@ -285,7 +285,6 @@ public:
   void probeStamp(ProbePoint point);
   /// Thread 0 of the consumer writes this tile program's record.
   void writeProbeRecord();
-  Value probeSlots;
   /// Arrives on q_empty when `cond` holds.
   void releaseQ(Value cond);
   void issueQ();
@@ -437,6 +436,8 @@ public:
   // Query blocks per head (i32), where the schedule has it: a sections
   // grid's gridDim.y, a persistent schedule's ceil(seq_q / block_m).
   Value numQueryBlocks;
+  // The probe's stack slots, one i64 per ProbePoint (probeStamps only).
+  Value probeSlots;
   // Consumer thread geometry and descriptors.
   // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer.
   // laneRow (0..7) and rowInGroup (its row of the warpgroup's 64) place the
