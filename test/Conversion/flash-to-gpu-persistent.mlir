@@ -44,6 +44,9 @@
 // CHECK: %[[PAIRS:.*]] = arith.ceildivui %[[NM]], %c2_i32 : i32
 // CHECK: %[[NT:.*]] = arith.muli %[[PAIRS]], %[[BH]] : i32
 // CHECK: %[[G:.*]] = arith.index_cast %grid_dim_x : index to i32
+// Causal items go by sections of heads whose K and V fit 16 MiB (32768
+// keys at D = 128), level by level within one.
+// CHECK-NEXT: arith.divui %c32768_i32, %[[NK]] : i32
 // CHECK: %[[NM1:.*]] = arith.subi %[[NM]], %c1_i32 : i32
 // CHECK: %[[BLK:.*]] = arith.index_cast %block_id_x : index to i32
 // CHECK: %[[ROUNDS:.*]] = arith.ceildivui %[[NT]], %[[G]] : i32
@@ -134,4 +137,16 @@
 
 // FLASHC: gpu.func @attention(
 // FLASHC-SAME: grid = {kind = "persistent"}
+// Without a causal mask a head's query blocks are consecutive items (item
+// t: head t / blocks, block t % blocks from the last), so the blocks
+// running at once share few heads' K and V; no sections.
+// FLASHC: %[[FNM:.*]] = arith.ceildivui %{{.*}}, %c128_i32 : i32
+// FLASHC-NOT: %c32768_i32
+// FLASHC: %[[FT:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
+// FLASHC-NEXT: arith.cmpi ult, %[[FT]], %{{.*}} : i32
+// FLASHC-NEXT: scf.if
+// FLASHC-NEXT: %[[FHEAD:.*]] = arith.divui %[[FT]], %[[FNM]] : i32
+// FLASHC-NEXT: %[[FHM:.*]] = arith.muli %[[FHEAD]], %[[FNM]] : i32
+// FLASHC-NEXT: arith.subi %[[FT]], %[[FHM]] : i32
+// FLASHC: arith.index_cast %[[FHEAD]] : i32 to index
 // BADFLAG: error: --persistent takes 1 (on) or 0 (off), got 2

@@ -16,9 +16,15 @@
 //   because blocks are handed out as SMs free up; a static assignment of
 //   single causal tiles does not (0.70x the throughput at N = 16384,
 //   measured).
-// * Order: heads are taken in sections whose K and V fit a share of L2, so
-//   the blocks running at once read the same keys; within a section, items
-//   go level by level (item i of every head, then i + 1).
+// * Order: without a causal mask, head by head (a head's query blocks one
+//   after another), so the blocks running at once read few heads' K and V
+//   (level by level, a head's last blocks ran a round after its first and
+//   read its K and V from DRAM again: +40% DRAM bytes at D128 N = 2048,
+//   bench/RESULTS.md batch 94). Under a causal mask heads are taken in
+//   sections whose K and V fit a share of L2, so the blocks running at
+//   once read the same keys; within a section, items go level by level
+//   (item i of every head, then i + 1), which the pairs and the
+//   longest-first claims need.
 // * Claimed (KernelSpec::dynamicSchedule, causal): items are single query
 //   blocks in that order, longest first, and a block takes the next one
 //   from a global counter (the runtime's tile_counter) when it frees up:
@@ -125,15 +131,19 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
                       : numM;
   Value numItems = arith::MulIOp::create(b, perHead, heads);
   Value grid = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::x));
-  // Heads per section: as many as fit kSectionBytes, at least one.
-  Value fit = arith::DivUIOp::create(b, cI32(spec.sectionKeys()), seqK);
-  Value sectionHeads =
-      arith::MinUIOp::create(b, arith::MaxUIOp::create(b, fit, cI32(1)), heads);
-  Value sectionItems = arith::MulIOp::create(b, sectionHeads, perHead);
+  // Heads per section (causal order only): as many as fit kSectionBytes,
+  // at least one.
+  Value sectionHeads, sectionItems;
+  if (spec.causal) {
+    Value fit = arith::DivUIOp::create(b, cI32(spec.sectionKeys()), seqK);
+    sectionHeads = arith::MinUIOp::create(
+        b, arith::MaxUIOp::create(b, fit, cI32(1)), heads);
+    sectionItems = arith::MulIOp::create(b, sectionHeads, perHead);
+  }
   Value last = arith::SubIOp::create(b, numM, cI32(1));
 
   // Item t -> (level, head): sections of heads, level by level within one.
-  auto locate = [&](Value t) -> std::pair<Value, Value> {
+  auto locateInSections = [&](Value t) -> std::pair<Value, Value> {
     Value section = arith::DivUIOp::create(b, t, sectionItems);
     Value first = arith::MulIOp::create(b, section, sectionHeads);
     Value local = arith::SubIOp::create(
@@ -146,6 +156,17 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
         arith::SubIOp::create(b, local,
                               arith::MulIOp::create(b, level, headsHere)));
     return {level, head};
+  };
+  // Item t -> (level, head), a head's query blocks one after another: the
+  // blocks running at once share few heads' K and V, as in a tiles grid.
+  auto locateHeadMajor = [&](Value t) -> std::pair<Value, Value> {
+    Value head = arith::DivUIOp::create(b, t, numM);
+    Value level = arith::SubIOp::create(
+        b, t, arith::MulIOp::create(b, head, numM));
+    return {level, head};
+  };
+  auto locate = [&](Value t) {
+    return spec.causal ? locateInSections(t) : locateHeadMajor(t);
   };
   // Tile `done` of this block uses Q buffer done % qBuffers, for the
   // (done / qBuffers)-th time.
