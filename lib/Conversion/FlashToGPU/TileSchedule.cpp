@@ -20,7 +20,7 @@
 //   after another), so the blocks running at once read few heads' K and V
 //   (level by level, a head's last blocks ran a round after its first and
 //   read its K and V from DRAM again: +40% DRAM bytes at D128 N = 2048,
-//   bench/RESULTS.md batch 94). Under a causal mask heads are taken in
+//   bench/RESULTS.md probe 94). Under a causal mask heads are taken in
 //   sections whose K and V fit a share of L2, so the blocks running at
 //   once read the same keys; within a section, items go level by level
 //   (item i of every head, then i + 1), which the pairs and the
