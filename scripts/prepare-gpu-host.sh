@@ -79,6 +79,7 @@ cp "$B/lib/libflashrt.so" "$DEST/python/flashc/"
 find "$DEST/python" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p "$DEST/bench"
 cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/stamps.py" \
+  "$ROOT/bench/power.py" \
   "$ROOT/bench/RESULTS.md" "$DEST/bench/"
 cp "$ROOT/test/gpu/test_flashc.py" "$DEST/tests/"
 cat >"$DEST/run-all.sh" <<'RUNALL'
