@@ -161,8 +161,8 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
   // blocks running at once share few heads' K and V, as in a tiles grid.
   auto locateHeadMajor = [&](Value t) -> std::pair<Value, Value> {
     Value head = arith::DivUIOp::create(b, t, numM);
-    Value level = arith::SubIOp::create(
-        b, t, arith::MulIOp::create(b, head, numM));
+    Value level =
+        arith::SubIOp::create(b, t, arith::MulIOp::create(b, head, numM));
     return {level, head};
   };
   auto locate = [&](Value t) {
