@@ -13,6 +13,9 @@
 // RUN: not flashc %kernels/attention.mlir --persistent=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 // The pass option turns it off for every kernel.
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="persistent=0 tma-store-o=0" | FileCheck %s --check-prefix=OFF
+// Beside four consumers the producer keeps 32, so each consumer gets 112
+// instead of 104.
+// RUN: flashc %kernels/attention_d64.mlir --persistent=1 --block-m=256 --warpgroups=4 --block-n=64 --emit=mlir -o - | FileCheck %s --check-prefix=FOUR
 // D = 256 (bm128 bn64, 2 stages): a second 64 KiB Q buffer does not fit.
 // RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="dynamic-schedule=0" | FileCheck %s --check-prefix=ONEQ
 
@@ -150,3 +153,9 @@
 // FLASHC-NEXT: arith.subi %[[FT]], %[[FHM]] : i32
 // FLASHC: arith.index_cast %[[FHEAD]] : i32 to index
 // BADFLAG: error: --persistent takes 1 (on) or 0 (off), got 2
+
+// FOUR: gpu.func @attention_d64(
+// FOUR-SAME: consumer_regs = 112 : i64
+// FOUR-SAME: producer_regs = 32 : i64
+// FOUR: nvvm.setmaxregister decrease 32
+// FOUR: nvvm.setmaxregister increase 112

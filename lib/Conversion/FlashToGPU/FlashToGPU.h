@@ -124,8 +124,13 @@ struct KernelSpec {
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
-  /// beside its copy loop: with 24 (or 32) registers ptxas spills it.
-  int64_t producerRegs() const { return persistent ? 40 : 24; }
+  /// beside its copy loop: with 24 registers ptxas spills it. It keeps 40,
+  /// or 32 beside four consumers, which then get 112 instead of 104 (D64
+  /// N = 512 / 1024: 2.6-4.5% faster, bench/RESULTS.md batches 96-97;
+  /// beside three consumers 160 instead of 152 was level).
+  int64_t producerRegs() const {
+    return persistent ? (warpgroups == 4 ? 32 : 40) : 24;
+  }
   int64_t launchRegs() const;
   int64_t consumerRegs() const;
 
