@@ -24,14 +24,18 @@
 // REGS: candidate c0000 bm128 bn256 s1 wg2 - pp sr
 // REGS: pruned [registers] bm128 bn256 s1 wg2 ov pp sr: needs at least 256 registers per consumer thread (224 live accumulators, 32 other), setmaxnreg gives 240: it would spill
 
-// --persistent 0,1 adds the persistent schedule ("ps"). With four consumer
-// warpgroups its 40-register producer leaves each consumer 104 registers.
-// RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only --block-m 128,256 --block-n 96 --stages 1 --warpgroups 2,4 --overlap 0 --persistent 0,1 | FileCheck %s --check-prefix=PERSIST
-// PERSIST: 8 configs: 3 candidates, 2 pruned (config), 2 pruned (conversion), 1 pruned (registers)
+// --persistent 0,1 adds the persistent schedule ("ps"). Beside four
+// consumer warpgroups its producer keeps 32 registers, so each consumer
+// has 112 as with one block per tile, and bm256 bn96 (112 needed) fits
+// both ways; bn128 (128 needed) neither.
+// RUN: flash-tune %S/Inputs/kernel.mlir --shape 1,16,1024,64 --prune-only --block-m 128,256 --block-n 96,128 --stages 1 --warpgroups 2,4 --overlap 0 --persistent 0,1 | FileCheck %s --check-prefix=PERSIST
+// PERSIST: 16 configs: 6 candidates, 4 pruned (config), 4 pruned (conversion), 2 pruned (registers)
 // PERSIST-DAG: candidate {{c[0-9]+}} bm128 bn96 s1 wg2 - pp sr{{$}}
 // PERSIST-DAG: candidate {{c[0-9]+}} bm128 bn96 s1 wg2 - pp sr ps
 // PERSIST-DAG: candidate {{c[0-9]+}} bm256 bn96 s1 wg4 - - sr{{$}}
-// PERSIST-DAG: pruned [registers] bm256 bn96 s1 wg4 - pp sr ps: needs at least 112 registers per consumer thread (80 live accumulators, 32 other), setmaxnreg gives 104
+// PERSIST-DAG: candidate {{c[0-9]+}} bm256 bn96 s1 wg4 - - sr ps
+// PERSIST-DAG: pruned [registers] bm256 bn128 s1 wg4 - pp sr: needs at least 128 registers per consumer thread (96 live accumulators, 32 other), setmaxnreg gives 112
+// PERSIST-DAG: pruned [registers] bm256 bn128 s1 wg4 - pp sr ps: needs at least 128 registers per consumer thread (96 live accumulators, 32 other), setmaxnreg gives 112
 
 // --tma-store-o 1,0 adds global stores of O ("-tma"). A persistent kernel
 // with one Q buffer (bm192 bn128 s6 leaves no room for a second) cannot
