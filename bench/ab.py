@@ -58,6 +58,25 @@ def check_kernels(shape, metas):
                                  f"{first_name} has {first[key]}")
 
 
+def load_metas(shape, kernels):
+    """[(kernel, its kernel.json)], checked to compute the same thing on
+    `shape` (check_kernels). Raises ValueError or OSError."""
+    metas = [(k, json.load(open(metadata_path(k)))) for k in kernels]
+    check_kernels(shape, metas)
+    return metas
+
+
+def input_sets(shape, meta):
+    """Three q, k, v sets of `shape` in the kernel's dtype (seed 0), to be
+    rotated so L2 does not serve them, and the kernel's causal flag."""
+    import torch
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[meta["dtype"]]
+    torch.manual_seed(0)
+    sets = [[torch.randn(*shape, device="cuda", dtype=dtype) for _ in range(3)]
+            for _ in range(3)]
+    return sets, bool(meta["causal"])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("kernels", nargs="+", help="cubin (kernel.json beside it)")
@@ -72,20 +91,14 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         shape = parse_shape(args.shape)
-        metas = [(k, json.load(open(metadata_path(k)))) for k in args.kernels]
-        check_kernels(shape, metas)
+        metas = load_metas(shape, args.kernels)
     except (ValueError, OSError) as e:
         print(f"ab.py: {e}", file=sys.stderr)
         return 2
 
     import torch
     import flashc
-    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[metas[0][1]["dtype"]]
-    causal = bool(metas[0][1]["causal"])
-    torch.manual_seed(0)
-    # Three input sets, rotated, so L2 does not serve them.
-    sets = [[torch.randn(*shape, device="cuda", dtype=dtype) for _ in range(3)]
-            for _ in range(3)]
+    sets, causal = input_sets(shape, metas[0][1])
     # Labels carry the position: a kernel may be timed against itself.
     labels = [f"{i}:{path}" for i, path in enumerate(args.kernels)]
     timed, outs = [], []

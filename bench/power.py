@@ -145,9 +145,7 @@ def main(argv=None):
         if args.seconds <= SETTLE_S:
             raise ValueError(f"--seconds must exceed the {SETTLE_S:.0f} s "
                              f"the clock takes to settle, got {args.seconds}")
-        metas = [(k, json.load(open(ab.metadata_path(k))))
-                 for k in args.kernels]
-        ab.check_kernels(shape, metas)
+        metas = ab.load_metas(shape, args.kernels)
     except (ValueError, OSError) as e:
         print(f"power.py: {e}", file=sys.stderr)
         return 2
@@ -156,11 +154,7 @@ def main(argv=None):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import flashc
-    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[metas[0][1]["dtype"]]
-    causal = bool(metas[0][1]["causal"])
-    torch.manual_seed(0)
-    sets = [[torch.randn(*shape, device="cuda", dtype=dtype) for _ in range(3)]
-            for _ in range(3)]
+    sets, causal = ab.input_sets(shape, metas[0][1])
     backends = []
     if not args.no_cudnn:
         def cudnn(q, k, v):
