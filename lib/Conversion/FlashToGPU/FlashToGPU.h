@@ -134,6 +134,18 @@ struct KernelSpec {
   int64_t launchRegs() const;
   int64_t consumerRegs() const;
 
+  /// Causal with block_n < block_m: a key tile can start after one
+  /// consumer's last row and before the block's, so each consumer walks its
+  /// own key range (KernelEmitter::emitOwnKeyRange). With block_n >=
+  /// block_m that happens only for lengths off the tile grid, not worth the
+  /// register the second range takes (ptxas spilled D128 causal bm128 bn128
+  /// persistent). Only beside one other consumer: with three or four (D64
+  /// causal bm192 and bm256, 112-160 registers each) ptxas spilled inside
+  /// the key loops.
+  bool ownKeyRanges() const {
+    return causal && blockN < blockM && warpgroups == 2;
+  }
+
   int64_t threads() const { return 128 * (warpgroups + 1); }
   /// Keys whose K and V fill kSectionBytes: a section holds
   /// max(1, sectionKeys() / seq_k) heads.
@@ -242,6 +254,10 @@ public:
   //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
   void emitSharedMemoryAndBarriers();
   void emitTileBounds();
+  /// Consumer, per tile: ownHi, the key tiles its own 64 rows see (causal:
+  /// a warpgroup above the block's last rows may end a tile or more before
+  /// nHi; otherwise nHi).
+  void emitOwnKeyRange();
   /// Producer, persistent: waits until the consumers freed the Q buffer
   /// (qBuf, qParity) of the tile about to load.
   void waitQBufferFree();
@@ -403,6 +419,11 @@ public:
   /// One serial key tile: state (m[2], l[2], acc) in, the same out.
   SmallVector<Value> serialStep(Value j, ValueRange state, bool masked);
   SmallVector<Value> emitOverlappedLoops();
+  /// After the key loops: the tiles [ownHi, nHi) this consumer's rows do not
+  /// see, waited for and released without a GEMM, with the ping-pong turns
+  /// the other consumer spends on them, so the ring and the turns stay
+  /// paired.
+  void skipUnseenKeyTiles();
 
 private:
   Value constant(TypedAttr attr);
@@ -438,6 +459,8 @@ public:
   // Tile bounds (i32 block level, index loop bounds). m0, the block's first
   // row, is negative in a causal first block (emitTileBounds).
   Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
+  // Consumer only: the end of its own key range (emitOwnKeyRange).
+  Value ownHi, ownHiIdx;
   // Query blocks per head (i32), where the schedule has it: a sections
   // grid's gridDim.y, a persistent schedule's ceil(seq_q / block_m).
   Value numQueryBlocks;

@@ -12,7 +12,9 @@
 // consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's
 // softmax runs under the other's GEMMs; with split release the K slot is
 // freed as soon as S retired. At D = 256 (KernelSpec::serialMaskedTiles)
-// only the unmasked tiles overlap; the masked ones follow serially.
+// only the unmasked tiles overlap; the masked ones follow serially. Under
+// the causal mask each consumer walks only the key tiles its own 64 rows see
+// and releases the block's others without a GEMM (skipUnseenKeyTiles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -227,12 +229,14 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
       if (!spec.dynamicSchedule)
         waitQ();
     }
+    emitOwnKeyRange();
     probeStamp(TileQArrived);
     // The serial schedule has no separate first tile.
     if (!spec.overlap)
       probeStamp(FirstSoftmaxDone);
     SmallVector<Value> state =
         spec.overlap ? emitOverlappedLoops() : emitSerialLoops();
+    skipUnseenKeyTiles();
     probeStamp(KeyLoopsDone);
     releaseQIfNoKeyTiles();
     ArrayRef<Value> st(state);
@@ -301,8 +305,60 @@ SmallVector<Value> KernelEmitter::emitSerialLoops() {
       forLoop(cIndex(0), nFullIdx, init, [&](Value j, ValueRange it) {
         return serialStep(j, it, /*masked=*/false);
       });
-  return forLoop(nFullIdx, nHiIdx, state, [&](Value j, ValueRange it) {
+  return forLoop(nFullIdx, ownHiIdx, state, [&](Value j, ValueRange it) {
     return serialStep(j, it, /*masked=*/true);
+  });
+}
+
+void KernelEmitter::skipUnseenKeyTiles() {
+  if (!spec.ownKeyRanges())
+    return;
+  // The other consumer spends one turn per tile in the overlapped loops
+  // (S_j beside PV_{j-1}) and two in serial steps (S_j, then PV_j).
+  const bool overlapped = spec.overlap && !spec.serialMaskedTiles;
+  // Each release waits for the tile's copy first: that copy began only
+  // after the slot's previous use was released by every consumer, so this
+  // arrival cannot count towards that earlier phase.
+  // One block per tile: the block's nHi again, from m0 behind an empty asm.
+  // Kept from the tile bounds it would be one more register through the
+  // key loops (ptxas then spilled D256 causal bm128 bn80). A persistent
+  // kernel keeps nHi for the next tile's ring position anyway.
+  Value blockHiIdx = nHiIdx;
+  if (!spec.persistent) {
+    Value hi0 = arith::AddIOp::create(b, fenceOperand(b, m0),
+                                      cI32(spec.blockM));
+    Value hi1 = arith::AddIOp::create(b, hi0, diag);
+    Value hi2 = arith::MinSIOp::create(b, hi1, seqK);
+    Value hi = arith::MaxSIOp::create(b, hi2, cI32(0));
+    Value tiles = arith::DivSIOp::create(
+        b, arith::AddIOp::create(b, hi, cI32(spec.blockN - 1)),
+        cI32(spec.blockN));
+    blockHiIdx = arith::IndexCastOp::create(b, indexTy, tiles);
+  }
+  forLoop(ownHiIdx, blockHiIdx, ValueRange(), [&](Value j, ValueRange) {
+    Slot s = slotInfo(j);
+    waitFull(spec.barFullK(), s.slot, s.parity);
+    releaseK(s.slot);
+    schedSync();
+    schedArrive();
+    waitFull(spec.barFullV(), s.slot, s.parity);
+    release(s.slot);
+    if (!overlapped) {
+      schedSync();
+      schedArrive();
+    }
+    return SmallVector<Value>();
+  });
+  if (!overlapped || !spec.pingpong)
+    return;
+  // Without key tiles a consumer also skipped the first S's turn.
+  Value none =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0));
+  Value blockHas =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, nHi, cI32(0));
+  ifThen(arith::AndIOp::create(b, none, blockHas), [&] {
+    schedSync();
+    schedArrive();
   });
 }
 
@@ -315,10 +371,10 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
   Value negInf = cF32(-std::numeric_limits<float>::infinity());
   SmallVector<Type> stateTypes(4, f32);
   stateTypes.append(numP, i32);
-  // The overlapped tiles: [0, nHi), or [0, nFull) with serialMaskedTiles.
+  // The overlapped tiles: [0, ownHi), or [0, nFull) with serialMaskedTiles.
   const bool serialTail = spec.serialMaskedTiles;
-  Value overlapHi = serialTail ? nFull : nHi;
-  Value overlapHiIdx = serialTail ? nFullIdx : nHiIdx;
+  Value overlapHi = serialTail ? nFull : ownHi;
+  Value overlapHiIdx = serialTail ? nFullIdx : ownHiIdx;
   Value hasTiles =
       arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, overlapHi, cI32(0));
 
@@ -395,7 +451,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
   Value firstMasked = arith::MaxUIOp::create(b, nFullIdx, one);
   SmallVector<Value> st = forLoop(one, firstMasked, init, body(false));
   if (!serialTail)
-    st = forLoop(firstMasked, nHiIdx, st, body(true));
+    st = forLoop(firstMasked, ownHiIdx, st, body(true));
 
   ArrayRef<Value> stRef(st);
   ArrayRef<Value> pLast = stRef.slice(4, numP),
@@ -420,7 +476,7 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
   llvm::append_range(result, accFinal);
   if (!serialTail)
     return result;
-  return forLoop(nFullIdx, nHiIdx, result, [&](Value j, ValueRange it) {
+  return forLoop(nFullIdx, ownHiIdx, result, [&](Value j, ValueRange it) {
     return serialStep(j, it, /*masked=*/true);
   });
 }

@@ -115,6 +115,34 @@ void KernelEmitter::emitTileBounds() {
   m0Idx = arith::IndexCastOp::create(b, indexTy, m0);
 }
 
+void KernelEmitter::emitOwnKeyRange() {
+  ownHi = nHi;
+  ownHiIdx = nHiIdx;
+  if (!spec.ownKeyRanges())
+    return;
+  // This warpgroup's last row is m0 + 64 (w + 1) - 1: where a key tile
+  // starts after it but before the block's last row, the warpgroup skips
+  // that tile (D256 bm128 bn64: one in 34 of the consumers' tiles at
+  // N = 2048).
+  Value rowsEnd = arith::AddIOp::create(
+      b, m0,
+      arith::MulIOp::create(
+          b, arith::AddIOp::create(b, consumerIdx, cI32(1)), cI32(64)));
+  Value hi0 = arith::AddIOp::create(b, rowsEnd, diag);
+  Value hi1 = arith::MinSIOp::create(b, hi0, seqK);
+  Value hi = arith::MaxSIOp::create(b, hi1, cI32(0));
+  Value tiles = arith::DivSIOp::create(
+      b, arith::AddIOp::create(b, hi, cI32(spec.blockN - 1)),
+      cI32(spec.blockN));
+  // Lane 0's value (CUTLASS's canonical_warp_group_idx): ptxas then knows
+  // the loop bound is warp-uniform. Derived from the thread index, it made
+  // the key loops divergent in ptxas's eyes, and their descriptor arithmetic
+  // left the uniform datapath (+46 instructions per key tile, 2-5% slower).
+  ownHi = NVVM::ShflOp::create(b, i32, cI32(-1), tiles, cI32(0), cI32(31),
+                               NVVM::ShflKind::idx, UnitAttr());
+  ownHiIdx = arith::IndexCastOp::create(b, indexTy, ownHi);
+}
+
 Value KernelEmitter::qBarrier(int64_t base) {
   if (spec.qBuffers == 1)
     return cIndex(base);

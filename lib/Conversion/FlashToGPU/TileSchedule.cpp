@@ -358,12 +358,13 @@ void KernelEmitter::releaseQAfterLastS(Value j) {
   // With tmaStoreO the epilogue frees Q, after O's store read the buffer.
   if (!spec.persistent || spec.tmaStoreO)
     return;
-  Value last = arith::SubIOp::create(b, nHiIdx, cIndex(1));
+  Value last = arith::SubIOp::create(b, ownHiIdx, cIndex(1));
   releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, last));
 }
 
 void KernelEmitter::releaseQIfNoKeyTiles() {
   if (!spec.persistent || spec.tmaStoreO)
     return;
-  releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::sle, nHi, cI32(0)));
+  releaseQ(
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0)));
 }
