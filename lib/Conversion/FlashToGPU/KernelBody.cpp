@@ -325,8 +325,8 @@ void KernelEmitter::skipUnseenKeyTiles() {
   // kernel keeps nHi for the next tile's ring position anyway.
   Value blockHiIdx = nHiIdx;
   if (!spec.persistent) {
-    Value hi0 = arith::AddIOp::create(b, fenceOperand(b, m0),
-                                      cI32(spec.blockM));
+    Value hi0 =
+        arith::AddIOp::create(b, fenceOperand(b, m0), cI32(spec.blockM));
     Value hi1 = arith::AddIOp::create(b, hi0, diag);
     Value hi2 = arith::MinSIOp::create(b, hi1, seqK);
     Value hi = arith::MaxSIOp::create(b, hi2, cI32(0));

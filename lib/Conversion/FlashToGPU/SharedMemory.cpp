@@ -126,8 +126,8 @@ void KernelEmitter::emitOwnKeyRange() {
   // N = 2048).
   Value rowsEnd = arith::AddIOp::create(
       b, m0,
-      arith::MulIOp::create(
-          b, arith::AddIOp::create(b, consumerIdx, cI32(1)), cI32(64)));
+      arith::MulIOp::create(b, arith::AddIOp::create(b, consumerIdx, cI32(1)),
+                            cI32(64)));
   Value hi0 = arith::AddIOp::create(b, rowsEnd, diag);
   Value hi1 = arith::MinSIOp::create(b, hi0, seqK);
   Value hi = arith::MaxSIOp::create(b, hi1, cI32(0));

@@ -365,6 +365,5 @@ void KernelEmitter::releaseQAfterLastS(Value j) {
 void KernelEmitter::releaseQIfNoKeyTiles() {
   if (!spec.persistent || spec.tmaStoreO)
     return;
-  releaseQ(
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0)));
+  releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0)));
 }
