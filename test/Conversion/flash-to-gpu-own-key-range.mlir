@@ -7,11 +7,11 @@
 // RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,SERIAL,GRID
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2 tma-store-o=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,OVERLAP,GRID
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2 persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,OVERLAP,PERS
+// Three consumers without ping-pong: no turns, the same range and releases.
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=128 stages=4 warpgroups=3 overlap=0 pingpong=0 persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=THREE
 // Not where no tile can fall between two consumers' last rows (block_n >=
-// block_m), nor beside more than one other consumer (the range's register
-// made ptxas spill in the key loops).
+// block_m).
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=128 stages=2 warpgroups=2" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=FULL
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=96 stages=2 warpgroups=3" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=FULL
 // Without the mask every row sees every key: no own range, no skipped tiles.
 // RUN: flash-opt %kernels/attention.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=FULL
 
@@ -86,6 +86,25 @@
 // OVERLAP-NEXT: nvvm.barrier.arrive id
 // OVERLAP-NEXT: }
 // CHECK: gpu.return
+
+// THREE: nvvm.setmaxregister increase
+// THREE-NEXT: %[[W:.*]] = arith.subi %{{.*}}, %c1_i32 : i32
+// THREE: %[[W1:.*]] = arith.addi %[[W]], %c1_i32 : i32
+// THREE-NEXT: %[[W64:.*]] = arith.muli %[[W1]], %c64_i32 : i32
+// THREE: %[[TILES:.*]] = arith.divsi %{{.*}}, %c128_i32 : i32
+// THREE-NEXT: %[[OWN:.*]] = nvvm.shfl.sync idx %c-1_i32, %[[TILES]], %c0_i32, %c31_i32 : i32 -> i32
+// THREE-NEXT: %[[OWNIDX:.*]] = arith.index_cast %[[OWN]] : i32 to index
+// THREE: scf.for %{{.*}} = %{{.*}} to %[[OWNIDX]] step %c1 iter_args
+// THREE: scf.for %{{.*}} = %[[OWNIDX]] to %{{.*}} step %c1 {
+// THREE: nvgpu.mbarrier.try_wait.parity
+// THREE-NEXT: arith.addi %{{.*}}, %c12 : index
+// THREE-NEXT: nvgpu.mbarrier.arrive
+// THREE-NEXT: arith.addi %{{.*}}, %c4 : index
+// THREE-NEXT: nvgpu.mbarrier.try_wait.parity
+// THREE-NEXT: arith.addi %{{.*}}, %c8 : index
+// THREE-NEXT: nvgpu.mbarrier.arrive
+// THREE-NEXT: }
+// THREE-NOT: nvvm.barrier id
 
 // FULL: gpu.func @attention
 // FULL: nvvm.setmaxregister increase

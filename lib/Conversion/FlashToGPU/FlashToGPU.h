@@ -139,12 +139,8 @@ struct KernelSpec {
   /// own key range (KernelEmitter::emitOwnKeyRange). With block_n >=
   /// block_m that happens only for lengths off the tile grid, not worth the
   /// register the second range takes (ptxas spilled D128 causal bm128 bn128
-  /// persistent). Only beside one other consumer: with three or four (D64
-  /// causal bm192 and bm256, 112-160 registers each) ptxas spilled inside
-  /// the key loops.
-  bool ownKeyRanges() const {
-    return causal && blockN < blockM && warpgroups == 2;
-  }
+  /// persistent).
+  bool ownKeyRanges() const { return causal && blockN < blockM; }
 
   int64_t threads() const { return 128 * (warpgroups + 1); }
   /// Keys whose K and V fill kSectionBytes: a section holds
