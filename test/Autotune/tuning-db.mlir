@@ -88,12 +88,13 @@
 // The D = 64 entries were tuned with the TMA store of O on and off; with
 // two consumers global stores won (bench/RESULTS.md). At N <= 1024 bf16
 // keeps the static causal pairs (batch 50's re-tune of the dynamic flag);
-// at N = 2048/4096 a 48-candidate re-tune (batch 55) picked two stages
-// and claimed tiles.
+// at N = 2048/4096 claimed tiles; at both, three consumers of block_m 192
+// without ping-pong (N = 4096 from flash-tune, batch 77; N = 2048 from
+// ab.py at the power cap once they walk their own key ranges, batch 105).
 // RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 16,32,1024,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-GSTORE
 // SHIPPED-GSTORE: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false, dynamic_schedule = false>
 // RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 8,32,2048,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CLAIMED
-// SHIPPED-CLAIMED: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true, tma_store_o = false>
+// SHIPPED-CLAIMED: flash.config = #flash.config<block_m = 192, block_n = 128, stages = 4, warpgroups = 3, overlap = false, pingpong = false, persistent = true, tma_store_o = false>
 // D = 256 causal, re-tuned on the sections grid: overlapped one block per
 // tile everywhere, block_n 80 at N >= 4096, 64 below.
 // RUN: flashc %kernels/attention_d256_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 2,8,8192,256 --emit=tile | FileCheck %s --check-prefix=SHIPPED-D256C
