@@ -21,9 +21,8 @@
 // PERS: nvvm.setmaxregister increase
 // PERS-NEXT: %[[W:.*]] = arith.subi %{{.*}}, %c1_i32 : i32
 // CHECK: %[[DIAG:.*]] = arith.subi %[[NK]], %[[NQ]] : i32
+// CHECK: %[[NHI:.*]] = arith.divsi %{{.*}}, %c64_i32 : i32
 // CHECK: %[[NFULL:.*]] = arith.divsi %{{.*}}, %c64_i32 : i32
-// CHECK-NEXT: arith.addi %{{.*}}, %c63_i32 : i32
-// CHECK-NEXT: %[[NHI:.*]] = arith.divsi %{{.*}}, %c64_i32 : i32
 // CHECK-NEXT: %[[NFULLIDX:.*]] = arith.index_cast %[[NFULL]] : i32 to index
 // CHECK-NEXT: %[[NHIIDX:.*]] = arith.index_cast %[[NHI]] : i32 to index
 // The consumer's: its rows end at m0 + 64 (w + 1), so it sees keys up to

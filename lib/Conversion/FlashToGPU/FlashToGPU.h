@@ -250,6 +250,9 @@ public:
   //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
   void emitSharedMemoryAndBarriers();
   void emitTileBounds();
+  /// Causal: the key tiles that rows below `rowsEnd` see (ceil of their
+  /// last key + 1 over block_n, clamped to [0, seq_k]).
+  Value keyTilesSeenBelow(Value rowsEnd);
   /// Consumer, per tile: ownHi, the key tiles its own 64 rows see (causal:
   /// a warpgroup above the block's last rows may end a tile or more before
   /// nHi; otherwise nHi).

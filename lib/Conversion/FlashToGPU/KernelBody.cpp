@@ -316,25 +316,20 @@ void KernelEmitter::skipUnseenKeyTiles() {
   // The other consumer spends one turn per tile in the overlapped loops
   // (S_j beside PV_{j-1}) and two in serial steps (S_j, then PV_j).
   const bool overlapped = spec.overlap && !spec.serialMaskedTiles;
-  // Each release waits for the tile's copy first: that copy began only
-  // after the slot's previous use was released by every consumer, so this
-  // arrival cannot count towards that earlier phase.
   // One block per tile: the block's nHi again, from m0 behind an empty asm.
   // Kept from the tile bounds it would be one more register through the
   // key loops (ptxas then spilled D256 causal bm128 bn80). A persistent
   // kernel keeps nHi for the next tile's ring position anyway.
   Value blockHiIdx = nHiIdx;
   if (!spec.persistent) {
-    Value hi0 =
+    Value rowsEnd =
         arith::AddIOp::create(b, fenceOperand(b, m0), cI32(spec.blockM));
-    Value hi1 = arith::AddIOp::create(b, hi0, diag);
-    Value hi2 = arith::MinSIOp::create(b, hi1, seqK);
-    Value hi = arith::MaxSIOp::create(b, hi2, cI32(0));
-    Value tiles = arith::DivSIOp::create(
-        b, arith::AddIOp::create(b, hi, cI32(spec.blockN - 1)),
-        cI32(spec.blockN));
-    blockHiIdx = arith::IndexCastOp::create(b, indexTy, tiles);
+    blockHiIdx =
+        arith::IndexCastOp::create(b, indexTy, keyTilesSeenBelow(rowsEnd));
   }
+  // Each release waits for the tile's copy first: that copy began only
+  // after the slot's previous use was released by every consumer, so this
+  // arrival cannot count towards that earlier phase.
   forLoop(ownHiIdx, blockHiIdx, ValueRange(), [&](Value j, ValueRange) {
     Slot s = slotInfo(j);
     waitFull(spec.barFullK(), s.slot, s.parity);

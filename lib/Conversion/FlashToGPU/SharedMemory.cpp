@@ -91,28 +91,31 @@ void KernelEmitter::emitTileBounds() {
   } else {
     m0 = arith::MulIOp::create(b, blockX32, cI32(spec.blockM));
   }
-  Value hi;
   if (spec.causal) {
     // Bottom-right aligned: the last key row i sees is i + seq_k - seq_q.
     diag = arith::SubIOp::create(b, seqK, seqQ);
-    Value hi0 = arith::AddIOp::create(b, m0, cI32(spec.blockM));
-    Value hi1 = arith::AddIOp::create(b, hi0, diag);
-    Value hi2 = arith::MinSIOp::create(b, hi1, seqK);
-    hi = arith::MaxSIOp::create(b, hi2, cI32(0));
+    nHi = keyTilesSeenBelow(arith::AddIOp::create(b, m0, cI32(spec.blockM)));
     Value lo0 = arith::AddIOp::create(b, m0, diag);
     Value lo1 = arith::AddIOp::create(b, lo0, cI32(1));
     Value lo2 = arith::MinSIOp::create(b, lo1, seqK);
     Value lo3 = arith::MaxSIOp::create(b, lo2, cI32(0));
     nFull = arith::DivSIOp::create(b, lo3, cI32(spec.blockN));
   } else {
-    hi = seqK;
+    Value hi4 = arith::AddIOp::create(b, seqK, cI32(spec.blockN - 1));
+    nHi = arith::DivSIOp::create(b, hi4, cI32(spec.blockN));
     nFull = arith::DivSIOp::create(b, seqK, cI32(spec.blockN));
   }
-  Value hi4 = arith::AddIOp::create(b, hi, cI32(spec.blockN - 1));
-  nHi = arith::DivSIOp::create(b, hi4, cI32(spec.blockN));
   nFullIdx = arith::IndexCastOp::create(b, indexTy, nFull);
   nHiIdx = arith::IndexCastOp::create(b, indexTy, nHi);
   m0Idx = arith::IndexCastOp::create(b, indexTy, m0);
+}
+
+Value KernelEmitter::keyTilesSeenBelow(Value rowsEnd) {
+  Value hi0 = arith::AddIOp::create(b, rowsEnd, diag);
+  Value hi1 = arith::MinSIOp::create(b, hi0, seqK);
+  Value hi = arith::MaxSIOp::create(b, hi1, cI32(0));
+  Value hi4 = arith::AddIOp::create(b, hi, cI32(spec.blockN - 1));
+  return arith::DivSIOp::create(b, hi4, cI32(spec.blockN));
 }
 
 void KernelEmitter::emitOwnKeyRange() {
@@ -128,12 +131,7 @@ void KernelEmitter::emitOwnKeyRange() {
       b, m0,
       arith::MulIOp::create(b, arith::AddIOp::create(b, consumerIdx, cI32(1)),
                             cI32(64)));
-  Value hi0 = arith::AddIOp::create(b, rowsEnd, diag);
-  Value hi1 = arith::MinSIOp::create(b, hi0, seqK);
-  Value hi = arith::MaxSIOp::create(b, hi1, cI32(0));
-  Value tiles = arith::DivSIOp::create(
-      b, arith::AddIOp::create(b, hi, cI32(spec.blockN - 1)),
-      cI32(spec.blockN));
+  Value tiles = keyTilesSeenBelow(rowsEnd);
   // Lane 0's value (CUTLASS's canonical_warp_group_idx): ptxas then knows
   // the loop bound is warp-uniform. Derived from the thread index, it made
   // the key loops divergent in ptxas's eyes, and their descriptor arithmetic
