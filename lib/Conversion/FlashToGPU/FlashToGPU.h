@@ -137,9 +137,9 @@ struct KernelSpec {
   /// Causal with block_n < block_m: a key tile can start after one
   /// consumer's last row and before the block's, so each consumer walks its
   /// own key range (KernelEmitter::emitOwnKeyRange). With block_n >=
-  /// block_m that happens only for lengths off the tile grid, not worth the
-  /// register the second range takes (ptxas spilled D128 causal bm128 bn128
-  /// persistent).
+  /// block_m that happens only for lengths off the tile grid, so those
+  /// kernels keep one range (the D64 and D128 causal bm128 bn128 picks
+  /// would compile without spills with two; not timed).
   bool ownKeyRanges() const { return causal && blockN < blockM; }
 
   int64_t threads() const { return 128 * (warpgroups + 1); }
