@@ -253,6 +253,10 @@ public:
   /// Causal: the key tiles that rows below `rowsEnd` see (ceil of their
   /// last key + 1 over block_n, clamped to [0, seq_k]).
   Value keyTilesSeenBelow(Value rowsEnd);
+  /// A key count clamped to [0, seq_k].
+  Value clampToKeys(Value keys);
+  /// ceil(keys / block_n).
+  Value tilesCovering(Value keys);
   /// Consumer, per tile: ownHi, the key tiles its own 64 rows see (causal:
   /// a warpgroup above the block's last rows may end a tile or more before
   /// nHi; otherwise nHi).

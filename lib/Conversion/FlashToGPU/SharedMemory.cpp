@@ -95,14 +95,13 @@ void KernelEmitter::emitTileBounds() {
     // Bottom-right aligned: the last key row i sees is i + seq_k - seq_q.
     diag = arith::SubIOp::create(b, seqK, seqQ);
     nHi = keyTilesSeenBelow(arith::AddIOp::create(b, m0, cI32(spec.blockM)));
-    Value lo0 = arith::AddIOp::create(b, m0, diag);
-    Value lo1 = arith::AddIOp::create(b, lo0, cI32(1));
-    Value lo2 = arith::MinSIOp::create(b, lo1, seqK);
-    Value lo3 = arith::MaxSIOp::create(b, lo2, cI32(0));
-    nFull = arith::DivSIOp::create(b, lo3, cI32(spec.blockN));
+    // The tiles wholly below the block's first row's last key need no mask.
+    Value firstRowLastKey = arith::AddIOp::create(b, m0, diag);
+    Value firstRowKeys =
+        clampToKeys(arith::AddIOp::create(b, firstRowLastKey, cI32(1)));
+    nFull = arith::DivSIOp::create(b, firstRowKeys, cI32(spec.blockN));
   } else {
-    Value hi4 = arith::AddIOp::create(b, seqK, cI32(spec.blockN - 1));
-    nHi = arith::DivSIOp::create(b, hi4, cI32(spec.blockN));
+    nHi = tilesCovering(seqK);
     nFull = arith::DivSIOp::create(b, seqK, cI32(spec.blockN));
   }
   nFullIdx = arith::IndexCastOp::create(b, indexTy, nFull);
@@ -110,12 +109,18 @@ void KernelEmitter::emitTileBounds() {
   m0Idx = arith::IndexCastOp::create(b, indexTy, m0);
 }
 
+Value KernelEmitter::clampToKeys(Value keys) {
+  Value upper = arith::MinSIOp::create(b, keys, seqK);
+  return arith::MaxSIOp::create(b, upper, cI32(0));
+}
+
+Value KernelEmitter::tilesCovering(Value keys) {
+  Value up = arith::AddIOp::create(b, keys, cI32(spec.blockN - 1));
+  return arith::DivSIOp::create(b, up, cI32(spec.blockN));
+}
+
 Value KernelEmitter::keyTilesSeenBelow(Value rowsEnd) {
-  Value hi0 = arith::AddIOp::create(b, rowsEnd, diag);
-  Value hi1 = arith::MinSIOp::create(b, hi0, seqK);
-  Value hi = arith::MaxSIOp::create(b, hi1, cI32(0));
-  Value hi4 = arith::AddIOp::create(b, hi, cI32(spec.blockN - 1));
-  return arith::DivSIOp::create(b, hi4, cI32(spec.blockN));
+  return tilesCovering(clampToKeys(arith::AddIOp::create(b, rowsEnd, diag)));
 }
 
 void KernelEmitter::emitOwnKeyRange() {
