@@ -83,11 +83,6 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
            "Tiles grids (one block per tile, no causal mask): prefetch into "
            "L2 the Q and first K/V tile of the block that starts when this "
            "one ends (false: off)">,
-    Option<"skipIdleConsumers", "skip-idle-consumers", "bool", "true",
-           "Tiles grids of three consumers: a consumer warpgroup whose rows "
-           "all lie past seq_q (a ragged head's last block) releases the key "
-           "tiles without computing them (false: it computes them as if its "
-           "rows existed)">,
     Option<"probeStamps", "probe-stamps", "bool", "false",
            "Developer probe: thread 0 of every consumer warpgroup reads "
            "clock64 at seven points of each tile program and writes them, "

@@ -198,14 +198,6 @@ struct ConvertFlashToGPUPass
       // A tiles grid only: persistent kernels load the next tile's Q into
       // their second buffer, and a sections grid's blocks differ in length.
       spec->prefetchNextBlock = prefetchNextBlock && spec->tilesGrid();
-      // Consumer 0's rows always exist; a later one's may not. With a
-      // power-of-two block_m the FA3 shapes never leave a consumer idle,
-      // and there the branch cost more than it saves: it grew the D256
-      // overlapped loop by 6 instructions and spilled 16 B into the
-      // four-consumer D64 loops (ptxas). bm192 leaves one or two of its
-      // three consumers idle in each head's last block at every N.
-      spec->skipIdleConsumers =
-          skipIdleConsumers && spec->tilesGrid() && spec->warpgroups == 3;
       if (probeStamps && !spec->hasLse) {
         func.emitError("probe-stamps writes its records over the LSE "
                        "buffer: the kernel has none");

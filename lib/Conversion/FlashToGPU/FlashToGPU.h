@@ -121,13 +121,6 @@ struct KernelSpec {
   /// Developer probe (ProbeStamps.cpp): per tile program and consumer, the
   /// clock64 of the ProbePoints, written over the LSE buffer.
   bool probeStamps = false;
-  /// A tiles grid whose block_m does not divide seq_q has, per head, a
-  /// last block with consumers whose 64 rows all lie past seq_q. Such a
-  /// consumer waits for the block's key tiles and releases them without a
-  /// GEMM (KernelEmitter::releaseIdleConsumerTiles): bm192 computes 3% more
-  /// rows than exist at every power-of-two N. Three consumers only (no
-  /// ping-pong), see ConvertFlashToGPU.
-  bool skipIdleConsumers = false;
 
   /// Registers per thread at launch, and after setmaxnreg for the producer
   /// and the consumers. A persistent producer keeps the tile schedule live
@@ -434,15 +427,6 @@ public:
   /// the other consumer spends on them, so the ring and the turns stay
   /// paired.
   void skipUnseenKeyTiles();
-  /// The key tiles [from, block's end) waited for and released, with the
-  /// other consumer's ping-pong turns on them.
-  void releaseKeyTilesFrom(Value from, Value fromIdx);
-  /// A consumer whose rows all lie past seq_q (skipIdleConsumers): true
-  /// (i1, warp-uniform in ptxas's eyes) when it has no row to compute.
-  Value consumerIsIdle();
-  /// Such a consumer's tile program: every key tile of the block waited
-  /// for and released (skipUnseenKeyTiles from 0).
-  void releaseIdleConsumerTiles();
 
 private:
   Value constant(TypedAttr attr);

@@ -221,8 +221,7 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
            [&] { NVVM::BarrierArriveOp::create(b, cI32(1), cI32(256)); });
   }
 
-  // A tile program: its key loops and epilogue.
-  auto tileProgram = [&] {
+  forEachTile(/*producer=*/false, [&] {
     probeStamp(TileStart);
     if (spec.persistent) {
       setRows();
@@ -244,39 +243,7 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
     emitEpilogue(st.slice(0, 2), st.slice(2, 2), st.drop_front(4));
     probeStamp(EpilogueDone);
     writeProbeRecord();
-  };
-  forEachTile(/*producer=*/false, [&] {
-    if (!spec.skipIdleConsumers) {
-      tileProgram();
-      return;
-    }
-    auto idle = scf::IfOp::create(b, TypeRange(), consumerIsIdle(),
-                                  /*withElse=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(idle.thenBlock()->getTerminator());
-    releaseIdleConsumerTiles();
-    b.setInsertionPoint(idle.elseBlock()->getTerminator());
-    tileProgram();
   });
-}
-
-Value KernelEmitter::consumerIsIdle() {
-  Value firstRow = arith::AddIOp::create(
-      b, m0, arith::MulIOp::create(b, consumerIdx, cI32(64)));
-  Value idle =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sge, firstRow, seqQ);
-  // Lane 0's verdict, as for emitOwnKeyRange's bound: ptxas then treats the
-  // branch around the key loops as warp-uniform.
-  Value idle32 = arith::ExtUIOp::create(b, i32, idle);
-  Value lane0 = NVVM::ShflOp::create(b, i32, cI32(-1), idle32, cI32(0),
-                                     cI32(31), NVVM::ShflKind::idx, UnitAttr());
-  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, lane0, cI32(0));
-}
-
-void KernelEmitter::releaseIdleConsumerTiles() {
-  // Its rows are not stored either (the epilogue's row bound, TMA's
-  // clipping), so nothing else of the tile program remains.
-  releaseKeyTilesFrom(cI32(0), cIndex(0));
 }
 
 void KernelEmitter::schedSync() {
@@ -344,21 +311,17 @@ SmallVector<Value> KernelEmitter::emitSerialLoops() {
 }
 
 void KernelEmitter::skipUnseenKeyTiles() {
-  if (spec.ownKeyRanges())
-    releaseKeyTilesFrom(ownHi, ownHiIdx);
-}
-
-void KernelEmitter::releaseKeyTilesFrom(Value from, Value fromIdx) {
+  if (!spec.ownKeyRanges())
+    return;
   // The other consumer spends one turn per tile in the overlapped loops
   // (S_j beside PV_{j-1}) and two in serial steps (S_j, then PV_j).
   const bool overlapped = spec.overlap && !spec.serialMaskedTiles;
   // One block per tile: the block's nHi again, from m0 behind an empty asm.
   // Kept from the tile bounds it would be one more register through the
   // key loops (ptxas then spilled D256 causal bm128 bn80). A persistent
-  // kernel keeps nHi for the next tile's ring position anyway, and without
-  // the mask nHi depends on seq_k alone.
+  // kernel keeps nHi for the next tile's ring position anyway.
   Value blockHiIdx = nHiIdx;
-  if (spec.causal && !spec.persistent) {
+  if (!spec.persistent) {
     Value rowsEnd =
         arith::AddIOp::create(b, fenceOperand(b, m0), cI32(spec.blockM));
     blockHiIdx =
@@ -367,7 +330,7 @@ void KernelEmitter::releaseKeyTilesFrom(Value from, Value fromIdx) {
   // Each release waits for the tile's copy first: that copy began only
   // after the slot's previous use was released by every consumer, so this
   // arrival cannot count towards that earlier phase.
-  forLoop(fromIdx, blockHiIdx, ValueRange(), [&](Value j, ValueRange) {
+  forLoop(ownHiIdx, blockHiIdx, ValueRange(), [&](Value j, ValueRange) {
     Slot s = slotInfo(j);
     waitFull(spec.barFullK(), s.slot, s.parity);
     releaseK(s.slot);
@@ -385,7 +348,7 @@ void KernelEmitter::releaseKeyTilesFrom(Value from, Value fromIdx) {
     return;
   // Without key tiles a consumer also skipped the first S's turn.
   Value none =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, from, cI32(0));
+      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0));
   Value blockHas =
       arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, nHi, cI32(0));
   ifThen(arith::AndIOp::create(b, none, blockHas), [&] {
