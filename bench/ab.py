@@ -11,7 +11,8 @@ output from the first kernel's.
 Correctness is `flash-run --check`'s job; this only times.
 
     python3 bench/ab.py --shape 8,16,2048,128 shipped.cubin new.cubin \\
-        [--rounds 5] [--rep-ms 60] [--own-load-ms 300] [--json out.json]
+        [--rounds 5] [--rep-ms 60] [--settle-ms 1500] [--own-load-ms 300]
+        [--json out.json]
 """
 import argparse
 import json
@@ -83,7 +84,12 @@ def main(argv=None):
     p.add_argument("--shape", required=True, help="B,H,N,D")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--rep-ms", type=float, default=60)
-    p.add_argument("--settle-ms", type=float, default=0)
+    # The run starts after the GPU idled (e.g. after checks): without a
+    # settle the first kernel's first rounds read 7-12% fast, then up to
+    # 21% slow (bench/RESULTS.md batch 109, probe 111).
+    p.add_argument("--settle-ms", type=float, default=1500,
+                   help="untimed round-robin load of all kernels before the "
+                   "first round")
     p.add_argument("--own-load-ms", type=float, default=300,
                    help="untimed load of a kernel right before each of its "
                    "timings (compare.py's)")

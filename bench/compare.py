@@ -12,9 +12,13 @@ for ~100-200 ms (cuDNN 6% faster timed first, bench/RESULTS.md batch 41),
 and after a kernel that draws more power it runs slower (cuDNN 1-3%
 slower right after flashc than after itself, probe 85). So each timing
 is preceded by --own-load-ms of the same backend, untimed: every backend
-is timed in its own sustained state, whatever ran before. Each is timed
---rounds times, the order rotated by one each round, and the median of
-its rounds is reported.
+is timed in its own sustained state, whatever ran before. After an idle
+GPU the clock takes about 1.5 s to settle (probe 111: 7% fast in the first
+100 ms, 2-5% fast to 750 ms, then 4% slow to 1 s), longer than the own
+load, and a shape's setup (inputs, reference outputs, loading a kernel)
+idles the GPU; so each shape's rounds start after --settle-ms of all its
+backends round-robin, untimed. Each is timed --rounds times, the order
+rotated by one each round, and the median of its rounds is reported.
 Prints a table of TFLOP/s and ratios, writes a PNG plot, and appends a
 dated entry to bench/RESULTS.md.
 
@@ -49,8 +53,9 @@ def parse_args():
     p.add_argument("--rep-ms", type=float, default=100, help="do_bench rep")
     p.add_argument("--rounds", type=int, default=3,
                    help="times each backend per shape, order rotated")
-    p.add_argument("--settle-ms", type=float, default=0,
-                   help="untimed round-robin load per shape before timing")
+    p.add_argument("--settle-ms", type=float, default=1500,
+                   help="untimed round-robin load per shape before timing "
+                   "(the clock's post-idle cycle, probe 111)")
     p.add_argument("--own-load-ms", type=float, default=300,
                    help="untimed load of a backend right before each of its "
                    "timings")
