@@ -85,8 +85,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--rep-ms", type=float, default=60)
     # The run starts after the GPU idled (e.g. after checks): without a
-    # settle the first kernel's first rounds read 7-12% fast, then up to
-    # 21% slow (bench/RESULTS.md batch 109, probe 111).
+    # settle the first kernel's first rounds read 5-11% fast, then up to
+    # 18% slow (bench/RESULTS.md batch 109, probe 111).
     p.add_argument("--settle-ms", type=float, default=1500,
                    help="untimed round-robin load of all kernels before the "
                    "first round")
