@@ -11,6 +11,14 @@ prints the median of each phase in cycles and in steady key tiles:
 
     python3 bench/stamps.py run k.cubin --shape 8,16,2048,128 -o k.stamps
     python3 bench/stamps.py report k.stamps
+    python3 bench/stamps.py timeline k.stamps
+
+`timeline` sets the tile programs on each SM against the kernel's span
+(globaltimer, from the first SM's start to the last end): the SM clock,
+how many SMs ran how many tile programs and when their last one ended, and
+the share of SM time left idle at the end (the wave tail). `run` keeps the
+probed call's device-event time beside the records, so the span can be
+read against what do_bench would time.
 
 Phases, per consumer and tile program: `gap` from the same SM's previous
 record's end (of the same consumer: in a persistent kernel its previous
@@ -149,13 +157,99 @@ def summarize(records, meta, seq_q, seq_k):
     return out
 
 
-def report(path):
+def timeline(records, meta):
+    """How the tile programs fill the SMs over the kernel: each SM's tile
+    programs in its order (one per block in a tiles or sections grid, one
+    per claimed tile in a persistent kernel), the SM clock (cycles of
+    clock64 per ns of globaltimer between the ends of an SM's consecutive
+    tile programs, median over the kernel), the span from the first SM's
+    start to the last end in ns, and the share of SM time spent after an
+    SM's last tile program while others still run (the wave tail)."""
+    if not records:
+        raise ValueError("no records: not a --probe-stamps kernel, or the "
+                         "blocks are too short to hold one")
+    persistent = bool(meta["config"]["persistent"])
+    programs = {}
+    for r in records:
+        programs.setdefault((r["smid"], r["head"], r["block"]), []).append(r)
+    per_sm = {}
+    for (sm, _, _), rs in programs.items():
+        last = max(rs, key=lambda x: x["epilogue_done"])
+        per_sm.setdefault(sm, []).append({
+            # A block starts with its consumers; a persistent tile program
+            # at its tile_start (the SM's first also pays the prologue).
+            "start": min(x["tile_start" if persistent else "consumer_start"]
+                         for x in rs),
+            "sm_start": min(x["consumer_start"] for x in rs),
+            "end": last["epilogue_done"], "timer": last["timer"]})
+    rates = []
+    for progs in per_sm.values():
+        progs.sort(key=lambda p: p["start"])
+        rates += [(b["end"] - a["end"]) / (b["timer"] - a["timer"])
+                  for a, b in zip(progs, progs[1:]) if b["timer"] > a["timer"]]
+    if not rates:
+        raise ValueError("no SM ran two tile programs: the clock cannot be "
+                         "read from the timer")
+    per_ns = statistics.median(rates)
+    starts = {sm: p[0]["timer"] - (p[0]["end"] - p[0]["sm_start"]) / per_ns
+              for sm, p in per_sm.items()}
+    t0 = min(starts.values())
+    t1 = max(p[-1]["timer"] for p in per_sm.values())
+    span = t1 - t0
+    by_count = {}
+    for sm, progs in per_sm.items():
+        by_count.setdefault(len(progs), []).append(
+            (progs[-1]["timer"] - t0) / span)
+    positions = []
+    for i in range(max(len(p) for p in per_sm.values())):
+        here = [p for p in per_sm.values() if i < len(p)]
+        positions.append({
+            "sms": len(here),
+            "cycles": statistics.median(p[i]["end"] - p[i]["start"]
+                                        for p in here),
+            "since_previous": (statistics.median(
+                p[i]["start"] - p[i - 1]["end"] for p in here) if i else 0)})
+    idle = sum(span - (p[-1]["timer"] - t0) for p in per_sm.values())
+    return {"sms": len(per_sm), "programs": len(programs), "ghz": per_ns,
+            "span_ns": span,
+            "counts": {n: {"sms": len(f), "finish": statistics.median(f)}
+                       for n, f in sorted(by_count.items())},
+            "tail_idle": idle / (len(per_sm) * span), "positions": positions}
+
+
+def load(path):
+    """The records and header of one `run` output."""
     with open(path + ".json") as f:
         header = json.load(f)
     with open(path, "rb") as f:
         payload = f.read()
     b, h, n, _ = header["shape"]
-    records = decode(payload, b * h, n)
+    return decode(payload, b * h, n), header
+
+
+def report_timeline(path):
+    records, header = load(path)
+    t = timeline(records, header["meta"])
+    print(f"{path}: {t['programs']} tile programs on {t['sms']} SMs at "
+          f"{t['ghz']:.3f} GHz, span {t['span_ns'] / 1e3:.1f} us "
+          f"({t['span_ns'] * t['ghz']:.0f} cycles)")
+    if "event_ms" in header:
+        print(f"  the call's device events: {header['event_ms'] * 1e3:.1f} us"
+              f" ({header['event_ms'] * 1e6 / t['span_ns']:.3f} of the span)")
+    for n, c in t["counts"].items():
+        print(f"  {c['sms']:4d} SMs ran {n} tile programs, their last ending "
+              f"at {c['finish']:.3f} of the span (median)")
+    print(f"  SM time after an SM's last tile program: "
+          f"{100 * t['tail_idle']:.2f}%")
+    for i, p in enumerate(t["positions"]):
+        print(f"  program {i:3d}: {p['sms']:4d} SMs, median {p['cycles']:7.0f}"
+              f" cycles, {p['since_previous']:6.0f} after the previous")
+    return t
+
+
+def report(path):
+    records, header = load(path)
+    n = header["shape"][2]
     # run calls the kernel with seq_k = seq_q.
     s = summarize(records, header["meta"], n, n)
     print(f"{path}: {s['records']} records, a key tile "
@@ -182,13 +276,20 @@ def run(args):
         compare.settle([lambda: kernel(q, k, v)], args.load_ms)
         lse = torch.zeros(b, h, n, dtype=torch.float32, device="cuda")
         flush.zero_()
+        # Device events around the probed call, as do_bench has them
+        # around each timed call, to set against the records' span.
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        events[0].record()
         kernel(q, k, v, lse=lse)
+        events[1].record()
         torch.cuda.synchronize()
+        event_ms = events[0].elapsed_time(events[1])
         path = f"{args.out}.{s}" if args.samples > 1 else args.out
         with open(path, "wb") as f:
             f.write(lse.cpu().numpy().tobytes())
         with open(path + ".json", "w") as f:
-            json.dump({"shape": list(args.shape), "meta": meta}, f)
+            json.dump({"shape": list(args.shape), "meta": meta,
+                       "event_ms": event_ms}, f)
         print(f"wrote {path}")
 
 
@@ -211,12 +312,15 @@ def main(argv=None):
     r.add_argument("--seed", type=int, default=0)
     rep = sub.add_parser("report", help="decode and summarize (CPU)")
     rep.add_argument("stamps", nargs="+")
+    tl = sub.add_parser("timeline", help="the SMs' tile programs over the "
+                        "kernel: clock, span, wave tail (CPU)")
+    tl.add_argument("stamps", nargs="+")
     args = p.parse_args(argv)
     if args.cmd == "run":
         run(args)
     else:
         for path in args.stamps:
-            report(path)
+            (report if args.cmd == "report" else report_timeline)(path)
 
 
 if __name__ == "__main__":
