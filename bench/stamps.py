@@ -93,11 +93,21 @@ def key_tiles(meta, block, seq_q, seq_k):
     return math.ceil(hi / bn)
 
 
-def summarize(records, meta, seq_q, seq_k):
-    """Medians (and p10/p90) of each phase, in cycles and key tiles."""
+def tile_programs(records):
+    """The records grouped by tile program: (smid, head, query block) -> the
+    records of its consumers. Raises ValueError if there are none."""
     if not records:
         raise ValueError("no records: not a --probe-stamps kernel, or the "
                          "blocks are too short to hold one")
+    programs = {}
+    for r in records:
+        programs.setdefault((r["smid"], r["head"], r["block"]), []).append(r)
+    return programs
+
+
+def summarize(records, meta, seq_q, seq_k):
+    """Medians (and p10/p90) of each phase, in cycles and key tiles."""
+    programs = tile_programs(records)
     persistent = bool(meta["config"]["persistent"])
     per_tile = []
     for r in records:
@@ -128,10 +138,7 @@ def summarize(records, meta, seq_q, seq_k):
         gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
 
     skews = []
-    tiles = {}
-    for r in records:
-        tiles.setdefault((r["smid"], r["head"], r["block"]), []).append(r)
-    for rs in tiles.values():
+    for rs in programs.values():
         if len(rs) > 1:
             ends = [r["epilogue_done"] for r in rs]
             skews.append(max(ends) - min(ends))
@@ -165,13 +172,8 @@ def timeline(records, meta):
     tile programs, median over the kernel), the span from the first SM's
     start to the last end in ns, and the share of SM time spent after an
     SM's last tile program while others still run (the wave tail)."""
-    if not records:
-        raise ValueError("no records: not a --probe-stamps kernel, or the "
-                         "blocks are too short to hold one")
+    programs = tile_programs(records)
     persistent = bool(meta["config"]["persistent"])
-    programs = {}
-    for r in records:
-        programs.setdefault((r["smid"], r["head"], r["block"]), []).append(r)
     per_sm = {}
     for (sm, _, _), rs in programs.items():
         last = max(rs, key=lambda x: x["epilogue_done"])
@@ -191,15 +193,14 @@ def timeline(records, meta):
         raise ValueError("no SM ran two tile programs: the clock cannot be "
                          "read from the timer")
     per_ns = statistics.median(rates)
-    starts = {sm: p[0]["timer"] - (p[0]["end"] - p[0]["sm_start"]) / per_ns
-              for sm, p in per_sm.items()}
-    t0 = min(starts.values())
-    t1 = max(p[-1]["timer"] for p in per_sm.values())
-    span = t1 - t0
+    t0 = min(p[0]["timer"] - (p[0]["end"] - p[0]["sm_start"]) / per_ns
+             for p in per_sm.values())
+    # Each SM's last end, from the kernel's start.
+    finish = [p[-1]["timer"] - t0 for p in per_sm.values()]
+    span = max(finish)
     by_count = {}
-    for sm, progs in per_sm.items():
-        by_count.setdefault(len(progs), []).append(
-            (progs[-1]["timer"] - t0) / span)
+    for progs, end in zip(per_sm.values(), finish):
+        by_count.setdefault(len(progs), []).append(end / span)
     positions = []
     for i in range(max(len(p) for p in per_sm.values())):
         here = [p for p in per_sm.values() if i < len(p)]
@@ -209,7 +210,7 @@ def timeline(records, meta):
                                         for p in here),
             "since_previous": (statistics.median(
                 p[i]["start"] - p[i - 1]["end"] for p in here) if i else 0)})
-    idle = sum(span - (p[-1]["timer"] - t0) for p in per_sm.values())
+    idle = sum(span - end for end in finish)
     return {"sms": len(per_sm), "programs": len(programs), "ghz": per_ns,
             "span_ns": span,
             "counts": {n: {"sms": len(f), "finish": statistics.median(f)}
