@@ -79,7 +79,7 @@ cp "$B/lib/libflashrt.so" "$DEST/python/flashc/"
 find "$DEST/python" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p "$DEST/bench"
 cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/stamps.py" \
-  "$ROOT/bench/power.py" \
+  "$ROOT/bench/power.py" "$ROOT/bench/sass.py" \
   "$ROOT/bench/RESULTS.md" "$DEST/bench/"
 cp "$ROOT/test/gpu/test_flashc.py" "$DEST/tests/"
 cat >"$DEST/run-all.sh" <<'RUNALL'
@@ -89,12 +89,14 @@ cat >"$DEST/run-all.sh" <<'RUNALL'
 # runtime tests, flash-run --check on every kernel and shape (each checked
 # on its second launch: --repeat 1), python/flashc
 # test, compute-sanitizer memcheck + racecheck on one launch of each kernel,
+# bench/sass.py --check on every kernel (HGMMA, TMA, no spill in a key loop,
+# the overlapped loops' exps before their wait for P V),
 # flash-run --bench and bench/ab.py (one kernel against itself: the ratio
 # reads 1.00 within its rounds' spread), bench/compare.py --quick. OUTDIR
 # receives the plot and the updated RESULTS.md. Exit status: number of
 # failed steps (0 = all ok).
 # STEPS (default all): space-separated subset of
-#   unit gpu check python sanitize bench compare
+#   unit gpu check python sanitize sass bench compare
 # SANITIZE_RACECHECK: glob of kernels that also get racecheck (default all).
 set -u -o pipefail
 cd "$(dirname "$0")"
@@ -105,7 +107,7 @@ export FLASHRT_TEST_KERNEL_DIR=$PWD/kernels
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 fail=0
-STEPS=${STEPS:-unit gpu check python sanitize bench compare}
+STEPS=${STEPS:-unit gpu check python sanitize sass bench compare}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 step() { echo; echo "=== $* ($(date +%T))"; }
 run() {
@@ -174,6 +176,15 @@ want sanitize && for json in kernels/*.json; do
     fi
   done
 done
+
+if want sass; then
+step "bench/sass.py --check: the SASS of every kernel"
+if command -v cuobjdump >/dev/null || [[ -x ${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump ]]; then
+  run python3 bench/sass.py --check kernels/*.cubin
+else
+  echo "no cuobjdump on this host: skipped"
+fi
+fi
 
 want bench && step "flash-run --bench (hand-written test kernel: a fixture, not a fast kernel)"
 want bench && for name in ref_attention_bf16_d128_full ref_attention_bf16_d128_causal; do
