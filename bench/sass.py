@@ -70,10 +70,11 @@ def key_loops(code):
 def overlap(body):
     """(exps before the loop's P V wait, all exps) of an overlapped loop
     body, None if the loop does not wait for S apart from P V."""
-    if not any(WAIT_S in t for t in body):
+    start = next((i for i, t in enumerate(body) if WAIT_S in t), None)
+    if start is None:
         return None
     before, total, waited = 0, 0, False
-    for text in body[[i for i, t in enumerate(body) if WAIT_S in t][0]:]:
+    for text in body[start:]:
         if WAIT_PV in text:
             waited = True
         if "MUFU.EX2" in text:
