@@ -27,6 +27,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab  # noqa: E402  (where a kernel's kernel.json lies)
+
 INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 BRANCH = re.compile(r"\bBRA(?:\.[A-Z.]+)?\s+(0x[0-9a-f]+)")
 WAIT_S = "WARPGROUP.DEPBAR.LE gsb0, 0x1"
@@ -47,6 +50,11 @@ def parse(listing):
     return functions
 
 
+def loop_body(code, loop):
+    """The instructions of `code` from loop's first address to its last."""
+    return [t for a, t in code if loop[0] <= a <= loop[1]]
+
+
 def key_loops(code):
     """The innermost loops that issue HGMMA, as (first, last) addresses in
     address order. A loop runs from a conditional backward branch's target
@@ -57,9 +65,8 @@ def key_loops(code):
         m = BRANCH.search(text)
         if m and text.startswith("@") and int(m.group(1), 16) < address:
             loops.add((int(m.group(1), 16), address))
-    def body(loop):
-        return [t for a, t in code if loop[0] <= a <= loop[1]]
-    with_mma = [l for l in loops if any("HGMMA" in t for t in body(l))]
+    with_mma = [l for l in loops
+                if any("HGMMA" in t for t in loop_body(code, l))]
     def inside(inner, outer):
         return (inner != outer and outer[0] <= inner[0]
                 and inner[1] <= outer[1])
@@ -86,10 +93,10 @@ def overlap(body):
 def report(code):
     """The summary of one function's instructions (a dict)."""
     loops = []
-    for first, last in key_loops(code):
-        body = [t for a, t in code if first <= a <= last]
+    for loop in key_loops(code):
+        body = loop_body(code, loop)
         loops.append({
-            "range": [first, last],
+            "range": list(loop),
             "hgmma": sum("HGMMA" in t for t in body),
             "local": sum(bool(re.search(r"\b(LDL|STL)\b", t)) for t in body),
             "overlap": overlap(body),
@@ -135,9 +142,9 @@ def warp_specialized(cubin):
     """Whether the kernel.json beside `cubin` describes a flashc Hopper
     kernel (a config with producer warpgroups: TMA loads, wgmma), not one
     of the hand-written test fixtures."""
-    meta = os.path.splitext(cubin)[0] + ".json"
     try:
-        return "producer_warpgroups" in json.load(open(meta)).get("config", {})
+        meta = json.load(open(ab.metadata_path(cubin)))
+        return "producer_warpgroups" in meta.get("config", {})
     except (OSError, ValueError, AttributeError):
         return False
 
