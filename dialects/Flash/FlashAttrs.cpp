@@ -1,30 +1,188 @@
 //===- FlashAttrs.cpp - flash dialect attributes --------------------------===//
 //
-// Verifier of `#flash.config`: every tile size must map onto the MMA shapes
-// the GPU lowering uses, so a bad config fails here and not in ptxas.
+// `#flash.config` and `#flash.schedule`: their `key = value` syntax, parsed
+// and printed from the schedule switch table (ScheduleSwitches.def) so a new
+// switch needs no parser change, and their verifiers. The config's verifier
+// maps every tile size onto the MMA shapes the GPU lowering uses, so a bad
+// config fails here and not in ptxas.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Flash/FlashAttrs.h"
 
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::flash;
 
-FailureOr<bool> mlir::flash::parseScheduleFlag(AsmParser &parser) {
-  if (succeeded(parser.parseOptionalKeyword("true")))
-    return true;
-  if (succeeded(parser.parseOptionalKeyword("false")))
-    return false;
-  return parser.emitError(parser.getCurrentLocation(),
-                          "expected 'true' or 'false'");
+StringRef mlir::flash::stringifyGridKind(GridKind kind) {
+  switch (kind) {
+  case GridKind::Tiles:
+    return "tiles";
+  case GridKind::Sections:
+    return "sections";
+  case GridKind::Persistent:
+    return "persistent";
+  }
+  llvm_unreachable("unknown grid kind");
+}
+
+namespace {
+
+/// One `key = value` of an attribute body: an integer, `true`/`false`, or
+/// another keyword.
+struct Entry {
+  SMLoc loc;
+  std::optional<int64_t> integer;
+  std::optional<bool> flag;
+  StringRef keyword;
+};
+
+/// The `<key = value, ...>` body of an attribute, by key, or failure after a
+/// diagnostic (a key given twice, a syntax error).
+struct Entries {
+  AsmParser &parser;
+  llvm::StringMap<Entry> byKey;
+  SmallVector<StringRef> order;
+
+  explicit Entries(AsmParser &parser) : parser(parser) {}
+
+  ParseResult parse() {
+    if (parser.parseLess())
+      return failure();
+    auto parseOne = [&]() -> ParseResult {
+      Entry entry;
+      entry.loc = parser.getCurrentLocation();
+      StringRef key;
+      if (parser.parseKeyword(&key) || parser.parseEqual())
+        return failure();
+      StringRef keyword;
+      if (succeeded(parser.parseOptionalKeyword(&keyword))) {
+        if (keyword == "true" || keyword == "false")
+          entry.flag = keyword == "true";
+        else
+          entry.keyword = keyword;
+      } else {
+        int64_t value;
+        if (parser.parseInteger(value))
+          return failure();
+        entry.integer = value;
+      }
+      if (!byKey.try_emplace(key, entry).second)
+        return parser.emitError(entry.loc) << "'" << key << "' given twice";
+      order.push_back(key);
+      return success();
+    };
+    if (parser.parseCommaSeparatedList(parseOne) || parser.parseGreater())
+      return failure();
+    return success();
+  }
+
+  /// Takes `key`'s integer (required unless `dflt` is given).
+  ParseResult integer(StringRef key, int64_t &out,
+                      std::optional<int64_t> dflt = std::nullopt) {
+    auto it = byKey.find(key);
+    if (it == byKey.end()) {
+      if (dflt) {
+        out = *dflt;
+        return success();
+      }
+      return parser.emitError(parser.getNameLoc())
+             << "missing '" << key << "'";
+    }
+    if (!it->second.integer)
+      return parser.emitError(it->second.loc)
+             << "'" << key << "' takes an integer";
+    out = *it->second.integer;
+    byKey.erase(it);
+    return success();
+  }
+
+  /// Takes `key`'s `true`/`false` (required unless `dflt` is given).
+  ParseResult flag(StringRef key, bool &out,
+                   std::optional<bool> dflt = std::nullopt) {
+    auto it = byKey.find(key);
+    if (it == byKey.end()) {
+      if (dflt) {
+        out = *dflt;
+        return success();
+      }
+      return parser.emitError(parser.getNameLoc())
+             << "missing '" << key << "'";
+    }
+    if (!it->second.flag)
+      return parser.emitError(it->second.loc) << "expected 'true' or 'false'";
+    out = *it->second.flag;
+    byKey.erase(it);
+    return success();
+  }
+
+  /// Takes every schedule switch (each defaulting to the table's default
+  /// when `required` is false).
+  ParseResult switches(flashc::ScheduleSwitches &out, bool required) {
+    for (const flashc::ScheduleSwitchInfo &info :
+         flashc::scheduleSwitchInfos())
+      if (flag(info.key, out.*info.member,
+               required ? std::nullopt
+                        : std::optional<bool>(info.defaultValue)))
+        return failure();
+    return success();
+  }
+
+  /// Fails on the first key nobody took.
+  ParseResult finish(StringRef known) {
+    for (StringRef key : order)
+      if (byKey.count(key))
+        return parser.emitError(byKey[key].loc)
+               << "unknown key '" << key << "' (expected one of " << known
+               << ")";
+    return success();
+  }
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// #flash.config
+//===----------------------------------------------------------------------===//
+
+Attribute ConfigAttr::parse(AsmParser &parser, Type) {
+  Entries entries(parser);
+  int64_t blockM, blockN, stages, warpgroups;
+  flashc::ScheduleSwitches switches;
+  if (entries.parse() || entries.integer("block_m", blockM) ||
+      entries.integer("block_n", blockN) ||
+      entries.integer("stages", stages, 2) ||
+      entries.integer("warpgroups", warpgroups, 1) ||
+      entries.switches(switches, /*required=*/false) ||
+      entries.finish("block_m, block_n, stages, warpgroups, " +
+                     flashc::scheduleSwitchNames()))
+    return {};
+  return ConfigAttr::getChecked(
+      [&] { return parser.emitError(parser.getNameLoc()); },
+      parser.getContext(), blockM, blockN, stages, warpgroups, switches);
+}
+
+void ConfigAttr::print(AsmPrinter &printer) const {
+  printer << "<block_m = " << getBlockM() << ", block_n = " << getBlockN();
+  // Defaults are elided.
+  if (getStages() != 2)
+    printer << ", stages = " << getStages();
+  if (getWarpgroups() != 1)
+    printer << ", warpgroups = " << getWarpgroups();
+  for (const flashc::ScheduleSwitchInfo &info : flashc::scheduleSwitchInfos())
+    if (getSwitches().*info.member != info.defaultValue)
+      printer << ", " << info.key << " = "
+              << (getSwitches().*info.member ? "true" : "false");
+  printer << ">";
 }
 
 LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t blockM, int64_t blockN, int64_t stages,
-                                 int64_t warpgroups, bool overlap,
-                                 bool pingpong, bool splitRelease,
-                                 bool persistent, bool tmaStoreO,
-                                 bool dynamicSchedule, bool speculativeExp) {
+                                 int64_t warpgroups,
+                                 flashc::ScheduleSwitches) {
   if (warpgroups < 1 || warpgroups > 4)
     return emitError() << "warpgroups must be between 1 and 4, got "
                        << warpgroups;
@@ -48,9 +206,104 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 ConfigAttr ConfigAttr::getDefault(MLIRContext *context, int64_t headDim) {
   int64_t blockN = headDim <= 128 ? 128 : 64;
   return ConfigAttr::get(context, /*block_m=*/128, blockN, /*stages=*/2,
-                         /*warpgroups=*/2, /*overlap=*/true,
-                         /*pingpong=*/true, /*split_release=*/true,
-                         /*persistent=*/false, /*tma_store_o=*/true,
-                         /*dynamic_schedule=*/true,
-                         /*speculative_exp=*/false);
+                         /*warpgroups=*/2, flashc::ScheduleSwitches());
+}
+
+//===----------------------------------------------------------------------===//
+// #flash.schedule
+//===----------------------------------------------------------------------===//
+
+Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
+  Entries entries(parser);
+  flashc::ScheduleSwitches switches;
+  int64_t consumers, producerRegs, consumerRegs, qBuffers;
+  bool lagMax, rematQ, serialMasked, prefetch, probe;
+  if (entries.parse() || entries.switches(switches, /*required=*/true) ||
+      entries.integer("consumers", consumers) ||
+      entries.integer("producer_regs", producerRegs) ||
+      entries.integer("consumer_regs", consumerRegs) ||
+      entries.integer("q_buffers", qBuffers))
+    return {};
+  auto gridIt = entries.byKey.find("grid");
+  if (gridIt == entries.byKey.end()) {
+    parser.emitError(parser.getNameLoc()) << "missing 'grid'";
+    return {};
+  }
+  std::optional<GridKind> grid;
+  for (GridKind kind :
+       {GridKind::Tiles, GridKind::Sections, GridKind::Persistent})
+    if (gridIt->second.keyword == stringifyGridKind(kind))
+      grid = kind;
+  if (!grid) {
+    parser.emitError(gridIt->second.loc)
+        << "'grid' takes tiles, sections or persistent";
+    return {};
+  }
+  entries.byKey.erase(gridIt);
+  if (entries.flag("lag_max", lagMax) ||
+      entries.flag("remat_q_descriptors", rematQ) ||
+      entries.flag("serial_masked_tiles", serialMasked) ||
+      entries.flag("prefetch_next_block", prefetch) ||
+      entries.flag("probe_stamps", probe) ||
+      entries.finish(flashc::scheduleSwitchNames() +
+                     ", consumers, producer_regs, consumer_regs, q_buffers, "
+                     "grid, lag_max, remat_q_descriptors, "
+                     "serial_masked_tiles, prefetch_next_block, "
+                     "probe_stamps"))
+    return {};
+  return ScheduleAttr::getChecked(
+      [&] { return parser.emitError(parser.getNameLoc()); },
+      parser.getContext(), switches, consumers, producerRegs, consumerRegs,
+      qBuffers, *grid, lagMax, rematQ, serialMasked, prefetch, probe);
+}
+
+void ScheduleAttr::print(AsmPrinter &printer) const {
+  auto flag = [](bool value) { return value ? "true" : "false"; };
+  printer << "<";
+  for (const flashc::ScheduleSwitchInfo &info : flashc::scheduleSwitchInfos())
+    printer << info.key << " = " << flag(getSwitches().*info.member) << ", ";
+  printer << "consumers = " << getConsumers()
+          << ", producer_regs = " << getProducerRegs()
+          << ", consumer_regs = " << getConsumerRegs()
+          << ", q_buffers = " << getQBuffers()
+          << ", grid = " << stringifyGridKind(getGrid())
+          << ", lag_max = " << flag(getLagMax())
+          << ", remat_q_descriptors = " << flag(getRematQDescriptors())
+          << ", serial_masked_tiles = " << flag(getSerialMaskedTiles())
+          << ", prefetch_next_block = " << flag(getPrefetchNextBlock())
+          << ", probe_stamps = " << flag(getProbeStamps()) << ">";
+}
+
+LogicalResult ScheduleAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError,
+    flashc::ScheduleSwitches switches, int64_t consumers, int64_t producerRegs,
+    int64_t consumerRegs, int64_t qBuffers, GridKind grid, bool, bool, bool,
+    bool prefetchNextBlock, bool) {
+  if (consumers < 1 || consumers > 4)
+    return emitError() << "consumers must be between 1 and 4, got "
+                       << consumers;
+  // setmaxnreg takes multiples of 8 in [24, 256].
+  for (auto [name, regs] : {std::pair<StringRef, int64_t>{"producer_regs",
+                                                           producerRegs},
+                            {"consumer_regs", consumerRegs}})
+    if (regs < 24 || regs > 256 || regs % 8 != 0)
+      return emitError() << name
+                         << " must be a multiple of 8 in [24, 256], got "
+                         << regs;
+  if (qBuffers != 1 && qBuffers != 2)
+    return emitError() << "q_buffers must be 1 or 2, got " << qBuffers;
+  if (qBuffers == 2 && !switches.persistent)
+    return emitError() << "q_buffers = 2 needs a persistent schedule";
+  if (switches.persistent != (grid == GridKind::Persistent))
+    return emitError() << "grid = " << stringifyGridKind(grid)
+                       << " disagrees with persistent = "
+                       << (switches.persistent ? "true" : "false");
+  if (switches.pingpong && consumers != 2)
+    return emitError() << "pingpong needs exactly 2 consumers, got "
+                       << consumers;
+  if (switches.dynamicSchedule && !switches.persistent)
+    return emitError() << "dynamic_schedule needs a persistent schedule";
+  if (prefetchNextBlock && grid != GridKind::Tiles)
+    return emitError() << "prefetch_next_block needs a tiles grid";
+  return success();
 }

@@ -1,6 +1,7 @@
 //===- FlashAttrs.h - flash dialect attributes ------------------*- C++ -*-===//
 //
-// The `#flash.config` tile configuration attribute.
+// The `#flash.config` tile configuration and `#flash.schedule` GPU schedule
+// attributes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +13,15 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "flashc/Config/ScheduleSwitches.h"
+
 namespace mlir::flash {
-/// Parses a `#flash.config` schedule switch: `true` or `false`.
-FailureOr<bool> parseScheduleFlag(AsmParser &parser);
+/// How a kernel's blocks map onto its tiles (#flash.schedule's `grid`).
+enum class GridKind { Tiles, Sections, Persistent };
+/// Where -flash-gpu-schedule records a program's #flash.schedule (on its
+/// function) and the lowering keeps it (on the kernel's gpu.func).
+constexpr llvm::StringLiteral kScheduleAttrName = "flash.schedule";
+llvm::StringRef stringifyGridKind(GridKind kind);
 } // namespace mlir::flash
 
 #define GET_ATTRDEF_CLASSES

@@ -1,6 +1,7 @@
 //===- FlashAttrs.td - flash dialect attributes -------------*- tablegen -*-===//
 //
-// The tile configuration attribute, the knob that flash-tune searches.
+// The tile configuration attribute, the knob that flash-tune searches, and
+// the GPU schedule -flash-gpu-schedule chooses from it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,15 +10,6 @@
 
 include "FlashDialect.td"
 include "mlir/IR/AttrTypeBase.td"
-
-// A schedule switch of #flash.config: written `true` or `false`, elided
-// when printed at its default.
-class Flash_ScheduleFlag<string desc, string default = "true">
-    : AttrParameter<"bool", desc> {
-  let defaultValue = default;
-  let parser = [{ ::mlir::flash::parseScheduleFlag($_parser) }];
-  let printer = [{ $_printer << ($_self ? "true" : "false") }];
-}
 
 def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
   let mnemonic = "config";
@@ -79,21 +71,18 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
                   overlap = false, tma_store_o = false>
     ```
   }];
+  // The schedule switches are declared once, in
+  // include/flashc/Config/ScheduleSwitches.def: the syntax above is parsed
+  // and printed from that table (FlashAttrs.cpp), and so are the accessors
+  // get<Switch>() below.
   let parameters = (ins
     "int64_t":$block_m,
     "int64_t":$block_n,
     DefaultValuedParameter<"int64_t", "2">:$stages,
     DefaultValuedParameter<"int64_t", "1">:$warpgroups,
-    Flash_ScheduleFlag<"S/PV overlap within a warpgroup">:$overlap,
-    Flash_ScheduleFlag<"ping-pong of two consumer warpgroups">:$pingpong,
-    Flash_ScheduleFlag<"separate K and V slot release">:$split_release,
-    Flash_ScheduleFlag<"one program per SM over the tiles", "false">:$persistent,
-    Flash_ScheduleFlag<"O stored by TMA from shared memory">:$tma_store_o,
-    Flash_ScheduleFlag<"causal tiles claimed from a counter">:$dynamic_schedule,
-    Flash_ScheduleFlag<"P before the tile's max, redone if it moves",
-                       "false">:$speculative_exp
+    "::flashc::ScheduleSwitches":$switches
   );
-  let assemblyFormat = "`<` struct(params) `>`";
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The M extent of one warpgroup-wide MMA: a warpgroup owns this many rows.
@@ -106,6 +95,77 @@ def Flash_ConfigAttr : AttrDef<Flash_Dialect, "Config"> {
     /// warpgroups of 64 rows, and key tiles that keep K, V and S in budget.
     static ConfigAttr getDefault(::mlir::MLIRContext *context,
                                  int64_t headDim);
+#define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label, summary)     \
+    bool get##Name() const { return getSwitches().field; }
+#include "flashc/Config/ScheduleSwitches.def"
+  }];
+}
+
+def Flash_ScheduleAttr : AttrDef<Flash_Dialect, "Schedule"> {
+  let mnemonic = "schedule";
+  let summary = "The GPU schedule chosen for a tile program";
+  let description = [{
+    What `-flash-gpu-schedule` chose for one tile program on one target,
+    from its `#flash.config`, its shape (head dim, causal mask, LSE) and the
+    target's limits; `-convert-flash-to-gpu` lowers exactly this and decides
+    nothing of its own. It is recorded on the function as `flash.schedule`.
+
+    - The schedule switches of `#flash.config` as applied (a switch the
+      config asks for may not apply: ping-pong needs two consumers, overlap
+      with one stage needs split release, claimed tiles need a persistent
+      causal kernel, the TMA store of O a second Q buffer when persistent).
+    - Warp roles: one producer warpgroup (TMA) and `consumers` consumer
+      warpgroups of 64 query rows, with the registers each keeps after
+      `setmaxnreg` (`producer_regs`, `consumer_regs`).
+    - `q_buffers`: Q buffers in shared memory (2: a persistent kernel loads
+      the next tile's Q while the current one runs).
+    - `grid`: `tiles` (one block per query tile, x fastest), `sections`
+      (causal: heads grouped so their K and V stay in L2, longest query
+      block first) or `persistent` (one block per SM).
+    - `lag_max`: a row's running max may lag the true max by up to 2^8,
+      and O is rescaled only when some row of the warp moved it (kernels
+      without the causal mask).
+    - `remat_q_descriptors`, `serial_masked_tiles`: what keeps head dim 256
+      within the consumers' registers (Q's wgmma descriptors rebuilt per
+      key tile; only the unmasked key tiles overlapped).
+    - `prefetch_next_block`: a tiles grid's producer prefetches into L2 the
+      first loads of the block that starts when this one ends.
+    - `probe_stamps`: the developer probe's clock64 records over the LSE
+      buffer.
+
+    Every parameter is printed.
+
+    Example:
+
+    ```mlir
+    #flash.schedule<overlap = true, pingpong = true, split_release = true,
+                    persistent = false, tma_store_o = true,
+                    dynamic_schedule = false, speculative_exp = false,
+                    consumers = 2, producer_regs = 24, consumer_regs = 240,
+                    q_buffers = 1, grid = tiles, lag_max = true,
+                    remat_q_descriptors = false, serial_masked_tiles = false,
+                    prefetch_next_block = true, probe_stamps = false>
+    ```
+  }];
+  let parameters = (ins
+    "::flashc::ScheduleSwitches":$switches,
+    "int64_t":$consumers,
+    "int64_t":$producer_regs,
+    "int64_t":$consumer_regs,
+    "int64_t":$q_buffers,
+    "::mlir::flash::GridKind":$grid,
+    "bool":$lag_max,
+    "bool":$remat_q_descriptors,
+    "bool":$serial_masked_tiles,
+    "bool":$prefetch_next_block,
+    "bool":$probe_stamps
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+#define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label, summary)     \
+    bool get##Name() const { return getSwitches().field; }
+#include "flashc/Config/ScheduleSwitches.def"
   }];
 }
 

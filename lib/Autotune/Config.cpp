@@ -12,26 +12,18 @@ using namespace flashc::tune;
 using namespace flashc::tune::json_util;
 
 std::string TuneConfig::str() const {
-  return formatv("bm{0} bn{1} s{2} wg{3} {4} {5} {6}{7}{8}{9}{10}", blockM,
-                 blockN, stages, warpgroups, overlap ? "ov" : "-",
-                 pingpong ? "pp" : "-", splitRelease ? "sr" : "-",
-                 persistent ? " ps" : "", tmaStoreO ? "" : " -tma",
-                 persistent && !dynamicSchedule ? " -dyn" : "",
-                 speculativeExp ? " spx" : "");
+  return formatv("bm{0} bn{1} s{2} wg{3}{4}", blockM, blockN, stages,
+                 warpgroups, scheduleSwitchLabels(switches));
 }
 
 json::Object flashc::tune::toJson(const TuneConfig &config) {
-  return json::Object{{"block_m", config.blockM},
+  json::Object object{{"block_m", config.blockM},
                       {"block_n", config.blockN},
                       {"stages", config.stages},
-                      {"warpgroups", config.warpgroups},
-                      {"overlap", int64_t(config.overlap)},
-                      {"pingpong", int64_t(config.pingpong)},
-                      {"split_release", int64_t(config.splitRelease)},
-                      {"persistent", int64_t(config.persistent)},
-                      {"tma_store_o", int64_t(config.tmaStoreO)},
-                      {"dynamic_schedule", int64_t(config.dynamicSchedule)},
-                      {"speculative_exp", int64_t(config.speculativeExp)}};
+                      {"warpgroups", config.warpgroups}};
+  for (const ScheduleSwitchInfo &info : scheduleSwitchInfos())
+    object[info.key] = int64_t(config.switches.*info.member);
+  return object;
 }
 
 Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
@@ -50,35 +42,26 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
       return v.takeError();
     *field = *v;
   }
-  // A flag added after databases were first written is optional there: a
-  // missing key means what those entries ran with.
-  config.tmaStoreO = config.warpgroups <= 2;
-  struct Flag {
-    StringRef key;
-    bool *field;
-    bool optional;
-  };
-  Flag flags[] = {{"overlap", &config.overlap, false},
-                  {"pingpong", &config.pingpong, false},
-                  {"split_release", &config.splitRelease, false},
-                  {"persistent", &config.persistent, true},
-                  {"tma_store_o", &config.tmaStoreO, true},
-                  {"dynamic_schedule", &config.dynamicSchedule, true},
-                  {"speculative_exp", &config.speculativeExp, true}};
-  for (auto [key, field, optional] : flags) {
-    if (optional && !(*object)->get(key))
+  // A switch added after databases were first written is missing there:
+  // it means what those entries ran with, the switch's default but for
+  // the two below.
+  for (const ScheduleSwitchInfo &info : scheduleSwitchInfos()) {
+    if (!(*object)->get(info.key))
       continue;
-    Expected<int64_t> v = getInt(**object, key, where);
+    Expected<int64_t> v = getInt(**object, info.key, where);
     if (!v)
       return v.takeError();
     if (*v != 0 && *v != 1)
-      return fieldError(where + "." + key, "expected 0 or 1");
-    *field = *v == 1;
+      return fieldError(where + "." + info.key, "expected 0 or 1");
+    config.switches.*info.member = *v == 1;
   }
-  // Persistent entries from before the flag ran the static pairs; for the
-  // others it means nothing, so it keeps #flash.config's default.
+  // Before the TMA store was a switch, the compiler used it with at most
+  // two warpgroups; persistent entries from before claimed tiles ran the
+  // static pairs.
+  if (!(*object)->get("tma_store_o"))
+    config.switches.tmaStoreO = config.warpgroups <= 2;
   if (!(*object)->get("dynamic_schedule"))
-    config.dynamicSchedule = !config.persistent;
+    config.switches.dynamicSchedule = !config.switches.persistent;
   return config;
 }
 

@@ -101,9 +101,7 @@ flashc::tune::checkConfigAttr(MLIRContext &context, const TuneConfig &config) {
   DiagnosticCollector diagnostics(context);
   flash::ConfigAttr attr = flash::ConfigAttr::getChecked(
       emitError, &context, config.blockM, config.blockN, config.stages,
-      config.warpgroups, config.overlap, config.pingpong, config.splitRelease,
-      config.persistent, config.tmaStoreO, config.dynamicSchedule,
-      config.speculativeExp);
+      config.warpgroups, config.switches);
   if (attr)
     return std::nullopt;
   return diagnostics.getText();
@@ -121,38 +119,32 @@ flashc::tune::checkRegisterFit(int64_t accumulatorRegs, int64_t consumerRegs) {
          ": it would spill";
 }
 
-/// What flash.launch records on the kernel: the config the conversion
-/// applied after its own adjustments and its register counts.
-static bool readLaunch(ModuleOp module, LoweredKernel &lowered) {
+/// What the kernel records: its schedule (flash.schedule, the switches
+/// -flash-gpu-schedule applied) and, in flash.launch, its register counts.
+static bool readLaunch(ModuleOp module, const TuneConfig &asked,
+                       LoweredKernel &lowered) {
   bool found = false;
   module.walk([&](gpu::GPUFuncOp func) {
     auto launch = func->getAttrOfType<DictionaryAttr>(flashc::kLaunchAttrName);
     auto config = launch ? launch.getAs<DictionaryAttr>("config") : nullptr;
-    if (!config)
+    auto schedule =
+        func->getAttrOfType<flash::ScheduleAttr>(flash::kScheduleAttrName);
+    if (!config || !schedule)
       return;
     auto c = [&](StringRef key) -> int64_t {
       auto value = config.getAs<IntegerAttr>(key);
       return value ? value.getInt() : -1;
     };
-    lowered.applied = TuneConfig{c("block_m"),
-                                 c("block_n"),
-                                 c("stages"),
-                                 c("warpgroups"),
-                                 c("overlap") == 1,
-                                 c("pingpong") == 1,
-                                 c("split_release") == 1,
-                                 c("persistent") == 1,
-                                 c("tma_store_o") == 1,
-                                 c("dynamic_schedule") == 1,
-                                 c("speculative_exp") == 1};
-    // The flag only changes persistent causal kernels; elsewhere the
-    // applied config keeps #flash.config's default, so it names the same
-    // kernel as the config that asked for it.
+    lowered.applied = asked;
+    lowered.applied.switches = schedule.getSwitches();
+    // The claimed-tiles switch only changes persistent causal kernels;
+    // elsewhere the applied config keeps #flash.config's default, so it
+    // names the same kernel as the config that asked for it.
     auto causal = launch.getAs<BoolAttr>("causal");
-    if (!lowered.applied.persistent || !causal || !causal.getValue())
-      lowered.applied.dynamicSchedule = true;
+    if (!lowered.applied.switches.persistent || !causal || !causal.getValue())
+      lowered.applied.switches.dynamicSchedule = true;
     lowered.accumulatorRegs = c("accumulator_regs");
-    lowered.consumerRegs = c("consumer_regs");
+    lowered.consumerRegs = schedule.getConsumerRegs();
     found = true;
   });
   return found;
@@ -172,9 +164,9 @@ flashc::tune::lowerCandidate(MLIRContext &context, const KernelSource &source,
   if (failed(pm.run(*lowered.module)))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    diagnostics.getText());
-  if (!readLaunch(*lowered.module, lowered))
+  if (!readLaunch(*lowered.module, config, lowered))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the conversion recorded no flash.launch "
-                                   "config");
+                                   "config or flash.schedule");
   return lowered;
 }

@@ -7,32 +7,53 @@
 using namespace llvm;
 using namespace flashc::tune;
 
+std::array<SmallVector<bool>, flashc::kNumScheduleSwitches>
+SearchSpace::defaultSwitchAxes() {
+  std::array<SmallVector<bool>, kNumScheduleSwitches> axes;
+  for (auto [info, axis] : zip_equal(scheduleSwitchInfos(), axes)) {
+    Expected<SmallVector<bool>> values = parseFlagList(info.tuneValues);
+    if (!values)
+      report_fatal_error(values.takeError());
+    axis = *values;
+  }
+  return axes;
+}
+
+SmallVector<bool> &SearchSpace::axis(bool ScheduleSwitches::*member) {
+  for (auto [info, axis] : zip_equal(scheduleSwitchInfos(), switches))
+    if (info.member == member)
+      return axis;
+  llvm_unreachable("not a schedule switch");
+}
+
 size_t SearchSpace::size() const {
-  return blockM.size() * blockN.size() * stages.size() * warpgroups.size() *
-         overlap.size() * pingpong.size() * splitRelease.size() *
-         persistent.size() * tmaStoreO.size() * dynamicSchedule.size() *
-         speculativeExp.size();
+  size_t n = blockM.size() * blockN.size() * stages.size() * warpgroups.size();
+  for (const SmallVector<bool> &axis : switches)
+    n *= axis.size();
+  return n;
 }
 
 std::vector<TuneConfig>
 flashc::tune::enumerateConfigs(const SearchSpace &space) {
+  // The switches' cross product, the first switch outermost.
+  std::vector<ScheduleSwitches> schedules = {ScheduleSwitches()};
+  for (auto [info, axis] : zip_equal(scheduleSwitchInfos(), space.switches)) {
+    std::vector<ScheduleSwitches> next;
+    for (const ScheduleSwitches &schedule : schedules)
+      for (bool value : axis) {
+        next.push_back(schedule);
+        next.back().*info.member = value;
+      }
+    schedules = std::move(next);
+  }
   std::vector<TuneConfig> configs;
   configs.reserve(space.size());
   for (int64_t blockM : space.blockM)
     for (int64_t warpgroups : space.warpgroups)
       for (int64_t blockN : space.blockN)
         for (int64_t stages : space.stages)
-          for (bool overlap : space.overlap)
-            for (bool pingpong : space.pingpong)
-              for (bool splitRelease : space.splitRelease)
-                for (bool persistent : space.persistent)
-                  for (bool tmaStoreO : space.tmaStoreO)
-                    for (bool dynamicSchedule : space.dynamicSchedule)
-                      for (bool speculativeExp : space.speculativeExp)
-                        configs.push_back({blockM, blockN, stages, warpgroups,
-                                           overlap, pingpong, splitRelease,
-                                           persistent, tmaStoreO,
-                                           dynamicSchedule, speculativeExp});
+          for (const ScheduleSwitches &schedule : schedules)
+            configs.push_back({blockM, blockN, stages, warpgroups, schedule});
   return configs;
 }
 

@@ -5,17 +5,12 @@
 using namespace mlir;
 
 flashc::TileOverrides flashc::tune::toTileOverrides(const TuneConfig &config) {
-  return {config.blockM,
-          config.blockN,
-          config.stages,
-          config.warpgroups,
-          int(config.overlap),
-          int(config.pingpong),
-          int(config.splitRelease),
-          int(config.persistent),
-          int(config.tmaStoreO),
-          int(config.dynamicSchedule),
-          int(config.speculativeExp)};
+  TileOverrides overrides{config.blockM, config.blockN, config.stages,
+                          config.warpgroups};
+  for (auto [info, value] :
+       llvm::zip_equal(scheduleSwitchInfos(), overrides.switches.values))
+    value = config.switches.*info.member;
+  return overrides;
 }
 
 void flashc::tune::buildTunedKernelPipeline(OpPassManager &pm,

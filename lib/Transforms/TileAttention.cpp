@@ -112,21 +112,39 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
 
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
   using Base::Base;
+  // The switch options below are declared here, not in Passes.td, so the
+  // copy a pass manager clones gets them afresh; clonePass copies their
+  // values.
+  FlashTilePass() = default;
+  FlashTilePass(const FlashTilePass &other) : Base(other) {}
+
+  // One option per schedule switch (ScheduleSwitches.def).
+#define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label, summary)     \
+  Option<int> override##Name{                                                  \
+      *this, flag,                                                             \
+      llvm::cl::desc(summary ": 1 on, 0 off (-1: from the op's config or "     \
+                             "default)"),                                      \
+      llvm::cl::init(-1)};
+#include "flashc/Config/ScheduleSwitches.def"
+
+  flashc::ScheduleOverrides overrides() const {
+    flashc::ScheduleOverrides result;
+    size_t i = 0;
+#define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label, summary)     \
+  result.values[i++] = override##Name;
+#include "flashc/Config/ScheduleSwitches.def"
+    return result;
+  }
 
   LogicalResult initialize(MLIRContext *context) override {
     // A schedule switch is 1, 0 or unset (-1); anything else is a typo, not
     // "on".
-    for (auto [name, value] : {std::pair<StringRef, int>{"overlap", overlap},
-                               {"pingpong", pingpong},
-                               {"split-release", splitRelease},
-                               {"persistent", persistent},
-                               {"tma-store-o", tmaStoreO},
-                               {"dynamic-schedule", dynamicSchedule},
-                               {"speculative-exp", speculativeExp}})
+    for (auto [info, value] :
+         llvm::zip_equal(flashc::scheduleSwitchInfos(), overrides().values))
       if (value < -1 || value > 1)
         return emitError(UnknownLoc::get(context))
-               << "-flash-tile: " << name << " takes 1 (on) or 0 (off), got "
-               << value;
+               << "-flash-tile: " << info.flag
+               << " takes 1 (on) or 0 (off), got " << value;
     return success();
   }
 
@@ -148,9 +166,9 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     ConfigAttr base = op.getConfigAttr();
     if (!base)
       base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
+    flashc::ScheduleOverrides switches = overrides();
     if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0 &&
-        overlap < 0 && pingpong < 0 && splitRelease < 0 && persistent < 0 &&
-        tmaStoreO < 0 && dynamicSchedule < 0 && speculativeExp < 0)
+        !switches.any())
       return base;
     auto emitError = [&] {
       return op.emitOpError("with -flash-tile options: ");
@@ -158,20 +176,11 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     auto pick = [](int64_t override, int64_t original) {
       return override ? override : original;
     };
-    auto pickFlag = [](int override, bool original) {
-      return override < 0 ? original : override != 0;
-    };
     ConfigAttr config = ConfigAttr::getChecked(
         emitError, op.getContext(), pick(blockM, base.getBlockM()),
         pick(blockN, base.getBlockN()), pick(stages, base.getStages()),
         pick(warpgroups, base.getWarpgroups()),
-        pickFlag(overlap, base.getOverlap()),
-        pickFlag(pingpong, base.getPingpong()),
-        pickFlag(splitRelease, base.getSplitRelease()),
-        pickFlag(persistent, base.getPersistent()),
-        pickFlag(tmaStoreO, base.getTmaStoreO()),
-        pickFlag(dynamicSchedule, base.getDynamicSchedule()),
-        pickFlag(speculativeExp, base.getSpeculativeExp()));
+        switches.applyTo(base.getSwitches()));
     if (!config)
       return failure();
     return config;

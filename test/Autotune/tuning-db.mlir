@@ -4,8 +4,8 @@
 
 // RUN: flash-tune --show %S/Inputs/tuning.json | FileCheck %s --check-prefix=SHOW
 // SHOW: kernel hash arch gpu bucket config median_ms TFLOP/s cands
-// SHOW-NEXT: attention_d64 4fd6f2c6 sm_90a NVIDIA H200 N<=1024 D=64 BH<=32 bm128 bn128 s2 wg2 ov pp sr 0.0500 343.6 31
-// SHOW-NEXT: attention_d64 4fd6f2c6 sm_90a NVIDIA H200 N<=4096 D=64 BH<=32 bm64 bn176 s3 wg1 - - sr 0.5000 550.0 31
+// SHOW-NEXT: attention_d64 4fd6f2c6 sm_90a NVIDIA H200 N<=1024 D=64 BH<=32 bm128 bn128 s2 wg2 0.0500 343.6 31
+// SHOW-NEXT: attention_d64 4fd6f2c6 sm_90a NVIDIA H200 N<=4096 D=64 BH<=32 bm64 bn176 s3 wg1 -ov -pp 0.5000 550.0 31
 
 // N = 3000 and B*H = 24 fall into the N<=4096, BH<=32 bucket.
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %S/Inputs/tuning.json --shape 2,12,3000,64 --emit=tile | FileCheck %s --check-prefix=TILE
@@ -66,7 +66,7 @@
 // entry. Then flashc compiles the winner.
 // RUN: rm -f %t.db.json
 // RUN: flash-tune --select %S/Inputs/timings.json -o %t.db.json | FileCheck %s --check-prefix=SELECT
-// SELECT: 4,32,4096,64: c0001 bm256 bn96 s1 wg4 - - sr -tma 1.2600 ms (3 timed, 1 wrong, 0 errors)
+// SELECT: 4,32,4096,64: c0001 bm256 bn96 s1 wg4 -ov -pp -tma 1.2600 ms (3 timed, 1 wrong, 0 errors)
 // SELECT: 1,32,16384,64: no candidate passed (0 wrong, 1 errors)
 // SELECT: 1 entries written to
 // RUN: flashc %S/Inputs/kernel.mlir --tuning-db %t.db.json --shape 4,32,4096,64 --emit=tile | FileCheck %s --check-prefix=SELECTED

@@ -5,13 +5,13 @@
 // the fewest keys, instead of past seq_q in the last block, which walks
 // every key. The Q load (TMA zero-fills rows before 0) and the tile bounds
 // start from that row; the epilogue stores a row only if row <u seq_q.
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=96 stages=4 warpgroups=3 tma-store-o=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,SEC
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=96 stages=4 warpgroups=3 tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,SEC
 // The persistent schedule takes the same bounds per tile.
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=128 stages=4 warpgroups=3 overlap=0 persistent=1 tma-store-o=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,PERS
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=128 stages=4 warpgroups=3 overlap=0 persistent=1 tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,PERS
 // Not with the TMA store of O (a box before row 0 faults), nor without the
 // mask (every block walks every key).
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=96 stages=4 warpgroups=3 tma-store-o=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=ROW0
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=192 block-n=96 stages=4 warpgroups=3 tma-store-o=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=ROW0
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=96 stages=4 warpgroups=3 tma-store-o=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=ROW0
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=192 block-n=96 stages=4 warpgroups=3 tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=ROW0
 
 // CHECK: gpu.func @attention_d64_causal({{.*}}, %[[NQ:[^:]*]]: i32, %[[NK:[^:]*]]: i32, %{{[^:]*}}: f32
 // numM is the count the schedule already has: a sections grid's gridDim.y,

@@ -5,15 +5,15 @@
 // consumers read it once Q's barrier completed. Query block -1 means the
 // work ran out. The producer claims one tile ahead, and the launch's last
 // claim (items + grid - 1) rewinds the counter.
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=D64
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=D64
 // The config (or flash-tile's option) turns it off for a kernel, the
 // conversion's option for all: the static pairs.
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1 dynamic-schedule=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="dynamic-schedule=0" | FileCheck %s --check-prefix=STATIC
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1 dynamic-schedule=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule="dynamic-schedule=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
 // RUN: flashc %kernels/attention_causal.mlir --persistent=1 --dynamic-schedule=0 --emit=mlir -o - | FileCheck %s --check-prefix=STATIC
 // Without the causal mask every tile costs the same: no counter.
-// RUN: flash-opt %kernels/attention.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
+// RUN: flash-opt %kernels/attention.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=STATIC
 // RUN: not flashc %kernels/attention_causal.mlir --dynamic-schedule=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 
 // CHECK: gpu.func @attention_causal({{.*}}, %[[B:.*]]: i32, %[[H:.*]]: i32, %[[CTR:.*]]: !llvm.ptr<1>) kernel

@@ -1,4 +1,4 @@
-// RUN: flash-opt %s -split-input-file -convert-flash-to-gpu -verify-diagnostics
+// RUN: flash-opt %s -split-input-file -flash-gpu-schedule -convert-flash-to-gpu -verify-diagnostics
 
 // Tile programs the GPU kernel does not implement, one diagnostic each.
 

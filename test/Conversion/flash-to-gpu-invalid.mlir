@@ -1,8 +1,8 @@
-// RUN: flash-opt %s -split-input-file -flash-tile -flash-fuse -convert-flash-to-gpu -verify-diagnostics
-// RUN: not flash-opt %s -split-input-file -flash-tile -flash-fuse -convert-flash-to-gpu=chip=sm_80 2>&1 \
+// RUN: flash-opt %s -split-input-file -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu -verify-diagnostics
+// RUN: not flash-opt %s -split-input-file -flash-tile -flash-fuse -flash-gpu-schedule=chip=sm_80 -convert-flash-to-gpu 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CHIP
 
-// CHIP: error: flash-to-gpu: chip sm_80 is not supported (the kernel uses wgmma, TMA and setmaxnreg: sm_90a only)
+// CHIP: error: flash-gpu-schedule: chip sm_80 is not supported (the kernel uses wgmma, TMA and setmaxnreg: sm_90a only)
 
 // Kernels whose tiling the GPU kernel does not implement, one diagnostic
 // each. (f32 is refused by flash.attention's own verifier; the tile-level

@@ -4,16 +4,16 @@
 // still waits for that tile's K and V and releases both, and takes the
 // ping-pong turns the other consumer spends on it (two per serial step, one
 // per overlapped one), so the ring and the turns stay paired.
-// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,SERIAL,GRID
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2 tma-store-o=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,OVERLAP,GRID
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2 persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,OVERLAP,PERS
+// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,SERIAL,GRID
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2 tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,OVERLAP,GRID
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2 persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefixes=CHECK,OVERLAP,PERS
 // Three consumers without ping-pong: no turns, the same range and releases.
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=128 stages=4 warpgroups=3 overlap=0 pingpong=0 persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=THREE
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="block-m=192 block-n=128 stages=4 warpgroups=3 overlap=0 pingpong=0 persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=THREE
 // Not where no tile can fall between two consumers' last rows (block_n >=
 // block_m).
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=128 stages=2 warpgroups=2" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=FULL
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="block-m=128 block-n=128 stages=2 warpgroups=2" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=FULL
 // Without the mask every row sees every key: no own range, no skipped tiles.
-// RUN: flash-opt %kernels/attention.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=FULL
+// RUN: flash-opt %kernels/attention.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=FULL
 
 // CHECK: gpu.func @{{.*}}({{.*}}, %[[NQ:[^:]*]]: i32, %[[NK:[^:]*]]: i32, %{{[^:]*}}: f32
 // The block's bounds: m0, diag = seq_k - seq_q, nHi = ceil(hi / 64); a

@@ -7,17 +7,17 @@
 // TMA store, which frees Q later). The static schedule of causal pairs
 // (dynamic-schedule=0; it is what D = 64 uses, and
 // flash-to-gpu-dynamic-schedule.mlir has the claimed tiles).
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="tma-store-o=0 dynamic-schedule=0" | FileCheck %s
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule="tma-store-o=0 dynamic-schedule=0" -convert-flash-to-gpu | FileCheck %s
 // flashc's --persistent sets it; values other than 0 and 1 are refused.
 // RUN: flashc %kernels/attention.mlir --persistent=1 --tma-store-o=0 --emit=mlir -o - | FileCheck %s --check-prefix=FLASHC
 // RUN: not flashc %kernels/attention.mlir --persistent=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 // The pass option turns it off for every kernel.
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="persistent=0 tma-store-o=0" | FileCheck %s --check-prefix=OFF
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule="persistent=0 tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF
 // Beside four consumers the producer keeps 32, so each consumer gets 112
 // instead of 104.
 // RUN: flashc %kernels/attention_d64.mlir --persistent=1 --block-m=256 --warpgroups=4 --block-n=64 --emit=mlir -o - | FileCheck %s --check-prefix=FOUR
 // D = 256 (bm128 bn64, 2 stages): a second 64 KiB Q buffer does not fit.
-// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu="dynamic-schedule=0" | FileCheck %s --check-prefix=ONEQ
+// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule="dynamic-schedule=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=ONEQ
 
 // batch and heads follow scale_log2; the launch contract asks for a
 // persistent grid and passes both. The producer keeps 40 registers (the

@@ -1,10 +1,10 @@
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=D64
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="prefetch-next-block=0" \
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=D64
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule="prefetch-next-block=0" -convert-flash-to-gpu \
 // RUN:   | FileCheck %s --check-prefix=NONE --implicit-check-not=nvvm.cp.async.bulk.tensor.prefetch --implicit-check-not=nsmid
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu \
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu \
 // RUN:   | FileCheck %s --check-prefix=NONE --implicit-check-not=nvvm.cp.async.bulk.tensor.prefetch --implicit-check-not=nsmid
-// RUN: flash-opt %kernels/attention.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu \
+// RUN: flash-opt %kernels/attention.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu \
 // RUN:   | FileCheck %s --check-prefix=NONE --implicit-check-not=nvvm.cp.async.bulk.tensor.prefetch --implicit-check-not=nsmid
 
 // A tiles grid (one block per tile, no causal mask): after the producer's

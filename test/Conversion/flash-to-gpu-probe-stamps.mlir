@@ -1,7 +1,7 @@
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="probe-stamps=1" | FileCheck %s
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu \
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule="probe-stamps=1" -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu \
 // RUN:   | FileCheck %s --check-prefix=OFF --implicit-check-not=clock64 --implicit-check-not=globaltimer
-// RUN: flash-opt %s -flash-tile -flash-fuse -convert-flash-to-gpu="probe-stamps=1" -verify-diagnostics
+// RUN: flash-opt %s -flash-tile -flash-fuse -flash-gpu-schedule="probe-stamps=1" -convert-flash-to-gpu -verify-diagnostics
 
 // The developer probe: thread 0 of each consumer reads clock64 at seven
 // points of each tile program (consumer start, Q arrived, tile start, the

@@ -1,12 +1,12 @@
 // REQUIRES: ptxas
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" \
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu \
 // RUN:   | python3 %S/Inputs/with-cuda.py %ptxas flash-opt -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 opt-level=3 cubin-format=isa" \
 // RUN:   -o %t.lowered.mlir
 // RUN: FileCheck %s --input-file=%t.lowered.mlir
 // RUN: python3 %S/Inputs/extract-ptx.py %t.lowered.mlir %t.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS --implicit-check-not=C75
 // RUN: python3 %S/Inputs/ptx-opcodes.py %t.ptx | FileCheck %s --check-prefix=MIX
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" \
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu \
 // RUN:   | python3 %S/Inputs/with-cuda.py %ptxas flash-opt -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 opt-level=3 cubin-format=isa" \
 // RUN:   -o %t.causal.mlir
 // RUN: python3 %S/Inputs/extract-ptx.py %t.causal.mlir %t.causal.ptx

@@ -1,9 +1,9 @@
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s
-// RUN: flash-opt %kernels/attention_f16_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=F16
-// RUN: flash-opt %kernels/attention.mlir -flash-tile="speculative-exp=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OV
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu \
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention_f16_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=F16
+// RUN: flash-opt %kernels/attention.mlir -flash-tile="speculative-exp=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=OV
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu \
 // RUN:   | FileCheck %s --check-prefix=OFF --implicit-check-not=nvvm.vote.sync
-// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -convert-flash-to-gpu="speculative-exp=0" \
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -flash-gpu-schedule="speculative-exp=0" -convert-flash-to-gpu \
 // RUN:   | FileCheck %s --check-prefix=OFF --implicit-check-not=nvvm.vote.sync
 
 // speculative_exp: in a key tile with a running max, P = 2^(s - m) is

@@ -2,22 +2,22 @@
 // rows of O, as 16-bit pairs in TMA's 128-byte swizzle, over its own rows
 // of the Q buffer, and one thread per consumer stores them with TMA (a
 // tensor map of O with 64-row boxes). Off (the config, flashc's
-// --tma-store-o=0 or -convert-flash-to-gpu="tma-store-o=0"), the kernel
+// --tma-store-o=0 or -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu), the kernel
 // takes the O pointer and stores 4-byte pairs from the registers.
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s
 // RUN: flashc %kernels/attention.mlir --tma-store-o=1 --emit=mlir -o - | FileCheck %s
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
-// RUN: flash-opt %kernels/attention.mlir -flash-tile="tma-store-o=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
+// RUN: flash-opt %kernels/attention.mlir -flash-tile="tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
 // RUN: flashc %kernels/attention.mlir --tma-store-o=0 --emit=mlir -o - | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
 // Four consumers (bm 256) share one Q buffer: the flag holds there too, and
 // flash-tune times it on and off.
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=3 warpgroups=4 persistent=1 tma-store-o=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=WG4
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=3 warpgroups=4 persistent=1 tma-store-o=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=3 warpgroups=4 persistent=1 tma-store-o=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=WG4
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=3 warpgroups=4 persistent=1 tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
 // A persistent kernel frees its Q buffer after O's store read it.
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=PERSIST
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=PERSIST
 // With one Q buffer (D = 256 causal persistent) that would hold back the
 // next tile's Q: such a kernel keeps the global stores, and says so.
-// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1 tma-store-o=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=ONEQ --implicit-check-not=nvgpu.tma.async.store
+// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="persistent=1 tma-store-o=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=ONEQ --implicit-check-not=nvgpu.tma.async.store
 // RUN: not flashc %kernels/attention.mlir --tma-store-o=2 --emit=mlir -o - 2>&1 | FileCheck %s --check-prefix=BADFLAG
 // RUN: not flash-opt %kernels/attention.mlir -flash-tile="tma-store-o=2" 2>&1 | FileCheck %s --check-prefix=BADOPTION
 // The PTX has the bulk tensor store from shared memory, the proxy fence and

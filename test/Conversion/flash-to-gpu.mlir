@@ -1,11 +1,11 @@
 // O leaves by global stores here (tma-store-o=0); the TMA store has its own
 // test, flash-to-gpu-tma-store.mlir.
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=OVPPS --implicit-check-not='"=l,0"'
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=OVPPS --implicit-check-not='"=l,0"'
 // RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse \
-// RUN:   -convert-flash-to-gpu="overlap=0 pingpong=0 split-release=0 tma-store-o=0" | FileCheck %s
-// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=CAUSAL --implicit-check-not=nvvm.vote.sync
-// RUN: flash-opt %s -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=SMALL
-// RUN: flash-opt %kernels/attention_d256.mlir -flash-tile -flash-fuse -convert-flash-to-gpu="tma-store-o=0" | FileCheck %s --check-prefix=D256
+// RUN:   -flash-gpu-schedule="overlap=0 pingpong=0 split-release=0 tma-store-o=0" -convert-flash-to-gpu | FileCheck %s
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL --implicit-check-not=nvvm.vote.sync
+// RUN: flash-opt %s -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=SMALL
+// RUN: flash-opt %kernels/attention_d256.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=D256
 
 // The shipped kernels (bf16, D = 128, block 128 x 128, 2 stages, 2 consumer
 // warpgroups) become one gpu.module each; the host function is gone. The
@@ -293,26 +293,26 @@ func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: 
 // (64K / threads, multiples of 8): with four consumers a thread starts with
 // 96, the producer gives up 72 of its 96, so each consumer can grow to
 // (5 * 96 - 24) / 4 = 114 -> 112. Asking for more would block forever.
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=2 warpgroups=4" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=WG4
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=256 block-n=64 stages=2 warpgroups=4" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=WG4
 // WG4: block = array<i64: 640, 1, 1>
 // WG4-SAME: consumer_regs = 112 : i64
 // WG4: nvvm.setmaxregister decrease 24
 // WG4: nvvm.setmaxregister increase 112
 // Three consumers: 128 at launch, (4 * 128 - 24) / 3 = 162 -> 160.
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=192 block-n=64 stages=2 warpgroups=3" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=WG3
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=192 block-n=64 stages=2 warpgroups=3" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=WG3
 // WG3: consumer_regs = 160 : i64
 
 // With one stage and no split release, overlap would wait for a K slot that
 // frees only after the P V it is meant to overlap: the schedule is serial.
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -convert-flash-to-gpu="split-release=0" | FileCheck %s --check-prefix=S1
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -flash-gpu-schedule="split-release=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=S1
 // S1: config = {accumulator_regs = 64 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 0 : i64, stages = 1 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
-// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=S1SPLIT
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="block-m=64 block-n=64 stages=1 warpgroups=1 overlap=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=S1SPLIT
 // S1SPLIT: config = {accumulator_regs = 80 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64,
 
 // The schedule comes from the config; the pass options only turn switches
 // off. A kernel whose config turns overlap off is serial even though the
 // pass allows overlap.
-// RUN: flash-opt %kernels/attention.mlir -flash-tile="overlap=0" -flash-fuse -convert-flash-to-gpu | FileCheck %s --check-prefix=CFG
+// RUN: flash-opt %kernels/attention.mlir -flash-tile="overlap=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=CFG
 // CFG: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 1 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 1 : i64, warpgroups = 2 : i64}
 
 // flashc's schedule flags set the same switches (here on a D = 64 kernel

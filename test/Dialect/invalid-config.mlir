@@ -56,22 +56,21 @@ func.func @too_many_warpgroups() attributes {c = #flash.config<block_m = 320, bl
 
 // -----
 
-// expected-error @+1 {{struct is missing required parameter: block_n}}
+// expected-error @+1 {{missing 'block_n'}}
 func.func @missing_block_n() attributes {c = #flash.config<block_m = 64>} {
   return
 }
 
 // -----
 
-// expected-error @+1 {{duplicate or unknown struct parameter name: tile}}
+// expected-error @+1 {{unknown key 'tile' (expected one of block_m, block_n, stages, warpgroups, overlap, pingpong, split_release, persistent, tma_store_o, dynamic_schedule, speculative_exp)}}
 func.func @unknown_parameter() attributes {c = #flash.config<block_m = 64, block_n = 64, tile = 3>} {
   return
 }
 
 // -----
 
-// expected-error @+2 {{expected 'true' or 'false'}}
-// expected-error @+1 {{failed to parse Flash_ConfigAttr parameter 'overlap' which is to be a `bool`}}
+// expected-error @+1 {{expected 'true' or 'false'}}
 func.func @schedule_flag_not_bool() attributes {c = #flash.config<block_m = 64, block_n = 64, overlap = 1>} {
   return
 }

@@ -40,13 +40,8 @@ protected:
       return success();
     });
     return flash::ConfigAttr::getChecked(emitError, &context, blockM, blockN,
-                                         stages, warpgroups, /*overlap=*/true,
-                                         /*pingpong=*/true,
-                                         /*split_release=*/true,
-                                         /*persistent=*/false,
-                                         /*tma_store_o=*/true,
-                                         /*dynamic_schedule=*/true,
-                                         /*speculative_exp=*/false);
+                                         stages, warpgroups,
+                                         flashc::ScheduleSwitches());
   }
 
   /// Parses the body of a function holding one flash.attention.

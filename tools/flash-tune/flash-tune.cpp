@@ -105,9 +105,6 @@ std::string defaultList(ArrayRef<int64_t> values) {
   return join(map_range(values, [](int64_t v) { return std::to_string(v); }),
               ",");
 }
-std::string defaultList(ArrayRef<bool> values) {
-  return join(map_range(values, [](bool v) { return v ? "1" : "0"; }), ",");
-}
 const SearchSpace kDefaultSpace;
 
 cl::opt<std::string> blockM("block-m", cl::desc("block_m values"),
@@ -123,58 +120,18 @@ cl::opt<std::string>
     warpgroups("warpgroups", cl::desc("warpgroups values"),
                cl::init(defaultList(kDefaultSpace.warpgroups)),
                cl::cat(spaceCategory));
-cl::opt<std::string> overlap("overlap", cl::desc("overlap schedule (1,0)"),
-                             cl::init(defaultList(kDefaultSpace.overlap)),
-                             cl::cat(spaceCategory));
-// Ping-pong and split release default to on only: each halves the space
-// (and the compile time) and neither lost where both were timed
-// (bench/RESULTS.md, flash-tune); `--pingpong 1,0 --split-release 1,0`
-// searches them too.
-cl::opt<std::string> pingpong("pingpong",
-                              cl::desc("ping-pong schedule (default 1; 1,0 "
-                                       "searches both)"),
-                              cl::init(defaultList(kDefaultSpace.pingpong)),
-                              cl::cat(spaceCategory));
-cl::opt<std::string>
-    splitRelease("split-release",
-                 cl::desc("split K/V release (default 1; 1,0 searches both)"),
-                 cl::init(defaultList(kDefaultSpace.splitRelease)),
-                 cl::cat(spaceCategory));
-// Persistent kernels win mostly at N <= 4096 (up to 1.17x under a causal
-// mask, bench/RESULTS.md) and searching them doubles the compile time: off
-// by default, `--persistent 0,1` searches both.
-cl::opt<std::string> persistent("persistent",
-                                cl::desc("persistent tile schedule (default "
-                                         "0; 0,1 searches both)"),
-                                cl::init(defaultList(kDefaultSpace.persistent)),
-                                cl::cat(spaceCategory));
-// O by TMA won at D = 128/256 and lost at D = 64, with two consumers and
-// with four (bench/RESULTS.md); `--tma-store-o 1,0` searches global stores
-// too.
-cl::opt<std::string> tmaStoreO("tma-store-o",
-                               cl::desc("O stored by TMA (default 1; 1,0 "
-                                        "searches both)"),
-                               cl::init(defaultList(kDefaultSpace.tmaStoreO)),
-                               cl::cat(spaceCategory));
-// Claimed causal tiles won at D = 128 and lost at D = 64 for N <= 1024
-// (bench/RESULTS.md, batches 47-48); `--dynamic-schedule 1,0` searches the
-// static pairs too (persistent causal kernels only).
-cl::opt<std::string>
-    dynamicSchedule("dynamic-schedule",
-                    cl::desc("causal tiles claimed from a counter (default "
-                             "1; 1,0 searches both)"),
-                    cl::init(defaultList(kDefaultSpace.dynamicSchedule)),
-                    cl::cat(spaceCategory));
-// P before the tile's max made the D = 64 persistent ping-pong causal picks
-// 2-5% faster on randn inputs and 13-20% slower on the timing inputs here
-// (rows with logits near 1e3), and spills most other configs
-// (bench/RESULTS.md, batch 66); `--speculative-exp 0,1` searches both.
-cl::opt<std::string>
-    speculativeExp("speculative-exp",
-                   cl::desc("P before the tile's max (default 0; 0,1 "
-                            "searches both)"),
-                   cl::init(defaultList(kDefaultSpace.speculativeExp)),
-                   cl::cat(spaceCategory));
+// One list per schedule switch (ScheduleSwitches.def), defaulting to the
+// table's tuneValues; docs/decisions.md says why each default is what it is.
+#define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label,        \
+                              summary)                                         \
+  cl::opt<std::string> switch##Name(flag,                                      \
+                                    cl::desc(summary " (default " tune ")"),   \
+                                    cl::init(tune), cl::cat(spaceCategory));
+#include "flashc/Config/ScheduleSwitches.def"
+cl::opt<std::string> *const switchLists[] = {
+#define FLASH_SCHEDULE_SWITCH(Name, ...) &switch##Name,
+#include "flashc/Config/ScheduleSwitches.def"
+};
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "flash-tune") << message << "\n";
@@ -196,21 +153,13 @@ Expected<SearchSpace> parseSpace() {
                                toString(values.takeError()).c_str());
     *axis = std::move(*values);
   }
-  std::pair<cl::opt<std::string> *, SmallVector<bool> *> flags[] = {
-      {&overlap, &space.overlap},
-      {&pingpong, &space.pingpong},
-      {&splitRelease, &space.splitRelease},
-      {&persistent, &space.persistent},
-      {&tmaStoreO, &space.tmaStoreO},
-      {&dynamicSchedule, &space.dynamicSchedule},
-      {&speculativeExp, &space.speculativeExp}};
-  for (auto [option, axis] : flags) {
+  for (auto [option, axis] : zip_equal(switchLists, space.switches)) {
     Expected<SmallVector<bool>> values = parseFlagList(*option);
     if (!values)
       return createStringError(inconvertibleErrorCode(), "--%s: %s",
                                option->ArgStr.str().c_str(),
                                toString(values.takeError()).c_str());
-    *axis = std::move(*values);
+    axis = std::move(*values);
   }
   return space;
 }

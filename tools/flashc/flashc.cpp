@@ -67,25 +67,19 @@ cl::opt<int64_t> stages("stages", cl::desc("Override stages"), cl::init(0),
                         cl::cat(category));
 cl::opt<int64_t> warpgroups("warpgroups", cl::desc("Override warpgroups"),
                             cl::init(0), cl::cat(category));
-// The schedule switches of #flash.config: 1 on, 0 off, unset keeps.
-cl::opt<int> overlap("overlap", cl::desc("Override overlap (1 or 0)"),
-                     cl::init(-1), cl::cat(category));
-cl::opt<int> pingpong("pingpong", cl::desc("Override pingpong (1 or 0)"),
-                      cl::init(-1), cl::cat(category));
-cl::opt<int> splitRelease("split-release",
-                          cl::desc("Override split_release (1 or 0)"),
-                          cl::init(-1), cl::cat(category));
-cl::opt<int> persistent("persistent",
-                        cl::desc("Override persistent (1 or 0)"),
-                        cl::init(-1), cl::cat(category));
-cl::opt<int> tmaStoreO("tma-store-o", cl::desc("Override tma_store_o (1 or 0)"),
-                       cl::init(-1), cl::cat(category));
-cl::opt<int> dynamicSchedule("dynamic-schedule",
-                             cl::desc("Override dynamic_schedule (1 or 0)"),
-                             cl::init(-1), cl::cat(category));
-cl::opt<int> speculativeExp("speculative-exp",
-                            cl::desc("Override speculative_exp (1 or 0)"),
+// The schedule switches of #flash.config (ScheduleSwitches.def): 1 on, 0
+// off, unset keeps.
+#define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label,        \
+                              summary)                                         \
+  cl::opt<int> switch##Name(flag,                                              \
+                            cl::desc("Override " key ", " summary              \
+                                     " (1 or 0)"),                             \
                             cl::init(-1), cl::cat(category));
+#include "flashc/Config/ScheduleSwitches.def"
+cl::opt<int> *const switchFlags[] = {
+#define FLASH_SCHEDULE_SWITCH(Name, ...) &switch##Name,
+#include "flashc/Config/ScheduleSwitches.def"
+};
 cl::opt<bool> probeStamps(
     "probe-stamps",
     cl::desc("Developer probe: per tile program and consumer, clock64 "
@@ -141,13 +135,14 @@ lookupTuningEntry(llvm::StringRef sourceHash) {
     fail("--tuning-db needs --shape B,H,N,D to pick an entry");
     return failure();
   }
-  if (blockM || blockN || stages || warpgroups || overlap >= 0 ||
-      pingpong >= 0 || splitRelease >= 0 || persistent >= 0 || tmaStoreO >= 0 ||
-      dynamicSchedule >= 0 || speculativeExp >= 0) {
-    fail("--tuning-db and --block-m/--block-n/--stages/--warpgroups/"
-         "--overlap/--pingpong/--split-release/--persistent/--tma-store-o/"
-         "--dynamic-schedule/--speculative-exp both choose the config: give "
-         "one of them");
+  bool anySwitch = llvm::any_of(
+      switchFlags, [](cl::opt<int> *flag) { return *flag >= 0; });
+  if (blockM || blockN || stages || warpgroups || anySwitch) {
+    std::string flags = "--block-m/--block-n/--stages/--warpgroups";
+    for (cl::opt<int> *flag : switchFlags)
+      flags += ("/--" + flag->ArgStr).str();
+    fail("--tuning-db and " + flags +
+         " both choose the config: give one of them");
     return failure();
   }
   llvm::Expected<flashc::tune::ProblemShape> shape =
@@ -241,15 +236,14 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
-  for (cl::opt<int> *flag : {&overlap, &pingpong, &splitRelease, &persistent,
-                             &tmaStoreO, &dynamicSchedule, &speculativeExp})
+  flashc::TileOverrides overrides{blockM, blockN, stages, warpgroups};
+  for (auto [flag, value] :
+       llvm::zip_equal(switchFlags, overrides.switches.values)) {
     if (*flag < -1 || *flag > 1)
       return fail("--" + flag->ArgStr + " takes 1 (on) or 0 (off), got " +
                   std::to_string(*flag));
-  flashc::TileOverrides overrides{blockM,          blockN,        stages,
-                                  warpgroups,      overlap,       pingpong,
-                                  splitRelease,    persistent,    tmaStoreO,
-                                  dynamicSchedule, speculativeExp};
+    value = *flag;
+  }
   if (hasKernelLevelOps(*module)) {
     PassManager pm(&context);
     if (*tuned && emit == Emit::Tile)

@@ -11,6 +11,8 @@
 #ifndef FLASHC_AUTOTUNE_CONFIG_H
 #define FLASHC_AUTOTUNE_CONFIG_H
 
+#include "flashc/Config/ScheduleSwitches.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -23,24 +25,16 @@ namespace flashc::tune {
 
 /// The knobs of one candidate kernel. The tile sizes are those of
 /// #flash.config (dialects/Flash/FlashAttrs.td), and so are the schedule
-/// flags.
+/// switches (include/flashc/Config/ScheduleSwitches.def).
 struct TuneConfig {
   int64_t blockM = 0;
   int64_t blockN = 0;
   int64_t stages = 0;
   int64_t warpgroups = 0;
-  bool overlap = true;
-  bool pingpong = true;
-  bool splitRelease = true;
-  bool persistent = false;
-  bool tmaStoreO = true;
-  bool dynamicSchedule = true;
-  bool speculativeExp = false;
+  ScheduleSwitches switches;
 
   auto tie() const {
-    return std::tie(blockM, blockN, stages, warpgroups, overlap, pingpong,
-                    splitRelease, persistent, tmaStoreO, dynamicSchedule,
-                    speculativeExp);
+    return std::tie(blockM, blockN, stages, warpgroups, switches);
   }
   bool operator==(const TuneConfig &other) const {
     return tie() == other.tie();
@@ -48,22 +42,18 @@ struct TuneConfig {
   bool operator!=(const TuneConfig &other) const { return !(*this == other); }
   bool operator<(const TuneConfig &other) const { return tie() < other.tie(); }
 
-  /// A short readable name: "bm128 bn128 s2 wg2 ov pp sr" ("-" for off),
-  /// with " ps" appended when persistent, " -tma" without the TMA store
-  /// " -dyn" for a persistent kernel without claimed causal tiles and
-  /// " spx" with the speculative exp.
+  /// A short readable name: "bm128 bn128 s2 wg2", then each schedule switch
+  /// that differs from its default as its label (" ps") or, when off, the
+  /// label after a minus (" -ov").
   std::string str() const;
 };
 
-/// {"block_m": .., "block_n": .., "stages": .., "warpgroups": ..,
-///  "overlap": 0|1, "pingpong": 0|1, "split_release": 0|1,
-///  "persistent": 0|1, "tma_store_o": 0|1, "dynamic_schedule": 0|1,
-///  "speculative_exp": 0|1} - the
-/// same keys kernel.json's "config" uses. Databases from before a flag
-/// existed lack it: a missing "persistent" is 0, a missing "tma_store_o" is
-/// what the compiler then did (on with at most two warpgroups), and a
-/// missing "dynamic_schedule" is 0 (the static pairs) in a persistent entry,
-/// a missing "speculative_exp" 0.
+/// {"block_m": .., "block_n": .., "stages": .., "warpgroups": .., and one
+///  0|1 per schedule switch under its key} - the same keys kernel.json's
+/// "config" uses. Databases from before a switch existed lack it: a missing
+/// switch is its default, except "tma_store_o" (what the compiler then did:
+/// on with at most two warpgroups) and "dynamic_schedule" (0, the static
+/// pairs, in a persistent entry).
 llvm::json::Object toJson(const TuneConfig &config);
 /// Reads what toJson writes; `where` names the object in errors.
 llvm::Expected<TuneConfig> configFromJson(const llvm::json::Value &value,

@@ -14,6 +14,8 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <array>
+
 #include <vector>
 
 namespace flashc::tune {
@@ -27,27 +29,26 @@ struct SearchSpace {
   llvm::SmallVector<int64_t> blockN = {64, 80, 96, 128, 176, 192, 256};
   llvm::SmallVector<int64_t> stages = {1, 2, 3, 4};
   llvm::SmallVector<int64_t> warpgroups = {1, 2, 3, 4};
-  /// The schedule switches. Overlap is searched on and
-  /// off (it trades registers for latency); ping-pong and split release
-  /// only on, as flash-tune's defaults (see its --pingpong).
-  llvm::SmallVector<bool> overlap = {true, false};
-  llvm::SmallVector<bool> pingpong = {true};
-  llvm::SmallVector<bool> splitRelease = {true};
-  /// One program per tile only, as flash-tune's default (see its
-  /// --persistent): searching both doubles the compile time.
-  llvm::SmallVector<bool> persistent = {false};
-  /// O by TMA only, as flash-tune's default (see its --tma-store-o); off
-  /// measured faster at D = 64 (bench/RESULTS.md).
-  llvm::SmallVector<bool> tmaStoreO = {true};
-  /// Causal tiles claimed from a counter, as flash-tune's default (see its
-  /// --dynamic-schedule; applies only to persistent causal kernels, so
-  /// searching both elsewhere adds only duplicates, which the pruning
-  /// drops).
-  llvm::SmallVector<bool> dynamicSchedule = {true};
-  /// P before the tile's max, off by default (see flash-tune's
-  /// --speculative-exp): it keeps S live through the exps, so most configs
-  /// spill with it (the pruning drops them), and it is data-dependent.
-  llvm::SmallVector<bool> speculativeExp = {false};
+  /// The schedule switches, in ScheduleSwitches.def's order, each
+  /// searched over that table's tuneValues unless flash-tune's flag says
+  /// otherwise. Overlap is searched on and off (it trades registers for
+  /// latency); the others keep one value by default: persistence and both
+  /// store paths double the compile time, claimed tiles apply only to
+  /// persistent causal kernels, and the speculative exp spills most configs
+  /// and is data-dependent.
+  std::array<llvm::SmallVector<bool>, kNumScheduleSwitches> switches =
+      defaultSwitchAxes();
+
+  /// The axis of one switch, named by its member
+  /// (`space.axis(&ScheduleSwitches::overlap) = {true}`).
+  llvm::SmallVector<bool> &axis(bool ScheduleSwitches::*member);
+  const llvm::SmallVector<bool> &axis(bool ScheduleSwitches::*member) const {
+    return const_cast<SearchSpace *>(this)->axis(member);
+  }
+
+  /// The switch axes from ScheduleSwitches.def's tuneValues.
+  static std::array<llvm::SmallVector<bool>, kNumScheduleSwitches>
+  defaultSwitchAxes();
 
   /// Number of points in the cross product.
   size_t size() const;

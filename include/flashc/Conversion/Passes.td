@@ -39,46 +39,31 @@ def ConvertFlashTilesToLinalg : Pass<"convert-flash-tiles-to-linalg"> {
   ];
 }
 
-def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
-  let summary = "Lower attention tile programs to a Hopper gpu.module kernel";
+def FlashGpuSchedule : Pass<"flash-gpu-schedule", "ModuleOp"> {
+  let summary = "Choose the GPU schedule of each attention tile program";
   let description = [{
-    Each function holding a `flash.grid` attention tile program (the form
-    `-flash-tile -flash-fuse` produce, with its `flash.config`) becomes a
-    `gpu.func` kernel in a `gpu.module` of upstream dialects (gpu, nvgpu,
-    nvvm, llvm, arith, math, scf, memref): TMA loads of Q, K and V into
-    swizzled shared-memory rings completed on mbarriers, `wgmma` for both
-    products with P fed from registers, a producer warpgroup and consumer
-    warpgroups with `setmaxnreg`, the online softmax on the accumulator
-    layout with exp2. The kernel carries its launch contract (threads,
-    shared memory, grid rule, parameters) as the `flash.launch` attribute,
-    which the target layer writes into the kernel's metadata JSON. The host
-    function is removed: launching is the runtime's job.
+    For each function holding a `flash.grid` attention tile program (the
+    form `-flash-tile -flash-fuse` produce, with its `flash.config`), chooses
+    the schedule of its GPU kernel for the target chip and records it on the
+    function as `flash.schedule = #flash.schedule<...>`: which of the
+    config's schedule switches apply (ping-pong needs two consumer
+    warpgroups, overlap with one stage needs split release, claimed tiles a
+    persistent causal kernel, ...), the producer and consumer warpgroups and
+    the registers each keeps after `setmaxnreg`, the Q buffers, the launch
+    grid, and the variants that keep head dim 256 in registers. A program
+    whose config does not fit the target (shared memory) gets an error
+    here. `-convert-flash-to-gpu` lowers the recorded schedule and decides
+    nothing itself.
+
+    Besides the options below there is one `bool` option per schedule switch
+    of include/flashc/Config/ScheduleSwitches.def, named as flashc's flag
+    (`overlap`, `pingpong`, `split-release`, `persistent`, `tma-store-o`,
+    `dynamic-schedule`, `speculative-exp`): `false` turns that switch off
+    for every kernel, to compare schedules.
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "GPU architecture the kernel is written for">,
-    // The schedule comes from each kernel's #flash.config (default: all on,
-    // prototypes/gpu's best verified variant ovpps); these options can turn
-    // a switch off for every kernel, to compare schedules (ws_s2 = all
-    // three off, also verified).
-    Option<"overlap", "overlap", "bool", "true",
-           "Allow the configs' S/PV overlap (false: off everywhere; with "
-           "one stage it applies only with split release)">,
-    Option<"pingpong", "pingpong", "bool", "true",
-           "Allow the configs' ping-pong of two consumer warpgroups (false: "
-           "off everywhere; applies when warpgroups = 2)">,
-    Option<"splitRelease", "split-release", "bool", "true",
-           "Allow the configs' split K/V slot release (false: off "
-           "everywhere)">,
-    Option<"persistent", "persistent", "bool", "true",
-           "Allow the configs' persistent tile schedule (false: one block "
-           "per tile everywhere)">,
-    Option<"dynamicSchedule", "dynamic-schedule", "bool", "true",
-           "Allow the configs' claimed causal tiles (false: the static "
-           "schedule of query-block pairs everywhere)">,
-    Option<"tmaStoreO", "tma-store-o", "bool", "true",
-           "Allow the configs' TMA store of O (false: 4-byte global stores "
-           "everywhere; never in a persistent kernel with one Q buffer)">,
     Option<"prefetchNextBlock", "prefetch-next-block", "bool", "true",
            "Tiles grids (one block per tile, no causal mask): prefetch into "
            "L2 the Q and first K/V tile of the block that starts when this "
@@ -88,11 +73,25 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
            "clock64 at seven points of each tile program and writes them, "
            "with smid and globaltimer, over the LSE buffer instead of LSE "
            "(bench/stamps.py reads them). O is unchanged">,
-    Option<"speculativeExp", "speculative-exp", "bool", "true",
-           "Allow the configs' speculative exp: P against the running max "
-           "before the tile's own max is known (false: max first "
-           "everywhere)">,
   ];
+  let dependentDialects = ["::mlir::flash::FlashDialect"];
+}
+
+def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
+  let summary = "Lower scheduled attention tile programs to a Hopper kernel";
+  let description = [{
+    Each function holding a `flash.grid` attention tile program with its
+    `flash.schedule` (from `-flash-gpu-schedule`) becomes a `gpu.func`
+    kernel in a `gpu.module` of upstream dialects (gpu, nvgpu, nvvm, llvm,
+    arith, math, scf, memref): TMA loads of Q, K and V into swizzled
+    shared-memory rings completed on mbarriers, `wgmma` for both products
+    with P fed from registers, a producer warpgroup and consumer warpgroups
+    with `setmaxnreg`, the online softmax on the accumulator layout with
+    exp2, all as the schedule says. The kernel carries its launch contract
+    (threads, shared memory, grid rule, parameters) as the `flash.launch`
+    attribute, which the target layer writes into the kernel's metadata
+    JSON. The host function is removed: launching is the runtime's job.
+  }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",

@@ -11,6 +11,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include "flashc/Config/ScheduleSwitches.h"
+
 #include <string>
 
 namespace flashc {
@@ -22,22 +24,17 @@ struct TileOverrides {
   int64_t blockN = 0;
   int64_t stages = 0;
   int64_t warpgroups = 0;
-  int overlap = -1;
-  int pingpong = -1;
-  int splitRelease = -1;
-  int persistent = -1;
-  int tmaStoreO = -1;
-  int dynamicSchedule = -1;
-  int speculativeExp = -1;
+  ScheduleOverrides switches;
 };
 
 /// flash.attention -> the fused tile program (-flash-tile, -flash-fuse).
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOverrides &overrides);
 
 /// flash.attention -> a gpu.module kernel for `chip` (the fused tile
-/// program, then -convert-flash-to-gpu); lib/Target takes it from there.
-/// `probeStamps` builds the developer probe (convert-flash-to-gpu's
-/// probe-stamps: clock64 records over the LSE buffer).
+/// program, -flash-gpu-schedule, then -convert-flash-to-gpu); lib/Target
+/// takes it from there. `probeStamps` builds the developer probe
+/// (flash-gpu-schedule's probe-stamps: clock64 records over the LSE
+/// buffer).
 void buildGpuKernelPipeline(mlir::OpPassManager &pm,
                             const TileOverrides &overrides,
                             llvm::StringRef chip, bool probeStamps = false);

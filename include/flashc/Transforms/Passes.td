@@ -23,9 +23,12 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
     masks that cannot fire.
 
     The tile sizes come from the op's `#flash.config`; the options override
-    it (flashc's --block-m, --block-n, --stages, --warpgroups), and a default applies when neither
-    gives one. The chosen config is recorded on the enclosing function as
-    `flash.config`.
+    it (flashc's --block-m, --block-n, --stages, --warpgroups), and a default
+    applies when neither gives one. Each schedule switch of
+    include/flashc/Config/ScheduleSwitches.def is an `int` option too, named
+    as flashc's flag (`overlap`, `split-release`, ...): 1 turns it on, 0 off,
+    -1 (the default) keeps the config's. The chosen config is recorded on
+    the enclosing function as `flash.config`.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", "0",
@@ -36,25 +39,6 @@ def FlashTile : Pass<"flash-tile", "func::FuncOp"> {
            "K/V pipeline depth (0: from the op's config or default)">,
     Option<"warpgroups", "warpgroups", "int64_t", "0",
            "Consumer warpgroups (0: from the op's config or default)">,
-    Option<"overlap", "overlap", "int", "-1",
-           "S/PV overlap: 1 on, 0 off (-1: from the op's config or default)">,
-    Option<"pingpong", "pingpong", "int", "-1",
-           "Ping-pong: 1 on, 0 off (-1: from the op's config or default)">,
-    Option<"splitRelease", "split-release", "int", "-1",
-           "Split K/V release: 1 on, 0 off (-1: from the op's config or "
-           "default)">,
-    Option<"persistent", "persistent", "int", "-1",
-           "Persistent tile schedule: 1 on, 0 off (-1: from the op's config "
-           "or default)">,
-    Option<"tmaStoreO", "tma-store-o", "int", "-1",
-           "O stored by TMA: 1 on, 0 off (-1: from the op's config or "
-           "default)">,
-    Option<"dynamicSchedule", "dynamic-schedule", "int", "-1",
-           "Causal tiles claimed from a counter: 1 on, 0 off (-1: from the "
-           "op's config or default)">,
-    Option<"speculativeExp", "speculative-exp", "int", "-1",
-           "P before the tile's max: 1 on, 0 off (-1: from the op's config "
-           "or default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",

@@ -48,21 +48,38 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   SmallVector<Attribute> params = {
       tmaPtr("q", spec.blockM), tmaPtr("k", spec.blockN),
       tmaPtr("v", spec.blockN),
-      spec.tmaStoreO ? tmaPtr("o", 64)
+      spec.sw.tmaStoreO ? tmaPtr("o", 64)
                      : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
   if (spec.hasLse)
     params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_k")}}));
   params.push_back(dict({{"kind", str("f32")}, {"value", str("scale_log2")}}));
-  if (spec.persistent) {
+  if (spec.sw.persistent) {
     params.push_back(dict({{"kind", str("i32")}, {"value", str("batch")}}));
     params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
   }
-  if (spec.dynamicSchedule)
+  if (spec.sw.dynamicSchedule)
     params.push_back(dict({{"kind", str("tile_counter")}}));
+  // The tile sizes, the roles' registers and every schedule switch as
+  // applied (kernel.json's "config").
+  auto configDict = [&] {
+    SmallVector<std::pair<StringRef, Attribute>> entries = {
+        {"accumulator_regs", i64(spec.liveAccumulatorRegs())},
+        {"block_m", i64(spec.blockM)},
+        {"block_n", i64(spec.blockN)},
+        {"stages", i64(spec.stages)},
+        {"warpgroups", i64(spec.warpgroups)},
+        {"producer_warpgroups", i64(1)},
+        {"producer_regs", i64(spec.producerRegs())},
+        {"consumer_regs", i64(spec.consumerRegs())}};
+    for (const flashc::ScheduleSwitchInfo &info :
+         flashc::scheduleSwitchInfos())
+      entries.push_back({info.key, i64(spec.sw.*info.member)});
+    return dict(entries);
+  };
   DictionaryAttr grid =
-      spec.persistent ? dict({{"kind", str("persistent")}})
+      spec.sw.persistent ? dict({{"kind", str("persistent")}})
       : spec.sectionsGrid()
           ? dict({{"kind", str("sections")},
                   {"block_m", i64(spec.blockM)},
@@ -79,26 +96,13 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
        {"cluster", b.getDenseI64ArrayAttr({1, 1, 1})},
        {"shared_memory_bytes", i64(spec.sharedMemoryBytes())},
        {"grid", grid},
-       {"config", dict({{"accumulator_regs", i64(spec.liveAccumulatorRegs())},
-                        {"block_m", i64(spec.blockM)},
-                        {"block_n", i64(spec.blockN)},
-                        {"stages", i64(spec.stages)},
-                        {"warpgroups", i64(spec.warpgroups)},
-                        {"producer_warpgroups", i64(1)},
-                        {"producer_regs", i64(spec.producerRegs())},
-                        {"consumer_regs", i64(spec.consumerRegs())},
-                        {"overlap", i64(spec.overlap)},
-                        {"pingpong", i64(spec.pingpong)},
-                        {"split_release", i64(spec.split)},
-                        {"persistent", i64(spec.persistent)},
-                        {"tma_store_o", i64(spec.tmaStoreO)},
-                        {"dynamic_schedule", i64(spec.dynamicSchedule)},
-                        {"speculative_exp", i64(spec.speculativeExp)}})},
+       {"config", configDict()},
        {"params", b.getArrayAttr(params)}});
 }
 
 /// Builds the gpu.module holding the kernel of `spec` next to `func`.
-static void buildKernelModule(func::FuncOp func, const KernelSpec &spec) {
+static void buildKernelModule(func::FuncOp func, const KernelSpec &spec,
+                              ScheduleAttr schedule) {
   MLIRContext *ctx = func.getContext();
   ImplicitLocOpBuilder b(func.getLoc(), func);
   auto module =
@@ -108,13 +112,13 @@ static void buildKernelModule(func::FuncOp func, const KernelSpec &spec) {
   auto genericPtr = LLVM::LLVMPointerType::get(ctx);
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
   SmallVector<Type> args = {genericPtr, genericPtr, genericPtr,
-                            spec.tmaStoreO ? Type(genericPtr) : globalPtr};
+                            spec.sw.tmaStoreO ? Type(genericPtr) : globalPtr};
   if (spec.hasLse)
     args.push_back(globalPtr);
   args.append({b.getI32Type(), b.getI32Type(), b.getF32Type()});
-  if (spec.persistent)
+  if (spec.sw.persistent)
     args.append({b.getI32Type(), b.getI32Type()});
-  if (spec.dynamicSchedule)
+  if (spec.sw.dynamicSchedule)
     args.push_back(globalPtr);
   auto kernel =
       gpu::GPUFuncOp::create(b, spec.name, b.getFunctionType(args, {}));
@@ -124,6 +128,7 @@ static void buildKernelModule(func::FuncOp func, const KernelSpec &spec) {
   kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   b.getI32IntegerAttr(1));
   kernel->setAttr("flash.launch", buildLaunchAttr(ctx, spec));
+  kernel->setAttr(kScheduleAttrName, schedule);
 
   ImplicitLocOpBuilder kb(func.getLoc(), ctx);
   KernelEmitter emitter(kb, spec, &kernel.getBody().front());
@@ -138,24 +143,10 @@ struct ConvertFlashToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (chip != "sm_90a") {
-      module.emitError("flash-to-gpu: chip ")
-          << chip << " is not supported (the kernel uses wgmma, TMA and "
-          << "setmaxnreg: sm_90a only)";
-      return signalPassFailure();
-    }
-    // Functions that hold flash ops; others are left alone.
     SmallVector<func::FuncOp> funcs;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      bool hasFlash = func.walk([](Operation *op) {
-                            return isa<FlashDialect>(op->getDialect())
-                                       ? WalkResult::interrupt()
-                                       : WalkResult::advance();
-                          })
-                          .wasInterrupted();
-      if (hasFlash)
+    for (auto func : module.getOps<func::FuncOp>())
+      if (holdsFlashOps(func))
         funcs.push_back(func);
-    }
     bool failedAny = false;
     for (func::FuncOp func : funcs) {
       FailureOr<KernelSpec> spec = matchAttentionTileProgram(func);
@@ -163,49 +154,19 @@ struct ConvertFlashToGPUPass
         failedAny = true;
         continue;
       }
-      // The config asks for a schedule; a pass option set to false turns a
-      // switch off for every kernel (to compare schedules).
-      spec->split = spec->split && splitRelease;
-      // Overlap issues S_{j+1} before P_j V_j; without split release
-      // K_{j+1} can only land once V_j's slot is released, after P_j V_j, so
-      // with a single stage the two wait on each other (a hang seen on the
-      // GPU).
-      spec->overlap =
-          spec->overlap && overlap && (spec->split || spec->stages >= 2);
-      // The overlapped schedule carries P_j beside S_{j+1} and O. At D = 256
-      // (128 O registers) the hoisted Q descriptors and the masked
-      // overlapped body are what made ptxas spill; at D <= 128 neither is
-      // needed and both cost instructions.
-      spec->rematQDescriptors = spec->headDim > 128;
-      spec->serialMaskedTiles = spec->headDim > 128;
-      spec->pingpong = spec->pingpong && pingpong && spec->warpgroups == 2;
-      spec->persistent = spec->persistent && persistent;
-      if (spec->persistent) {
-        spec->qBuffers = 2;
-        if (spec->blockSharedMemoryBytes() > kMaxSharedMemory)
-          spec->qBuffers = 1;
-      }
-      // The matcher applied the config's flag to persistent causal kernels;
-      // the options can still turn either off.
-      spec->dynamicSchedule =
-          spec->dynamicSchedule && dynamicSchedule && spec->persistent;
-      spec->lagMax = !spec->causal;
-      spec->speculativeExp = spec->speculativeExp && speculativeExp;
-      // O is staged in the tile's Q buffer; with a single one the next
-      // tile's Q load would wait for the store.
-      spec->tmaStoreO = spec->tmaStoreO && tmaStoreO &&
-                        (!spec->persistent || spec->qBuffers == 2);
-      // A tiles grid only: persistent kernels load the next tile's Q into
-      // their second buffer, and a sections grid's blocks differ in length.
-      spec->prefetchNextBlock = prefetchNextBlock && spec->tilesGrid();
-      if (probeStamps && !spec->hasLse) {
-        func.emitError("probe-stamps writes its records over the LSE "
-                       "buffer: the kernel has none");
+      auto schedule = func->getAttrOfType<ScheduleAttr>(kScheduleAttrName);
+      if (!schedule) {
+        func.emitError("flash-to-gpu: no flash.schedule on the function "
+                       "(run -flash-gpu-schedule first)");
         failedAny = true;
         continue;
       }
-      spec->probeStamps = probeStamps;
-      buildKernelModule(func, *spec);
+      applySchedule(*spec, schedule);
+      if (failed(verifySchedule(func, *spec, schedule.getConsumers()))) {
+        failedAny = true;
+        continue;
+      }
+      buildKernelModule(func, *spec, schedule);
       func.erase();
     }
     if (failedAny)
@@ -217,3 +178,52 @@ struct ConvertFlashToGPUPass
 };
 
 } // namespace
+
+bool mlir::flash::gpu_lowering::holdsFlashOps(func::FuncOp func) {
+  return func
+      .walk([](Operation *op) {
+        return isa<FlashDialect>(op->getDialect()) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+LogicalResult
+mlir::flash::gpu_lowering::verifySchedule(func::FuncOp func,
+                                          const KernelSpec &spec,
+                                          int64_t consumers) {
+  // A schedule written by hand (or for another program) must still fit the
+  // program and the target.
+  if (consumers != spec.warpgroups)
+    return func.emitError("flash-to-gpu: the schedule's ")
+           << consumers << " consumers disagree with the config's "
+           << spec.warpgroups << " warpgroups";
+  if (spec.sw.dynamicSchedule && !spec.causal)
+    return func.emitError("flash-to-gpu: the schedule's dynamic_schedule "
+                          "needs the causal mask");
+  if (spec.prefetchNextBlock && !spec.tilesGrid())
+    return func.emitError("flash-to-gpu: the schedule's prefetch_next_block "
+                          "needs a tiles grid (no causal mask, not "
+                          "persistent)");
+  if (spec.sw.overlap && !spec.sw.splitRelease && spec.stages < 2)
+    return func.emitError("flash-to-gpu: the schedule's overlap with one "
+                          "stage needs split_release");
+  if (spec.sw.tmaStoreO && spec.sw.persistent && spec.qBuffers != 2)
+    return func.emitError("flash-to-gpu: the schedule's tma_store_o in a "
+                          "persistent kernel needs q_buffers = 2");
+  if (spec.probeStamps && !spec.hasLse)
+    return func.emitError("probe-stamps writes its records over the LSE "
+                          "buffer: the kernel has none");
+  if (spec.blockSharedMemoryBytes() > kMaxSharedMemory)
+    return func.emitError("flash-to-gpu: the config needs ")
+           << spec.blockSharedMemoryBytes()
+           << " bytes of shared memory, more than the " << kMaxSharedMemory
+           << " an sm_90a block may use (lower stages or block_n)";
+  if (spec.producerRegs() * 128 + spec.consumerRegs() * 128 * spec.warpgroups >
+          spec.launchRegs() * spec.threads())
+    return func.emitError("flash-to-gpu: the schedule's registers (producer ")
+           << spec.producerRegs() << ", consumers " << spec.consumerRegs()
+           << ") exceed the block's " << spec.launchRegs()
+           << " per thread at launch";
+  return success();
+}

@@ -51,13 +51,13 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
     lse.push_back(arith::SelectOp::create(b, empty, negInf, t2));
   }
 
-  if (spec.tmaStoreO)
+  if (spec.sw.tmaStoreO)
     storeOViaTma(accFinal, inv);
   // What is left for the registers to store: O (unless TMA stored it) and
   // LSE, both row by row with the bound check.
   // Under probeStamps the LSE buffer holds the probe's records.
   const bool storeLse = spec.hasLse && !spec.probeStamps;
-  if (spec.tmaStoreO && !storeLse)
+  if (spec.sw.tmaStoreO && !storeLse)
     return;
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
   Value by32 = arith::IndexCastOp::create(b, i32, blockY);
@@ -69,7 +69,7 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
     ifThen(inBounds, [&] {
       Value gRow = arith::AddIOp::create(b, headRow0, row);
       Value gRow64 = arith::ExtUIOp::create(b, i64, gRow);
-      if (!spec.tmaStoreO) {
+      if (!spec.sw.tmaStoreO) {
         Value rowBase = arith::MulIOp::create(b, gRow64, cI64(spec.headDim));
         Value col64 = arith::ExtUIOp::create(b, i64, col0);
         Value rowCol = arith::AddIOp::create(b, rowBase, col64);
@@ -174,7 +174,7 @@ void KernelEmitter::storeOViaTma(ArrayRef<Value> accFinal,
     // exit (one tile) or the producer load a later Q into it (persistent).
     NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
                                          b.getUnitAttr());
-    if (spec.persistent)
+    if (spec.sw.persistent)
       nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx),
                                       bar, qBarrier(spec.barQEmpty()));
   });

@@ -16,6 +16,8 @@
 #ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H
 #define FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H
 
+#include "Flash/FlashAttrs.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -53,86 +55,31 @@ struct KernelSpec {
   double scale;    // natural softmax scale
   float scaleLog2; // scale * log2(e), as the tile program has it
 
-  // Schedule (pass options; see Passes.td).
-  bool overlap = true;  // issue S_j and PV_{j-1} back to back
-  bool pingpong = true; // order the two consumers' GEMMs (warpgroups == 2)
-  bool split = true;    // release K slots after S, V slots after PV
-  /// One block per SM walking the tile schedule (TileSchedule.cpp) instead
-  /// of one block per tile.
-  bool persistent = false;
-  /// Let a row's running max lag the true max by up to 2^8 and rescale O
-  /// only when some row of the warp moved it (Softmax.cpp). Measured on the
-  /// H200 (FA3 shapes, same configs, bench/RESULTS.md 2026-12-03): without a
-  /// mask +0.1-6.6% (D256 N=4096 +6.6%, D64 N=4096 +6.5%); with the causal
-  /// mask mostly -1 to -5.5% (short rows move their max on most tiles, and
-  /// the branch made ptxas spill the persistent overlapped configs), so
-  /// only kernels without the causal mask lag.
+  /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
+  /// switches of include/flashc/Config/ScheduleSwitches.def as applied,
+  /// then what the schedule derived from them.
+  flashc::ScheduleSwitches sw;
+  /// Softmax.cpp: a row's running max may lag the true max by up to 2^8.
   bool lagMax = false;
-  /// Compute P against the running reference without this tile's max,
-  /// and take the max and P again only when a row sum shows it is needed
-  /// (Softmax.cpp, speculativeSoftmax). The reference then lags as with
-  /// lagMax, in every kernel but a tile program's first tile.
-  bool speculativeExp = false;
-  /// Rebuild the per-k-step Q descriptors in every key tile from one opaque
-  /// 32-bit low word instead of keeping them live across the loop (LLVM
-  /// hoists the loop-invariant adds: 2 * headDim / 16 registers), each a
-  /// 32-bit add under the constant high word. At D = 256 those registers
-  /// are what made the overlapped schedule spill. With 64-bit adds, built
-  /// just before the fence, every overlapped causal config still spilled,
-  /// as did the non-causal block_n 96 and 112 ones and the serial causal
-  /// block_n 128 one (ptxas, 2026-12-03). With the low words, one block per
-  /// tile, the overlapped causal block_n 64 and 80, non-causal 96 and 112
-  /// and serial 128 ones compile without spills; the persistent overlapped
-  /// ones still spill their tile state. At D <= 128 the rebuilt descriptors
-  /// cost 0-4% (bench/RESULTS.md), so there they stay live.
+  /// Wgmma.cpp: Q's per-k-step descriptors rebuilt in every key tile.
   bool rematQDescriptors = false;
-  /// Overlap only the unmasked key tiles; the masked ones (causal diagonal,
-  /// ragged tail) run serially after the overlapped loop drained. The
-  /// masked overlapped body is the schedule's register peak (mask indices
-  /// beside S_{j+1}, P_j and O): at D = 256 every causal config spilled.
+  /// KernelBody.cpp: only the unmasked key tiles overlapped.
   bool serialMaskedTiles = false;
-  /// Q buffers in shared memory: 2 for a persistent kernel where they fit,
-  /// so the producer loads tile t+1's Q (and then its K/V) while tile t
-  /// runs instead of after tile t's last S.
+  /// Q buffers in shared memory (2: the next tile's Q loads early).
   int64_t qBuffers = 1;
-  /// Store O with TMA: each consumer writes its 64 rows, 16-bit and
-  /// swizzled, over its own rows of the Q buffer (dead after its last S),
-  /// and one thread stores them as 128-byte lines. Otherwise every thread
-  /// stores 4-byte pieces, 5.5x the L2 write requests of cuDNN's kernel
-  /// (ncu, bench/RESULTS.md 2026-12-03). A persistent kernel then frees its
-  /// Q buffer after the store has read it, not after the last S, so only
-  /// one with two Q buffers (the next tile's Q is in the other) stores
-  /// this way.
-  bool tmaStoreO = false;
-  /// Persistent and causal (#flash.config dynamic_schedule): blocks claim
-  /// single query blocks, longest first, from a global counter as they
-  /// free up (FA3's dynamic scheduler) instead of walking a static share
-  /// of (longer, shorter) pairs. The producer claims the next tile once
-  /// the Q buffer it will use is free and publishes it beside that Q
-  /// (TileSchedule.cpp).
-  bool dynamicSchedule = false;
-  /// A tiles grid (one block per tile, no causal mask): once its producer
-  /// has issued its last K/V tile, it prefetches into L2 the Q and first
-  /// K/V tile of the block that starts about when this one ends
-  /// (TileSchedule.cpp), so that block's first loads hit L2 instead of
-  /// waiting on DRAM. Measured 0.4-1.6% faster at N = 2048, level at 8192
-  /// (bench/RESULTS.md batch 57).
+  /// TileSchedule.cpp: L2 prefetch of the next block's first loads.
   bool prefetchNextBlock = false;
-  /// Developer probe (ProbeStamps.cpp): per tile program and consumer, the
-  /// clock64 of the ProbePoints, written over the LSE buffer.
+  /// ProbeStamps.cpp: clock64 records over the LSE buffer.
   bool probeStamps = false;
+  /// Registers per thread after setmaxnreg.
+  int64_t producerRegCount = 24;
+  int64_t consumerRegCount = 240;
 
-  /// Registers per thread at launch, and after setmaxnreg for the producer
-  /// and the consumers. A persistent producer keeps the tile schedule live
-  /// beside its copy loop: with 24 registers ptxas spills it. It keeps 40,
-  /// or 32 beside four consumers, which then get 112 instead of 104 (D64
-  /// N = 512 / 1024: 2.6-4.5% faster, bench/RESULTS.md batches 96-97;
-  /// beside three consumers 160 instead of 152 was level).
-  int64_t producerRegs() const {
-    return persistent ? (warpgroups == 4 ? 32 : 40) : 24;
-  }
+  int64_t producerRegs() const { return producerRegCount; }
+  int64_t consumerRegs() const { return consumerRegCount; }
+  /// Registers per thread at launch: what ptxas gives every thread of a
+  /// maxntid-sized block with one block per SM.
   int64_t launchRegs() const;
-  int64_t consumerRegs() const;
 
   /// Causal with block_n < block_m: a key tile can start after one
   /// consumer's last row and before the block's, so each consumer walks its
@@ -149,10 +96,10 @@ struct KernelSpec {
   /// A causal kernel with one block per tile launches a "sections" grid
   /// (x: head in section, y: query block from the last, z: section), so
   /// the hardware's x-fastest block order is the persistent one.
-  bool sectionsGrid() const { return causal && !persistent; }
+  bool sectionsGrid() const { return causal && !sw.persistent; }
   /// Without the mask, one block per tile: the "tiles" grid (x: query
   /// block, y: batch*head).
-  bool tilesGrid() const { return !causal && !persistent; }
+  bool tilesGrid() const { return !causal && !sw.persistent; }
   /// 64-column (128-byte) boxes per tile row.
   int64_t boxesPerRow() const { return headDim / 64; }
   int64_t qBoxBytes() const { return blockM * 128; }
@@ -165,7 +112,7 @@ struct KernelSpec {
   /// dynamicSchedule: the claimed tile of each Q buffer (query block, -1
   /// when the work ran out, and head; i32 each), after the K/V ring.
   int64_t offTileIds() const { return offV() + stages * stageBytes(); }
-  int64_t tileIdBytes() const { return dynamicSchedule ? 8 * qBuffers : 0; }
+  int64_t tileIdBytes() const { return sw.dynamicSchedule ? 8 * qBuffers : 0; }
   /// Dynamic shared memory: the tiles plus 1 KiB to align the base by hand.
   int64_t sharedMemoryBytes() const {
     return offTileIds() + tileIdBytes() + 1024;
@@ -183,15 +130,15 @@ struct KernelSpec {
   int64_t barFullV() const { return stages; }
   int64_t barEmpty() const { return 2 * stages; }
   int64_t barEmptyK() const { return 3 * stages; }
-  int64_t barQ() const { return (split ? 4 : 3) * stages; }
+  int64_t barQ() const { return (sw.splitRelease ? 4 : 3) * stages; }
   int64_t barQEmpty() const { return barQ() + qBuffers; }
   int64_t numBarriers() const {
-    return barQ() + (persistent ? 2 * qBuffers : 1);
+    return barQ() + (sw.persistent ? 2 * qBuffers : 1);
   }
   /// Arrivals that free a Q buffer: every consumer thread after its last S,
   /// or with tmaStoreO one thread per consumer once O's store read it.
   int64_t qEmptyArrivals() const {
-    return tmaStoreO ? warpgroups : 128 * warpgroups;
+    return sw.tmaStoreO ? warpgroups : 128 * warpgroups;
   }
   /// The TMA box of O: one consumer's 64 rows of one 64-column box.
   int64_t oBoxBytes() const { return 64 * 128; }
@@ -202,7 +149,7 @@ struct KernelSpec {
   /// and with overlap P_j (bf16 pairs) beside S_{j+1}. flash-tune prunes
   /// configs where this cannot fit consumerRegs().
   int64_t liveAccumulatorRegs() const {
-    return oRegs() + sRegs() + (overlap ? sRegs() / 2 : 0);
+    return oRegs() + sRegs() + (sw.overlap ? sRegs() / 2 : 0);
   }
 };
 
@@ -210,6 +157,20 @@ struct KernelSpec {
 /// (one flash.grid, the Q load, one or two key loops, finalize, stores) and
 /// returns its description, or emits an error naming what is unsupported.
 FailureOr<KernelSpec> matchAttentionTileProgram(func::FuncOp func);
+
+/// Whether `func` holds any op of the flash dialect (the functions both
+/// passes work on; others are left alone).
+bool holdsFlashOps(func::FuncOp func);
+
+/// `spec` (as the matcher read it) with `schedule` applied.
+void applySchedule(KernelSpec &spec, ScheduleAttr schedule);
+/// The #flash.schedule that records what `spec` applies.
+ScheduleAttr scheduleAttrOf(MLIRContext *ctx, const KernelSpec &spec);
+/// Checks that the schedule in `spec` (with `consumers` consumer
+/// warpgroups) fits its program and the target (shared memory, registers,
+/// the switches' preconditions), with an error on `func` otherwise.
+LogicalResult verifySchedule(func::FuncOp func, const KernelSpec &spec,
+                             int64_t consumers);
 
 /// The kernel's launch contract (`flash.launch`).
 DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);

@@ -77,7 +77,7 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   tmK = cast(entry->getArgument(1), tmKVType);
   tmV = cast(entry->getArgument(2), tmKVType);
   unsigned next = 3;
-  if (spec.tmaStoreO)
+  if (spec.sw.tmaStoreO)
     tmO = cast(entry->getArgument(next++), tmOType);
   else
     outPtr = entry->getArgument(next++);
@@ -86,11 +86,11 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   seqQ = entry->getArgument(next++);
   seqK = entry->getArgument(next++);
   scaleLog2 = entry->getArgument(next++);
-  if (spec.persistent) {
+  if (spec.sw.persistent) {
     batchArg = entry->getArgument(next++);
     headsArg = entry->getArgument(next++);
   }
-  if (spec.dynamicSchedule)
+  if (spec.sw.dynamicSchedule)
     tileCounter = entry->getArgument(next++);
   // Constants go before the casts, in creation order.
   constBuilder.setInsertionPoint(tmQ.getDefiningOp());
@@ -158,7 +158,7 @@ KernelEmitter::ifThenElse(Value cond, TypeRange types,
 
 void KernelEmitter::emitKernel() {
   emitSharedMemoryAndBarriers();
-  if (!spec.persistent)
+  if (!spec.sw.persistent)
     emitTileBounds();
 
   Value wg = arith::DivUIOp::create(b, tid32, cI32(128));
@@ -196,22 +196,22 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
     row0 = arith::AddIOp::create(b, rowInBlock, m0);
     row1 = arith::AddIOp::create(b, row0, cI32(8));
   };
-  if (!spec.persistent)
+  if (!spec.sw.persistent)
     setRows();
   col0 = arith::MulIOp::create(b, quad, cI32(2));
   emitDescriptors(consumerIdx);
 
   auto waitQ = [&] {
     nvgpu::MBarrierTryWaitParityOp::create(
-        b, bar, spec.persistent ? qParity : cI1(false), cIndex(kWaitTicks),
+        b, bar, spec.sw.persistent ? qParity : cI1(false), cIndex(kWaitTicks),
         qBarrier(spec.barQ()));
   };
   // A block that owns one tile waits for Q before the ping-pong starts, as
   // it always did; a persistent one waits per tile.
-  if (!spec.persistent)
+  if (!spec.sw.persistent)
     waitQ();
   probeStamp(BlockQArrived);
-  if (spec.pingpong) {
+  if (spec.sw.pingpong) {
     // Consumer 1 lets consumer 0 issue its GEMMs first. Both consumers work
     // on the same tiles, so the turns stay paired across a persistent
     // block's tiles.
@@ -223,19 +223,19 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
 
   forEachTile(/*producer=*/false, [&] {
     probeStamp(TileStart);
-    if (spec.persistent) {
+    if (spec.sw.persistent) {
       setRows();
       selectQBuffer();
-      if (!spec.dynamicSchedule)
+      if (!spec.sw.dynamicSchedule)
         waitQ();
     }
     emitOwnKeyRange();
     probeStamp(TileQArrived);
     // The serial schedule has no separate first tile.
-    if (!spec.overlap)
+    if (!spec.sw.overlap)
       probeStamp(FirstSoftmaxDone);
     SmallVector<Value> state =
-        spec.overlap ? emitOverlappedLoops() : emitSerialLoops();
+        spec.sw.overlap ? emitOverlappedLoops() : emitSerialLoops();
     skipUnseenKeyTiles();
     probeStamp(KeyLoopsDone);
     releaseQIfNoKeyTiles();
@@ -249,7 +249,7 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
 void KernelEmitter::schedSync() {
   // Named barrier 1 + cw: this consumer's turn to issue (256 threads: both
   // consumers take part, the other one arrives).
-  if (!spec.pingpong)
+  if (!spec.sw.pingpong)
     return;
   Value id = arith::AddIOp::create(b, consumerIdx, cI32(1));
   NVVM::BarrierOp::create(b, Type(), id, cI32(256),
@@ -258,7 +258,7 @@ void KernelEmitter::schedSync() {
 
 void KernelEmitter::schedArrive() {
   // Hand the turn to the other consumer: barrier 1 + (1 - cw).
-  if (!spec.pingpong)
+  if (!spec.sw.pingpong)
     return;
   Value other = arith::SubIOp::create(b, cI32(2), consumerIdx);
   NVVM::BarrierArriveOp::create(b, other, cI32(256));
@@ -315,13 +315,13 @@ void KernelEmitter::skipUnseenKeyTiles() {
     return;
   // The other consumer spends one turn per tile in the overlapped loops
   // (S_j beside PV_{j-1}) and two in serial steps (S_j, then PV_j).
-  const bool overlapped = spec.overlap && !spec.serialMaskedTiles;
+  const bool overlapped = spec.sw.overlap && !spec.serialMaskedTiles;
   // One block per tile: the block's nHi again, from m0 behind an empty asm.
   // Kept from the tile bounds it would be one more register through the
   // key loops (ptxas then spilled D256 causal bm128 bn80). A persistent
   // kernel keeps nHi for the next tile's ring position anyway.
   Value blockHiIdx = nHiIdx;
-  if (!spec.persistent) {
+  if (!spec.sw.persistent) {
     Value rowsEnd =
         arith::AddIOp::create(b, fenceOperand(b, m0), cI32(spec.blockM));
     blockHiIdx =
@@ -344,7 +344,7 @@ void KernelEmitter::skipUnseenKeyTiles() {
     }
     return SmallVector<Value>();
   });
-  if (!overlapped || !spec.pingpong)
+  if (!overlapped || !spec.sw.pingpong)
     return;
   // Without key tiles a consumer also skipped the first S's turn.
   Value none =

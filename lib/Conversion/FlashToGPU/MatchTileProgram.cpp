@@ -35,21 +35,6 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-int64_t KernelSpec::launchRegs() const {
-  // What ptxas gives every thread of a maxntid-sized block with one block
-  // per SM: 64K registers over the threads, in multiples of 8, at most 240.
-  return std::min<int64_t>(240, 65536 / threads() / 8 * 8);
-}
-
-int64_t KernelSpec::consumerRegs() const {
-  // setmaxnreg moves registers only within the block's launch allocation:
-  // what the producer gives up is all the consumers can take. Asking for
-  // more blocks the consumers' setmaxnreg.inc forever (a hang seen on the
-  // GPU with 4 consumers at 120 where 112 is all there is). Multiples of 8,
-  // at most 240 (headroom under the 255 limit).
-  int64_t pool = launchRegs() * (warpgroups + 1) - producerRegs();
-  return std::min<int64_t>(240, pool / warpgroups / 8 * 8);
-}
 
 namespace {
 
@@ -192,12 +177,8 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.blockN = config.getBlockN();
   spec.stages = config.getStages();
   spec.warpgroups = config.getWarpgroups();
-  spec.overlap = config.getOverlap();
-  spec.pingpong = config.getPingpong();
-  spec.split = config.getSplitRelease();
-  spec.persistent = config.getPersistent();
-  spec.tmaStoreO = config.getTmaStoreO();
-  spec.speculativeExp = config.getSpeculativeExp();
+  // What the config asks for; -flash-gpu-schedule decides what applies.
+  spec.sw = config.getSwitches();
   if (spec.blockM != 64 * spec.warpgroups)
     return func.emitError("flash-to-gpu: block_m = ")
            << spec.blockM << " with warpgroups = " << spec.warpgroups
@@ -271,16 +252,6 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return finalize.emitError("flash-to-gpu: the GPU kernel needs the base-2 "
                               "flash.finalize (run -flash-fuse)");
   spec.causal = maskCausal.value_or(false);
-  // Claimed tiles (and their shared-memory slots) only where a block walks
-  // several tiles and causal ones differ in cost; without the mask the
-  // static round robin is already balanced.
-  spec.dynamicSchedule =
-      config.getDynamicSchedule() && spec.persistent && spec.causal;
-  if (spec.blockSharedMemoryBytes() > kMaxSharedMemory)
-    return func.emitError("flash-to-gpu: the config needs ")
-           << spec.blockSharedMemoryBytes()
-           << " bytes of shared memory, more than the " << kMaxSharedMemory
-           << " an sm_90a block may use (lower stages or block_n)";
   spec.scaleLog2 = *scaleLog2;
   spec.scale = double(spec.scaleLog2) / M_LOG2E;
 

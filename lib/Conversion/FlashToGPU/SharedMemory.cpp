@@ -59,14 +59,14 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
       // Every consumer thread arrives once it is done with the slot.
       nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
                                     cIndex(spec.barEmpty() + s), Value());
-      if (spec.split)
+      if (spec.sw.splitRelease)
         nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
                                       cIndex(spec.barEmptyK() + s), Value());
     }
     for (int64_t q = 0; q < spec.qBuffers; ++q) {
       nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ() + q),
                                     Value());
-      if (spec.persistent)
+      if (spec.sw.persistent)
         nvgpu::MBarrierInitOp::create(b, bar, cIndex(spec.qEmptyArrivals()),
                                       cIndex(spec.barQEmpty() + q), Value());
     }
@@ -83,7 +83,7 @@ void KernelEmitter::emitTileBounds() {
   // N = 4096: 6% of the work). Not with the TMA store of O: a box that
   // starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200,
   // bench/RESULTS.md batch 76) where one past the end is clipped.
-  if (spec.causal && !spec.tmaStoreO) {
+  if (spec.causal && !spec.sw.tmaStoreO) {
     // A causal kernel is a sections grid or persistent: both set it.
     Value fromEnd = arith::SubIOp::create(b, numQueryBlocks, blockX32);
     m0 = arith::SubIOp::create(
@@ -237,14 +237,14 @@ void KernelEmitter::emitProducer() {
     nvgpu::TmaPrefetchOp::create(b, tmV, Value());
     forEachTile(/*producer=*/true, [&] {
       // With dynamicSchedule the claim loop waited already.
-      if (spec.persistent && !spec.dynamicSchedule)
+      if (spec.sw.persistent && !spec.sw.dynamicSchedule)
         waitQBufferFree();
       issueQ();
       forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
         Value pos = ringPosition(j);
         Value reuse = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, pos,
                                             cIndex(spec.stages));
-        if (!spec.split) {
+        if (!spec.sw.splitRelease) {
           ifThen(reuse, [&] { waitEmpty(pos, spec.barEmpty()); });
           issueKV(j);
           return SmallVector<Value>();

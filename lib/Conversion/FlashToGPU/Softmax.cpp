@@ -93,7 +93,7 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
       s[i] = arith::SelectOp::create(b, ok, s[i], negInf);
     }
   }
-  if (spec.speculativeExp && !firstTile)
+  if (spec.sw.speculativeExp && !firstTile)
     return speculativeSoftmax(s, mOld, lOld);
 
   SoftmaxResult res;

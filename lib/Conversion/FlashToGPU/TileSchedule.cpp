@@ -118,7 +118,7 @@ void KernelEmitter::prefetchNextBlockInputs() {
 }
 
 void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
-  if (!spec.persistent) {
+  if (!spec.sw.persistent) {
     body();
     return;
   }
@@ -126,7 +126,7 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
   numQueryBlocks = numM;
   Value heads = arith::MulIOp::create(b, batchArg, headsArg);
   // Work items per head: query blocks, or (causal, static) pairs of them.
-  Value perHead = spec.causal && !spec.dynamicSchedule
+  Value perHead = spec.causal && !spec.sw.dynamicSchedule
                       ? arith::CeilDivUIOp::create(b, numM, cI32(2)).getResult()
                       : numM;
   Value numItems = arith::MulIOp::create(b, perHead, heads);
@@ -195,7 +195,7 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
     return {nextBase, nextDone};
   };
 
-  if (spec.dynamicSchedule) {
+  if (spec.sw.dynamicSchedule) {
     auto blockOf = [&](Value t) -> std::pair<Value, Value> {
       auto [level, head] = locate(t);
       return {arith::SubIOp::create(b, last, level), head};
@@ -356,14 +356,14 @@ void KernelEmitter::releaseQ(Value cond) {
 
 void KernelEmitter::releaseQAfterLastS(Value j) {
   // With tmaStoreO the epilogue frees Q, after O's store read the buffer.
-  if (!spec.persistent || spec.tmaStoreO)
+  if (!spec.sw.persistent || spec.sw.tmaStoreO)
     return;
   Value last = arith::SubIOp::create(b, ownHiIdx, cIndex(1));
   releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, last));
 }
 
 void KernelEmitter::releaseQIfNoKeyTiles() {
-  if (!spec.persistent || spec.tmaStoreO)
+  if (!spec.sw.persistent || spec.sw.tmaStoreO)
     return;
   releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0)));
 }

@@ -158,7 +158,7 @@ void KernelEmitter::release(Value slot) {
 }
 
 void KernelEmitter::releaseK(Value slot) {
-  if (!spec.split)
+  if (!spec.sw.splitRelease)
     return;
   Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmptyK()));
   nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,

@@ -23,6 +23,7 @@
 
 using namespace llvm;
 using namespace flashc::tune;
+using flashc::ScheduleSwitches;
 
 namespace {
 
@@ -79,9 +80,9 @@ TEST(SearchSpace, CrossProductInOrder) {
   space.blockN = {64, 128, 256};
   space.stages = {2};
   space.warpgroups = {1, 2};
-  space.overlap = {true};
-  space.pingpong = {true, false};
-  space.splitRelease = {true};
+  space.axis(&ScheduleSwitches::overlap) = {true};
+  space.axis(&ScheduleSwitches::pingpong) = {true, false};
+  space.axis(&ScheduleSwitches::splitRelease) = {true};
   std::vector<TuneConfig> configs = enumerateConfigs(space);
   ASSERT_EQ(configs.size(), space.size());
   EXPECT_EQ(configs.size(), 2u * 3 * 1 * 2 * 1 * 2 * 1);
@@ -99,14 +100,14 @@ TEST(SearchSpace, DefaultSpaceSearchesTheTileAxes) {
   EXPECT_EQ(space.size(), 4u * 7u * 4u * 4u * 2u);
   for (size_t n : {space.blockM.size(), space.blockN.size(),
                    space.stages.size(), space.warpgroups.size(),
-                   space.overlap.size()})
+                   space.axis(&ScheduleSwitches::overlap).size()})
     EXPECT_GT(n, 1u);
-  EXPECT_EQ(space.pingpong, SmallVector<bool>{true});
-  EXPECT_EQ(space.splitRelease, SmallVector<bool>{true});
-  EXPECT_EQ(space.persistent, SmallVector<bool>{false});
-  EXPECT_EQ(space.tmaStoreO, SmallVector<bool>{true});
-  EXPECT_EQ(space.dynamicSchedule, SmallVector<bool>{true});
-  EXPECT_EQ(space.speculativeExp, SmallVector<bool>{false});
+  EXPECT_EQ(space.axis(&ScheduleSwitches::pingpong), SmallVector<bool>{true});
+  EXPECT_EQ(space.axis(&ScheduleSwitches::splitRelease), SmallVector<bool>{true});
+  EXPECT_EQ(space.axis(&ScheduleSwitches::persistent), SmallVector<bool>{false});
+  EXPECT_EQ(space.axis(&ScheduleSwitches::tmaStoreO), SmallVector<bool>{true});
+  EXPECT_EQ(space.axis(&ScheduleSwitches::dynamicSchedule), SmallVector<bool>{true});
+  EXPECT_EQ(space.axis(&ScheduleSwitches::speculativeExp), SmallVector<bool>{false});
 }
 
 TEST(SearchSpace, SpeculativeExpIsAnAxis) {
@@ -115,15 +116,15 @@ TEST(SearchSpace, SpeculativeExpIsAnAxis) {
   space.blockN = {128};
   space.stages = {2};
   space.warpgroups = {2};
-  space.overlap = {true};
-  space.persistent = {true};
-  space.speculativeExp = {false, true};
+  space.axis(&ScheduleSwitches::overlap) = {true};
+  space.axis(&ScheduleSwitches::persistent) = {true};
+  space.axis(&ScheduleSwitches::speculativeExp) = {false, true};
   std::vector<TuneConfig> configs = enumerateConfigs(space);
   ASSERT_EQ(configs.size(), 2u);
-  EXPECT_FALSE(configs[0].speculativeExp);
-  EXPECT_TRUE(configs[1].speculativeExp);
-  EXPECT_EQ(configs[0].str(), "bm128 bn128 s2 wg2 ov pp sr ps");
-  EXPECT_EQ(configs[1].str(), "bm128 bn128 s2 wg2 ov pp sr ps spx");
+  EXPECT_FALSE(configs[0].switches.speculativeExp);
+  EXPECT_TRUE(configs[1].switches.speculativeExp);
+  EXPECT_EQ(configs[0].str(), "bm128 bn128 s2 wg2 ps");
+  EXPECT_EQ(configs[1].str(), "bm128 bn128 s2 wg2 ps spx");
 }
 
 TEST(Config, SpeculativeExpJsonRoundTripAndLegacyDefault) {
@@ -137,7 +138,7 @@ TEST(Config, SpeculativeExpJsonRoundTripAndLegacyDefault) {
   Expected<TuneConfig> legacy =
       configFromJson(json::Value(std::move(object)), "c");
   ASSERT_TRUE(bool(legacy));
-  EXPECT_FALSE(legacy->speculativeExp);
+  EXPECT_FALSE(legacy->switches.speculativeExp);
   json::Object bad = toJson(config);
   bad["speculative_exp"] = 3;
   Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
@@ -153,16 +154,16 @@ TEST(SearchSpace, DynamicScheduleIsAnAxis) {
   space.blockN = {128};
   space.stages = {4};
   space.warpgroups = {2};
-  space.overlap = {true};
-  space.persistent = {true};
-  space.dynamicSchedule = {true, false};
+  space.axis(&ScheduleSwitches::overlap) = {true};
+  space.axis(&ScheduleSwitches::persistent) = {true};
+  space.axis(&ScheduleSwitches::dynamicSchedule) = {true, false};
   std::vector<TuneConfig> configs = enumerateConfigs(space);
   ASSERT_EQ(configs.size(), 2u);
-  EXPECT_TRUE(configs[0].dynamicSchedule);
-  EXPECT_FALSE(configs[1].dynamicSchedule);
+  EXPECT_TRUE(configs[0].switches.dynamicSchedule);
+  EXPECT_FALSE(configs[1].switches.dynamicSchedule);
   EXPECT_NE(configs[0], configs[1]);
-  EXPECT_EQ(configs[0].str(), "bm128 bn128 s4 wg2 ov pp sr ps");
-  EXPECT_EQ(configs[1].str(), "bm128 bn128 s4 wg2 ov pp sr ps -dyn");
+  EXPECT_EQ(configs[0].str(), "bm128 bn128 s4 wg2 ps");
+  EXPECT_EQ(configs[1].str(), "bm128 bn128 s4 wg2 ps -dyn");
 }
 
 TEST(Config, DynamicScheduleJsonRoundTripAndLegacyDefault) {
@@ -174,14 +175,14 @@ TEST(Config, DynamicScheduleJsonRoundTripAndLegacyDefault) {
   // one-block-per-tile entry the flag keeps the config's default.
   for (bool persistent : {true, false}) {
     TuneConfig old = config;
-    old.persistent = persistent;
-    old.dynamicSchedule = true;
+    old.switches.persistent = persistent;
+    old.switches.dynamicSchedule = true;
     json::Object object = toJson(old);
     object.erase("dynamic_schedule");
     Expected<TuneConfig> legacy =
         configFromJson(json::Value(std::move(object)), "c");
     ASSERT_TRUE(bool(legacy));
-    EXPECT_EQ(legacy->dynamicSchedule, !persistent) << persistent;
+    EXPECT_EQ(legacy->switches.dynamicSchedule, !persistent) << persistent;
   }
   json::Object bad = toJson(config);
   bad["dynamic_schedule"] = 2;
@@ -198,15 +199,15 @@ TEST(SearchSpace, TmaStoreIsAnAxis) {
   space.blockN = {64};
   space.stages = {2};
   space.warpgroups = {4};
-  space.overlap = {false};
-  space.tmaStoreO = {true, false};
+  space.axis(&ScheduleSwitches::overlap) = {false};
+  space.axis(&ScheduleSwitches::tmaStoreO) = {true, false};
   std::vector<TuneConfig> configs = enumerateConfigs(space);
   ASSERT_EQ(configs.size(), 2u);
-  EXPECT_TRUE(configs[0].tmaStoreO);
-  EXPECT_FALSE(configs[1].tmaStoreO);
+  EXPECT_TRUE(configs[0].switches.tmaStoreO);
+  EXPECT_FALSE(configs[1].switches.tmaStoreO);
   EXPECT_NE(configs[0], configs[1]);
-  EXPECT_EQ(configs[0].str(), "bm256 bn64 s2 wg4 - pp sr");
-  EXPECT_EQ(configs[1].str(), "bm256 bn64 s2 wg4 - pp sr -tma");
+  EXPECT_EQ(configs[0].str(), "bm256 bn64 s2 wg4 -ov");
+  EXPECT_EQ(configs[1].str(), "bm256 bn64 s2 wg4 -ov -tma");
 }
 
 TEST(Config, TmaStoreJsonRoundTripAndLegacyDefault) {
@@ -226,7 +227,7 @@ TEST(Config, TmaStoreJsonRoundTripAndLegacyDefault) {
     Expected<TuneConfig> legacy =
         configFromJson(json::Value(std::move(object)), "c");
     ASSERT_TRUE(bool(legacy));
-    EXPECT_EQ(legacy->tmaStoreO, warpgroups <= 2) << warpgroups;
+    EXPECT_EQ(legacy->switches.tmaStoreO, warpgroups <= 2) << warpgroups;
   }
   json::Object bad = toJson(config);
   bad["tma_store_o"] = -1;
@@ -242,15 +243,15 @@ TEST(SearchSpace, PersistentIsAnAxis) {
   space.blockN = {128};
   space.stages = {2};
   space.warpgroups = {2};
-  space.overlap = {true};
-  space.persistent = {false, true};
+  space.axis(&ScheduleSwitches::overlap) = {true};
+  space.axis(&ScheduleSwitches::persistent) = {false, true};
   std::vector<TuneConfig> configs = enumerateConfigs(space);
   ASSERT_EQ(configs.size(), 2u);
-  EXPECT_FALSE(configs[0].persistent);
-  EXPECT_TRUE(configs[1].persistent);
+  EXPECT_FALSE(configs[0].switches.persistent);
+  EXPECT_TRUE(configs[1].switches.persistent);
   EXPECT_NE(configs[0], configs[1]);
-  EXPECT_EQ(configs[0].str(), "bm128 bn128 s2 wg2 ov pp sr");
-  EXPECT_EQ(configs[1].str(), "bm128 bn128 s2 wg2 ov pp sr ps");
+  EXPECT_EQ(configs[0].str(), "bm128 bn128 s2 wg2");
+  EXPECT_EQ(configs[1].str(), "bm128 bn128 s2 wg2 ps");
 }
 
 TEST(Config, PersistentJsonRoundTripAndDefault) {
@@ -264,7 +265,7 @@ TEST(Config, PersistentJsonRoundTripAndDefault) {
   old.erase("persistent");
   Expected<TuneConfig> legacy = configFromJson(json::Value(std::move(old)), "c");
   ASSERT_TRUE(bool(legacy));
-  EXPECT_FALSE(legacy->persistent);
+  EXPECT_FALSE(legacy->switches.persistent);
   json::Object bad = toJson(config);
   bad["persistent"] = 2;
   Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
@@ -455,7 +456,7 @@ TEST(TuningDb, TableHasOneLinePerEntry) {
   raw_string_ostream os(text);
   db.printTable(os);
   EXPECT_NE(text.find("NVIDIA H200"), std::string::npos) << text;
-  EXPECT_NE(text.find("bm128 bn128 s2 wg2 ov pp sr"), std::string::npos)
+  EXPECT_NE(text.find("bm128 bn128 s2 wg2"), std::string::npos)
       << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
 }

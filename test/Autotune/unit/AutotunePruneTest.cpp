@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 using namespace flashc::tune;
+using flashc::ScheduleSwitches;
 
 namespace {
 
@@ -111,7 +112,7 @@ TEST(Prune, OverBudgetConfigsAreNotCompiled) {
   space.blockN = {128, 256};
   space.stages = {1};
   space.warpgroups = {2};
-  space.overlap = {true, false};
+  space.axis(&ScheduleSwitches::overlap) = {true, false};
   std::vector<TuneConfig> configs = enumerateConfigs(space);
   CompileOptions options;
   options.threads = 2;
@@ -130,9 +131,9 @@ TEST(Prune, SameKernelIsOneCandidate) {
   space.blockN = {128};
   space.stages = {2};
   space.warpgroups = {1, 2};
-  space.overlap = {true};
-  space.pingpong = {true, false};
-  space.splitRelease = {true};
+  space.axis(&ScheduleSwitches::overlap) = {true};
+  space.axis(&ScheduleSwitches::pingpong) = {true, false};
+  space.axis(&ScheduleSwitches::splitRelease) = {true};
   std::vector<TuneConfig> configs = enumerateConfigs(space);
   ASSERT_EQ(configs.size(), 8u);
   CompileOptions options;
