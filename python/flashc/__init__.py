@@ -12,6 +12,12 @@ contiguous, 16-byte aligned). The launch goes on torch's current stream of
 q's device; every error of the runtime is raised as flashc.FlashcError with
 the runtime's message. libflashrt.so is found through $FLASHC_RUNTIME_LIB,
 next to this package, or in the usual build directories.
+
+Forward only: flashc has no backward pass yet. Where q, k or v requires grad
+(and grad mode is on) the forward runs as usual, but O (and LSE) carry a
+backward that raises FlashcError, so that loss.backward() fails instead of
+silently dropping attention's gradients. Detach q, k, v for inference, or
+train with torch.nn.functional.scaled_dot_product_attention.
 """
 
 import ctypes
@@ -25,7 +31,8 @@ _DTYPE_BF16, _DTYPE_F16, _DTYPE_F32 = 0, 1, 2
 
 
 class FlashcError(RuntimeError):
-    """A failure reported by libflashrt; .status is the flashrt_status code."""
+    """A failure reported by libflashrt; .status is the flashrt_status code
+    (None for the missing backward pass, which no runtime call reports)."""
 
     def __init__(self, status, message):
         super().__init__(message)
@@ -172,7 +179,23 @@ class Kernel:
             return h
 
     def __call__(self, q, k, v, out=None, lse=None):
-        """Returns O (B x H x Nq x D), or (O, LSE) if the kernel writes LSE."""
+        """Returns O (B x H x Nq x D), or (O, LSE) if the kernel writes LSE.
+
+        Forward only. Where q, k or v requires grad (and grad mode is on),
+        the outputs come from a torch.autograd.Function whose backward
+        raises FlashcError ("flashc has no backward pass yet"), so that a
+        loss.backward() through them fails instead of silently dropping
+        attention's gradients; the forward runs as usual. Otherwise no
+        autograd node is made.
+        """
+        import torch
+        if torch.is_grad_enabled() and any(
+                getattr(t, "requires_grad", False) for t in (q, k, v)):
+            return _forward_only().apply(self, q, k, v, out, lse)
+        return self._launch(q, k, v, out, lse)
+
+    def _launch(self, q, k, v, out, lse):
+        """The runtime call; (out, lse) or out as __call__ returns."""
         import torch
         descs = [_describe(n, t) for n, t in (("q", q), ("k", k), ("v", v))]
         if out is None:
@@ -198,6 +221,42 @@ class Kernel:
         for h in getattr(self, "_handles", {}).values():
             if lib is not None:
                 lib.flashrt_kernel_destroy(h)
+
+
+_NO_BACKWARD = (
+    "flashc has no backward pass yet: the attention output was computed from "
+    "q, k or v that require grad, and flashc cannot compute their gradients; "
+    "detach q, k, v (or run under torch.no_grad()) for inference, or use "
+    "torch.nn.functional.scaled_dot_product_attention for training")
+
+_forward_only_class = None
+
+
+def _forward_only():
+    """The torch.autograd.Function __call__ uses where an input needs grad:
+    its forward is the launch, its backward raises (built on first use, so
+    that importing flashc does not import torch)."""
+    global _forward_only_class
+    if _forward_only_class is None:
+        import torch
+
+        class FlashcAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, kernel, q, k, v, out, lse):
+                res = kernel._launch(q, k, v, out, lse)
+                # Caller-given buffers are written in place: they become this
+                # node's outputs (as an in-place op's result would).
+                given = [t for t in (out, lse) if t is not None]
+                if given:
+                    ctx.mark_dirty(*given)
+                return res
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise FlashcError(None, _NO_BACKWARD)
+
+        _forward_only_class = FlashcAttention
+    return _forward_only_class
 
 
 def load(path, device=None):
