@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""CPU test of python/flashc's autograd guard (no GPU, no libflashrt).
+"""CPU tests of python/flashc (no GPU, no libflashrt).
 
 flashc has no backward pass: where q, k or v requires grad, the outputs must
 carry a backward that raises FlashcError, not silently drop attention's
 gradients. The runtime call (Kernel._launch) is replaced by a stand-in that
-writes CPU attention into the output buffers, so the guard is
-tested without a device. Exits 77 (ctest: skipped) with a "skipped: ..."
+writes CPU attention into the output buffers, so the guard is tested without
+a device. LaunchTest runs _launch itself against a stand-in runtime to check
+the buffers it allocates. Exits 77 (ctest: skipped) with a "skipped: ..."
 line where PyTorch is not installed.
 """
 import math
@@ -149,6 +150,66 @@ class GradTest(unittest.TestCase):
         self.assertTrue(torch.equal(out.detach(), ref))
         with self.assertRaisesRegex(flashc.FlashcError, "no backward pass"):
             out.float().sum().backward()
+
+
+class LaunchTest(unittest.TestCase):
+    """Kernel._launch against a stand-in runtime: the descriptors it would
+    pass are recorded instead."""
+
+    def setUp(self):
+        self.described = {}
+        saved = (flashc._describe, flashc.runtime_library,
+                 torch.cuda.current_stream)
+
+        def describe(name, t):
+            self.described[name] = t
+            return flashc._Tensor()
+
+        class Lib:
+            @staticmethod
+            def flashrt_launch(*args):
+                return 0
+
+        class Stream:
+            cuda_stream = 0
+
+        flashc._describe = describe
+        flashc.runtime_library = lambda: Lib
+        torch.cuda.current_stream = lambda device=None: Stream
+        self.addCleanup(self.restore, saved)
+
+    @staticmethod
+    def restore(saved):
+        (flashc._describe, flashc.runtime_library,
+         torch.cuda.current_stream) = saved
+
+    def kernel(self, has_lse):
+        kern = object.__new__(flashc.Kernel)
+        kern.has_lse = has_lse
+        kern._handle = lambda device: None
+        return kern
+
+    def test_outputs_are_contiguous_whatever_q_is(self):
+        # A B x S x H x D tensor viewed as B x H x S x D (accepted for q
+        # where B == 1): O must still be dense B x H x N x D, as a kernel
+        # writing O with plain stores takes nothing else.
+        x = torch.randn(1, 20, 3, 64, dtype=torch.bfloat16)
+        q = x.transpose(1, 2)
+        o, lse = self.kernel(True)._launch(q, q, q, None, None)
+        self.assertIs(self.described["o"], o)
+        self.assertEqual(o.shape, q.shape)
+        self.assertEqual(o.dtype, q.dtype)
+        self.assertTrue(o.is_contiguous())
+        self.assertEqual(lse.shape, (1, 3, 20))
+        self.assertEqual(lse.dtype, torch.float32)
+        self.assertTrue(lse.is_contiguous())
+
+    def test_given_buffers_are_used(self):
+        q = torch.randn(2, 3, 20, 64, dtype=torch.float16)
+        out = torch.empty_like(q)
+        o = self.kernel(False)._launch(q, q, q, out, None)
+        self.assertIs(o, out)
+        self.assertNotIn("lse", self.described)
 
 
 if __name__ == "__main__":
