@@ -7,11 +7,47 @@ no build step. Usage::
     attn = flashc.load("kernel.cubin")       # kernel.json beside it
     o = attn(q, k, v)                        # or (o, lse) if the kernel has LSE
 
-q, k, v are CUDA tensors B x H x N x D (any strides with the last dimension
-contiguous, 16-byte aligned). The launch goes on torch's current stream of
-q's device; every error of the runtime is raised as flashc.FlashcError with
-the runtime's message. libflashrt.so is found through $FLASHC_RUNTIME_LIB,
-next to this package, or in the usual build directories.
+q is B x H x Nq x D, k and v are B x H x Nk x D (same B, H and D; B, H, N at
+least 1), CUDA tensors on q's device, of the kernel's dtype (bfloat16 or
+float16) and head dim D. The launch goes on torch's current stream of q's
+device. libflashrt.so is found through $FLASHC_RUNTIME_LIB, next to this
+package, or in the usual build directories.
+
+Layouts. flashc's kernels read q, k and v through TMA tensor maps over the
+[B*H, N, D] view of each, and the runtime (lib/Runtime/ArgValidation.cpp,
+docs/kernel-metadata.md) accepts exactly the strides that view can express:
+
+  - stride 1 along D;
+  - a 16-byte aligned data pointer; the batch, head and sequence strides
+    multiples of 16 bytes, non-negative and below 2^40 bytes;
+  - batch and heads that merge into one dimension: stride_b == H * stride_h
+    (no rule where B or H is 1).
+
+The head and sequence strides are otherwise free. So a contiguous tensor, a
+range of its batches or rows (x[b0:b1], x[:, :, n0:n1]), heads padded apart
+(stride_h > N * stride_n) and rows spaced apart (q = qkv[..., :D] of a
+B x H x N x 3D tensor) are taken as they are; a B x S x H x D tensor viewed
+as B x H x S x D (x.transpose(1, 2)), or some of more heads (x[:, :h]), is
+refused where B > 1 and H > 1: call .contiguous() first. O is returned in a
+new contiguous tensor, LSE (float32, B x H x Nq) likewise. A caller's out=
+must follow q's rules where the kernel stores O by TMA (tma_store_o, the
+default) and be contiguous where it does not (tma_store_o = false, as in the
+shipped D = 64 kernels); a caller's lse= must be contiguous.
+
+Errors. A refused argument raises flashc.FlashcError (.status 4,
+FLASHRT_ERROR_INVALID_ARGUMENT) before anything is launched, its message
+naming each offending argument and rule, one per line, e.g. "q strides
+(38400, 128, 384, 1): kernel reads q through a TMA descriptor as [B*H, N,
+D], so stride_b must be H * stride_h = 3 * 128 = 384, not 38400". Every
+other error of the runtime is raised as FlashcError too, with the runtime's
+message. (Other kernels' kernel.json may ask for other layouts; the runtime
+checks each against its own.)
+
+Forward only: flashc has no backward pass yet. Where q, k or v requires grad
+(and grad mode is on) the forward runs as usual, but O (and LSE) carry a
+backward that raises FlashcError, so that loss.backward() fails instead of
+silently dropping attention's gradients. Detach q, k, v for inference, or
+train with torch.nn.functional.scaled_dot_product_attention.
 """
 
 import ctypes
@@ -25,7 +61,8 @@ _DTYPE_BF16, _DTYPE_F16, _DTYPE_F32 = 0, 1, 2
 
 
 class FlashcError(RuntimeError):
-    """A failure reported by libflashrt; .status is the flashrt_status code."""
+    """A failure reported by libflashrt; .status is the flashrt_status code
+    (None for the missing backward pass, which no runtime call reports)."""
 
     def __init__(self, status, message):
         super().__init__(message)
@@ -172,11 +209,36 @@ class Kernel:
             return h
 
     def __call__(self, q, k, v, out=None, lse=None):
-        """Returns O (B x H x Nq x D), or (O, LSE) if the kernel writes LSE."""
+        """Returns O (B x H x Nq x D), or (O, LSE) if the kernel writes LSE.
+
+        Forward only. Where q, k or v requires grad (and grad mode is on),
+        the outputs come from a torch.autograd.Function whose backward
+        raises FlashcError ("flashc has no backward pass yet"), so that a
+        loss.backward() through them fails instead of silently dropping
+        attention's gradients; the forward runs as usual. Otherwise no
+        autograd node is made.
+
+        Layouts (the module docstring has the details): q, k, v B x H x N x D
+        with stride 1 along D, a 16-byte aligned pointer, strides multiples
+        of 16 bytes and stride_b == H * stride_h (unless B or H is 1), so a
+        B x S x H x D tensor's transpose(1, 2) is refused for B, H > 1;
+        anything else raises FlashcError naming the argument. O (and LSE)
+        are new contiguous tensors unless out= (lse=) is given.
+        """
+        import torch
+        if torch.is_grad_enabled() and any(
+                getattr(t, "requires_grad", False) for t in (q, k, v)):
+            return _forward_only().apply(self, q, k, v, out, lse)
+        return self._launch(q, k, v, out, lse)
+
+    def _launch(self, q, k, v, out, lse):
+        """The runtime call; (out, lse) or out as __call__ returns."""
         import torch
         descs = [_describe(n, t) for n, t in (("q", q), ("k", k), ("v", v))]
         if out is None:
-            out = torch.empty_like(q)
+            # Contiguous, not empty_like(q): a kernel that stores O with
+            # plain stores refuses any other layout, even q's.
+            out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
         descs.append(_describe("o", out))
         if self.has_lse and lse is None:
             lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
@@ -198,6 +260,42 @@ class Kernel:
         for h in getattr(self, "_handles", {}).values():
             if lib is not None:
                 lib.flashrt_kernel_destroy(h)
+
+
+_NO_BACKWARD = (
+    "flashc has no backward pass yet: the attention output was computed from "
+    "q, k or v that require grad, and flashc cannot compute their gradients; "
+    "detach q, k, v (or run under torch.no_grad()) for inference, or use "
+    "torch.nn.functional.scaled_dot_product_attention for training")
+
+_forward_only_class = None
+
+
+def _forward_only():
+    """The torch.autograd.Function __call__ uses where an input needs grad:
+    its forward is the launch, its backward raises (built on first use, so
+    that importing flashc does not import torch)."""
+    global _forward_only_class
+    if _forward_only_class is None:
+        import torch
+
+        class FlashcAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, kernel, q, k, v, out, lse):
+                res = kernel._launch(q, k, v, out, lse)
+                # Caller-given buffers are written in place: they become this
+                # node's outputs (as an in-place op's result would).
+                given = [t for t in (out, lse) if t is not None]
+                if given:
+                    ctx.mark_dirty(*given)
+                return res
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise FlashcError(None, _NO_BACKWARD)
+
+        _forward_only_class = FlashcAttention
+    return _forward_only_class
 
 
 def load(path, device=None):

@@ -88,6 +88,43 @@ def two_streams(meta_path, meta):
     return ok
 
 
+def no_backward(kdir):
+    """flashc has no backward pass: an output computed from inputs that
+    require grad runs forward as usual, and a backward through O or LSE
+    raises FlashcError instead of dropping attention's gradients."""
+    kern = flashc.load(os.path.join(kdir, "ref_attention_bf16_d64_full.json"))
+    q, k, v = (torch.randn(2, 3, 100, 64, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    o0, lse0 = kern(q, k, v)
+    ok = o0.grad_fn is None and not o0.requires_grad
+    results = []
+    for name in ("q", "k", "v"):
+        args = {"q": q, "k": k, "v": v}
+        args[name] = args[name].detach().clone().requires_grad_()
+        o, lse = kern(**args)
+        same = torch.equal(o.detach(), o0) and torch.equal(lse.detach(), lse0)
+        ok = ok and o.requires_grad and lse.requires_grad and same
+        for what, loss in (("o", lambda: o.float().square().sum()),
+                           ("lse", lambda: lse.sum())):
+            try:
+                loss().backward(retain_graph=True)
+                results.append(f"{name}/{what}: no error")
+                ok = False
+            except RuntimeError as e:  # FlashcError is one
+                good = (isinstance(e, flashc.FlashcError) and
+                        "flashc has no backward pass yet" in str(e))
+                ok = ok and good and args[name].grad is None
+                results.append(f"{name}/{what}: " + (
+                    "raised" if good else f"{type(e).__name__}: {e}"))
+    with torch.no_grad():
+        o, _ = kern(q.requires_grad_(), k, v)
+    ok = ok and o.grad_fn is None
+    torch.cuda.synchronize()
+    print(f"no backward pass: {', '.join(results)} -> "
+          f"{'PASS' if ok else 'FAIL'}")
+    return ok
+
+
 def main():
     kdir = sys.argv[1]
     failures = 0
@@ -144,6 +181,8 @@ def main():
                   f"{'PASS' if ok else 'FAIL'}")
             failures += not ok
     torch.cuda.synchronize()  # the GPU is still fine
+
+    failures += not no_backward(kdir)
 
     counted = [p for p in sorted(glob.glob(os.path.join(kdir, "*.json")))
                if takes_tile_counter(json.load(open(p)))]

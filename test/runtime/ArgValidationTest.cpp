@@ -408,3 +408,99 @@ TEST(DenseLayout, SizeOneDimensionsImposeNothing) {
 }
 
 } // namespace
+
+namespace {
+
+/// The parameters flashc's GPU conversion emits (buildLaunchAttr): q, k, v
+/// as tma_ptr descriptors, o as one too with tma_store_o (the default) or
+/// as a plain pointer without (the shipped D=64 kernels), lse as a plain
+/// pointer. The layouts python/flashc's docstring promises for them.
+class FlashcKernelLayouts : public ArgValidation {
+protected:
+  static KernelMetadata metadata(bool tmaStoreO) {
+    json::Object obj = validMetadataJson();
+    auto tmaPtr = [](const char *tensor, int rows) {
+      return json::Object{{"kind", "tma_ptr"},
+                          {"tensor", tensor},
+                          {"box", json::Array{rows, 64}},
+                          {"swizzle", 128},
+                          {"rank", 3}};
+    };
+    auto ptr = [](const char *tensor) {
+      return json::Object{{"kind", "ptr"}, {"tensor", tensor}};
+    };
+    json::Array params{tmaPtr("q", 128), tmaPtr("k", 128), tmaPtr("v", 128),
+                       tmaStoreO ? tmaPtr("o", 64) : ptr("o"), ptr("lse")};
+    params.push_back(json::Object{{"kind", "i32"}, {"value", "seq_q"}});
+    params.push_back(json::Object{{"kind", "i32"}, {"value", "seq_k"}});
+    params.push_back(json::Object{{"kind", "f32"}, {"value", "scale_log2"}});
+    obj["params"] = std::move(params);
+    auto meta = parseKernelMetadata(toText(obj));
+    EXPECT_TRUE(bool(meta)) << toString(meta.takeError());
+    return *meta;
+  }
+  /// x.view(B, N, H, D).transpose(1, 2): B x N x H x D storage.
+  static void bshd(TensorArg &t) {
+    t.strides[0] = t.sizes[2] * t.sizes[1] * t.sizes[3];
+    t.strides[1] = t.sizes[3];
+    t.strides[2] = t.sizes[1] * t.sizes[3];
+  }
+  void SetUp() override {
+    meta = metadata(true);
+    args = validArgs(meta, 2, 3, 100, 77);
+  }
+};
+
+TEST_F(FlashcKernelLayouts, AcceptsContiguousSlicedAndPadded) {
+  EXPECT_EQ(error(), "<ok>");
+  // q = qkv[..., :D] of a B x H x N x 3D tensor: rows spaced apart.
+  TensorArg &q = args[TensorId::Q];
+  q.strides[2] = 3 * 128;
+  q.strides[1] = 100 * q.strides[2];
+  q.strides[0] = 3 * q.strides[1];
+  // k = big[:, :, :77] of a B x H x 300 x D tensor: heads padded apart.
+  TensorArg &k = args[TensorId::K];
+  k.strides[1] = 300 * 128;
+  k.strides[0] = 3 * k.strides[1];
+  EXPECT_EQ(error(), "<ok>");
+}
+
+TEST_F(FlashcKernelLayouts, BshdViewsOnlyWhereBatchOrHeadsIsOne) {
+  bshd(args[TensorId::Q]);
+  expectError("q strides (38400, 128, 384, 1): kernel reads q through a TMA "
+              "descriptor as [B*H, N, D], so stride_b must be H * stride_h = "
+              "3 * 128 = 384, not 38400");
+  args = validArgs(meta, 1, 3, 100, 77);
+  for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O})
+    bshd(args[id]);
+  EXPECT_EQ(error(), "<ok>");
+  args = validArgs(meta, 2, 1, 100, 77);
+  bshd(args[TensorId::K]);
+  EXPECT_EQ(error(), "<ok>");
+}
+
+TEST_F(FlashcKernelLayouts, SomeHeadsOfMoreRefusedWithBatches) {
+  // x[:, :3] of a B x 8 x N x D tensor.
+  TensorArg &v = args[TensorId::V];
+  v.strides[0] = 8 * v.strides[1];
+  expectError("v strides (78848, 9856, 128, 1): kernel reads v through a TMA "
+              "descriptor as [B*H, N, D], so stride_b must be H * stride_h");
+}
+
+TEST_F(FlashcKernelLayouts, PlainStoreOutputsMustBeContiguous) {
+  // A B x N x H x D O of one batch: fine by TMA, refused by plain stores.
+  args = validArgs(meta, 1, 3, 100, 77);
+  bshd(args[TensorId::O]);
+  EXPECT_EQ(error(), "<ok>");
+  meta = metadata(false);
+  expectError("o strides (38400, 128, 384, 1): kernel "
+              "ref_attention_bf16_d128_full gets o as a plain pointer and "
+              "indexes it as a dense B x H x N x D tensor; pass a contiguous "
+              "one");
+  args = validArgs(meta, 1, 3, 100, 77);
+  args[TensorId::LSE].strides[1] = 128;
+  expectError("lse strides (300, 128, 1): kernel ref_attention_bf16_d128_full "
+              "gets lse as a plain pointer");
+}
+
+} // namespace
