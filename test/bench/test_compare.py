@@ -158,7 +158,7 @@ class RecordTest(unittest.TestCase):
                                   dtype="bf16", settle_ms=1500, rounds=5,
                                   own_load_ms=300)
 
-    def record(self, args, date="2026-12-06"):
+    def record(self, args, date="2031-01-02"):
         compare.record(args, [], "| table |", "NVIDIA H200", "2.11.0",
                        False, date=date)
 
@@ -166,8 +166,8 @@ class RecordTest(unittest.TestCase):
         args = compare.parse_args(["--kernels", "k"])
         self.assertIsNone(args.results)
         self.assertFalse(args.no_record)
-        self.assertEqual(compare.log_path("2026-12-06"),
-                         os.path.join(compare.LOG_DIR, "2026-12-06.md"))
+        self.assertEqual(compare.log_path("2031-01-02"),
+                         os.path.join(compare.LOG_DIR, "2031-01-02.md"))
         self.assertEqual(os.path.basename(self.saved), "log")
         self.assertEqual(os.path.basename(os.path.dirname(self.saved)),
                          "bench")
@@ -175,24 +175,24 @@ class RecordTest(unittest.TestCase):
     def test_entries_append_to_the_days_log(self):
         self.record(self.args())
         self.record(self.args())
-        self.record(self.args(), date="2026-12-07")
-        path = os.path.join(compare.LOG_DIR, "2026-12-06.md")
+        self.record(self.args(), date="2031-01-03")
+        path = os.path.join(compare.LOG_DIR, "2031-01-02.md")
         text = open(path).read()
-        self.assertTrue(text.startswith("# Experiment log, 2026-12-06\n"))
+        self.assertTrue(text.startswith("# Experiment log, 2031-01-02\n"))
         self.assertEqual(text.count("# Experiment log"), 1)
-        self.assertEqual(text.count("\n## 2026-12-06 — NVIDIA H200, bf16\n"),
+        self.assertEqual(text.count("\n## 2031-01-02 — NVIDIA H200, bf16\n"),
                          2)
         self.assertEqual(text.count("| table |"), 2)
         self.assertIn("1500 ms untimed load, then 5 round(s)", text)
         self.assertIn("- flashc column: kernels in kernels", text)
         self.assertTrue(os.path.exists(
-            os.path.join(compare.LOG_DIR, "2026-12-07.md")))
+            os.path.join(compare.LOG_DIR, "2031-01-03.md")))
 
     def test_results_names_another_file_without_a_title(self):
         path = os.path.join(self.tmp.name, "out", "compare.md")
         self.record(self.args(results=path))
         text = open(path).read()
-        self.assertTrue(text.startswith("\n## 2026-12-06 — NVIDIA H200"))
+        self.assertTrue(text.startswith("\n## 2031-01-02 — NVIDIA H200"))
         self.assertFalse(os.path.exists(compare.LOG_DIR))
 
 

@@ -128,8 +128,8 @@ cl::opt<std::string> overlap("overlap", cl::desc("overlap schedule (1,0)"),
                              cl::cat(spaceCategory));
 // Ping-pong and split release default to on only: each halves the space
 // (and the compile time) and neither lost where both were timed
-// (bench/RESULTS.md, flash-tune); `--pingpong 1,0 --split-release 1,0`
-// searches them too.
+// (docs/decisions.md, "flash-tune's default search space");
+// `--pingpong 1,0 --split-release 1,0` searches them too.
 cl::opt<std::string> pingpong("pingpong",
                               cl::desc("ping-pong schedule (default 1; 1,0 "
                                        "searches both)"),
@@ -141,24 +141,25 @@ cl::opt<std::string>
                  cl::init(defaultList(kDefaultSpace.splitRelease)),
                  cl::cat(spaceCategory));
 // Persistent kernels win mostly at N <= 4096 (up to 1.17x under a causal
-// mask, bench/RESULTS.md) and searching them doubles the compile time: off
-// by default, `--persistent 0,1` searches both.
+// mask; docs/decisions.md, "Persistent kernels") and searching them doubles
+// the compile time: off by default, `--persistent 0,1` searches both.
 cl::opt<std::string> persistent("persistent",
                                 cl::desc("persistent tile schedule (default "
                                          "0; 0,1 searches both)"),
                                 cl::init(defaultList(kDefaultSpace.persistent)),
                                 cl::cat(spaceCategory));
 // O by TMA won at D = 128/256 and lost at D = 64, with two consumers and
-// with four (bench/RESULTS.md); `--tma-store-o 1,0` searches global stores
-// too.
+// with four (docs/decisions.md, "O stored by TMA, not at D64");
+// `--tma-store-o 1,0` searches global stores too.
 cl::opt<std::string> tmaStoreO("tma-store-o",
                                cl::desc("O stored by TMA (default 1; 1,0 "
                                         "searches both)"),
                                cl::init(defaultList(kDefaultSpace.tmaStoreO)),
                                cl::cat(spaceCategory));
 // Claimed causal tiles won at D = 128 and lost at D = 64 for N <= 1024
-// (bench/RESULTS.md, batches 47-48); `--dynamic-schedule 1,0` searches the
-// static pairs too (persistent causal kernels only).
+// (docs/decisions.md, "Causal pairs and claimed tiles");
+// `--dynamic-schedule 1,0` searches the static pairs too (persistent causal
+// kernels only).
 cl::opt<std::string>
     dynamicSchedule("dynamic-schedule",
                     cl::desc("causal tiles claimed from a counter (default "
@@ -168,7 +169,8 @@ cl::opt<std::string>
 // P before the tile's max made the D = 64 persistent ping-pong causal picks
 // 2-5% faster on randn inputs and 13-20% slower on the timing inputs here
 // (rows with logits near 1e3), and spills most other configs
-// (bench/RESULTS.md, batch 66); `--speculative-exp 0,1` searches both.
+// (docs/decisions.md, "Speculative exp off"); `--speculative-exp 0,1`
+// searches both.
 cl::opt<std::string>
     speculativeExp("speculative-exp",
                    cl::desc("P before the tile's max (default 0; 0,1 "

@@ -38,7 +38,8 @@ struct SearchSpace {
   /// --persistent): searching both doubles the compile time.
   llvm::SmallVector<bool> persistent = {false};
   /// O by TMA only, as flash-tune's default (see its --tma-store-o); off
-  /// measured faster at D = 64 (bench/RESULTS.md).
+  /// measured faster at D = 64 (docs/decisions.md, "O stored by TMA, not
+  /// at D64").
   llvm::SmallVector<bool> tmaStoreO = {true};
   /// Causal tiles claimed from a counter, as flash-tune's default (see its
   /// --dynamic-schedule; applies only to persistent causal kernels, so
