@@ -86,7 +86,7 @@ def main(argv=None):
     p.add_argument("--rep-ms", type=float, default=60)
     # The run starts after the GPU idled (e.g. after checks): without a
     # settle the first kernel's first rounds read 5-11% fast, then up to
-    # 18% slow (bench/RESULTS.md batch 109, probe 111).
+    # 18% slow (docs/decisions.md, "Benchmark timing schedule").
     p.add_argument("--settle-ms", type=float, default=1500,
                    help="untimed round-robin load of all kernels before the "
                    "first round")

@@ -8,19 +8,20 @@ triton.testing.do_bench (median; it flushes L2 between calls) or, without
 Triton, CUDA events with warm-up, rotating input sets and the median.
 The H200 runs at its power cap under this load, so a backend's time
 depends on what ran just before it: after a short idle it runs faster
-for ~100-200 ms (cuDNN 6% faster timed first, bench/RESULTS.md batch 41),
-and after a kernel that draws more power it runs slower (cuDNN 1-3%
-slower right after flashc than after itself, probe 85). So each timing
-is preceded by --own-load-ms of the same backend, untimed: every backend
-is timed in its own sustained state, whatever ran before. After an idle
-GPU the clock takes about 1.5 s to settle (probe 111: 7% fast in the first
-100 ms, 2-5% fast to 750 ms, then 4% slow to 1 s), longer than the own
-load, and a shape's setup (inputs, reference outputs, loading a kernel)
-idles the GPU; so each shape's rounds start after --settle-ms of all its
-backends round-robin, untimed. Each is timed --rounds times, the order
-rotated by one each round, and the median of its rounds is reported.
+for ~100-200 ms (cuDNN 6% faster timed first), and after a kernel that
+draws more power it runs slower (cuDNN 1-3% slower right after flashc than
+after itself). So each timing is preceded by --own-load-ms of the same
+backend, untimed: every backend is timed in its own sustained state,
+whatever ran before. After an idle GPU the clock takes about 1.5 s to
+settle (7% fast in the first 100 ms, 2-5% fast to 750 ms, then 4% slow to
+1 s), longer than the own load, and a shape's setup (inputs, reference
+outputs, loading a kernel) idles the GPU; so each shape's rounds start
+after --settle-ms of all its backends round-robin, untimed. Each is timed
+--rounds times, the order rotated by one each round, and the median of
+its rounds is reported (docs/decisions.md, "Benchmark timing schedule").
 Prints a table of TFLOP/s and ratios, writes a PNG plot, and appends a
-dated entry to bench/RESULTS.md.
+dated entry to the experiment log, bench/log/<today>.md (bench/RESULTS.md,
+the current tables, is edited by hand).
 
     python3 bench/compare.py --kernels DIR [--dtype bf16] [--quick]
 
@@ -40,9 +41,15 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+LOG_DIR = os.path.join(HERE, "log")
 
 
-def parse_args():
+def log_path(date):
+    """The experiment log's file for `date` (YYYY-MM-DD)."""
+    return os.path.join(LOG_DIR, f"{date}.md")
+
+
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kernels", required=True, help="directory of cubin+json")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
@@ -55,7 +62,7 @@ def parse_args():
                    help="times each backend per shape, order rotated")
     p.add_argument("--settle-ms", type=float, default=1500,
                    help="untimed round-robin load per shape before timing "
-                   "(the clock's post-idle cycle, probe 111)")
+                   "(the clock's cycle after the GPU idled)")
     p.add_argument("--own-load-ms", type=float, default=300,
                    help="untimed load of a backend right before each of its "
                    "timings")
@@ -63,10 +70,12 @@ def parse_args():
                    help="also write every row, with each round's time and "
                    "place, to this file")
     p.add_argument("--plot", default=os.path.join(HERE, "compare.png"))
-    p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
+    p.add_argument("--results", default=None,
+                   help="append the run's entry to this file (default: "
+                   "bench/log/<today>.md, the experiment log)")
     p.add_argument("--no-record", action="store_true",
-                   help="do not append to RESULTS.md")
-    return p.parse_args()
+                   help="do not append the run's entry anywhere")
+    return p.parse_args(argv)
 
 
 def find_kernels(kdir):
@@ -346,14 +355,21 @@ def plot(rows, path, gpu, dtype):
     print(f"plot: {path}")
 
 
-def record(args, rows, table, gpu, torch_version, fixture):
-    date = datetime.date.today().isoformat()
+def record(args, rows, table, gpu, torch_version, fixture, date=None):
+    """Appends the run's dated entry to args.results or, by default, to the
+    day's experiment log (which it starts with a title if it is new)."""
+    date = date or datetime.date.today().isoformat()
+    path = args.results or log_path(date)
     cmd = "python3 " + " ".join(sys.argv)
     note = ("flashc column: the hand-written test fixture "
             "test/gpu/kernels/ref_attention.cu (a correctness reference, one "
             "row per thread, not a flashc-compiled kernel)" if fixture else
             f"flashc column: kernels in {args.kernels}")
-    with open(args.results, "a") as f:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    start_log = args.results is None and not os.path.exists(path)
+    with open(path, "a") as f:
+        if start_log:
+            f.write(f"# Experiment log, {date}\n")
         f.write(f"\n## {date} — {gpu}, {args.dtype}\n\n")
         f.write(f"- command: `{cmd}`\n- torch {torch_version}; timing: "
                 "triton.testing.do_bench median (L2 flushed), peers in the "
@@ -362,7 +378,7 @@ def record(args, rows, table, gpu, torch_version, fixture):
                 f"each round, each timing after {args.own_load_ms:g} ms of "
                 "the same backend untimed, median of the rounds\n")
         f.write(f"- {note}\n\n{table}\n")
-    print(f"recorded in {args.results}")
+    print(f"recorded in {path}")
 
 
 if __name__ == "__main__":

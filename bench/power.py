@@ -3,15 +3,16 @@
 board's power and SM clock sampled beside them.
 
 At the H200's 700 W board limit the FA3-shape kernels all draw about 690 W,
-and the clock drops until they do (bench/RESULTS.md probe 94): a kernel's
-time then follows its joules per call, and a change that only fills idle
-cycles lets the clock fall by about as much. This script shows both sides:
-each backend (cuDNN through PyTorch SDPA, then the kernels in the order
-given) runs back to back for --seconds on L2-rotating inputs, timed with
-CUDA events, while `nvidia-smi` samples power and SM clock every 100 ms;
-samples of the first second (the clock settling) are dropped. The table
-gives each backend's median time, TFLOP/s, median power and clock, and
-millijoules and TFLOP per joule; --reps repeats the whole sequence.
+and the clock drops until they do (docs/decisions.md, "The power cap"): a
+kernel's time then follows its joules per call, and a change that only
+fills idle cycles lets the clock fall by about as much. This script shows
+both sides: each backend (cuDNN through PyTorch SDPA, then the kernels in
+the order given) runs back to back for --seconds on L2-rotating inputs,
+timed with CUDA events, while `nvidia-smi` samples power and SM clock
+every 100 ms; samples of the first second (the clock settling) are
+dropped. The table gives each backend's median time, TFLOP/s, median power
+and clock, and millijoules and TFLOP per joule; --reps repeats the whole
+sequence.
 
     python3 bench/power.py --shape 8,16,2048,128 main.cubin new.cubin \\
         [--seconds 3] [--reps 2] [--json out.json]

@@ -27,10 +27,10 @@ Q arrived; `first softmax` the first key tile's S and softmax; `key loop`
 per key tile after the first; `epilogue` from the loop's end to O stored;
 `end skew` between the tile's consumers' ends.
 
-The probe costs time (1-6% in bench/RESULTS.md probes 91 and 93): after
-each tile program thread 0 of every consumer reloads its stamps from the
-stack to write the record, and a gap includes that (up to an L2 round
-trip): read gaps as upper bounds.
+The probe costs time (1-6%; docs/decisions.md, "The stamps probe's
+cost"): after each tile program thread 0 of every consumer reloads its
+stamps from the stack to write the record, and a gap includes that (up to
+an L2 round trip): read gaps as upper bounds.
 """
 import argparse
 import json

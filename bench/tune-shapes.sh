@@ -67,7 +67,7 @@ emit-fa3)
     for n in 512 1024 2048 4096 8192 16384; do
       args+=(--shape "$((16384 / n)),$((2048 / d)),$n,$d")
     done
-    # O by global stores measured faster at D = 64 (bench/RESULTS.md): the
+    # O by global stores measured faster at D = 64 (docs/decisions.md): the
     # D = 64 kernels search the TMA store on and off.
     store=()
     [[ $d == 64 ]] && store=(--tma-store-o 1,0)

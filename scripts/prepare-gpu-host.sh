@@ -79,8 +79,7 @@ cp "$B/lib/libflashrt.so" "$DEST/python/flashc/"
 find "$DEST/python" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p "$DEST/bench"
 cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/stamps.py" \
-  "$ROOT/bench/power.py" "$ROOT/bench/sass.py" \
-  "$ROOT/bench/RESULTS.md" "$DEST/bench/"
+  "$ROOT/bench/power.py" "$ROOT/bench/sass.py" "$DEST/bench/"
 cp "$ROOT/test/gpu/test_flashc.py" "$DEST/tests/"
 cat >"$DEST/run-all.sh" <<'RUNALL'
 #!/usr/bin/env bash
@@ -93,8 +92,9 @@ cat >"$DEST/run-all.sh" <<'RUNALL'
 # the overlapped loops' exps before their wait for P V),
 # flash-run --bench and bench/ab.py (one kernel against itself: the ratio
 # reads 1.00 within its rounds' spread), bench/compare.py --quick. OUTDIR
-# receives the plot and the updated RESULTS.md. Exit status: number of
-# failed steps (0 = all ok).
+# receives the plot (compare.png) and the run's entry for the experiment
+# log (compare.md, to append to bench/log/<date>.md). Exit status: number
+# of failed steps (0 = all ok).
 # STEPS (default all): space-separated subset of
 #   unit gpu check python sanitize sass bench compare
 # SANITIZE_RACECHECK: glob of kernels that also get racecheck (default all).
@@ -200,12 +200,11 @@ want bench && [[ -f kernels/attention.cubin ]] && {
 
 if want compare; then
 step "bench/compare.py ${BENCH_ARGS:---quick}"
-cp bench/RESULTS.md "$OUTDIR/RESULTS.md"
 # BENCH_ARGS: e.g. "--seqs 512,1024,2048,4096,8192,16384" for the full set.
 # shellcheck disable=SC2086
 run timeout ${BENCH_TIMEOUT:-240} python3 bench/compare.py --kernels kernels \
   ${BENCH_ARGS:---quick} --rep-ms 50 --plot "$OUTDIR/compare.png" \
-  --results "$OUTDIR/RESULTS.md"
+  --results "$OUTDIR/compare.md"
 fi
 
 echo

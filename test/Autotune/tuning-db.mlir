@@ -78,7 +78,8 @@
 
 // bench/tuning/h200-fa3.json is the database bench/RESULTS.md's tuned
 // bf16 and f16 tables were compiled from; it is keyed by the hash of each
-// kernels/ source, so editing a kernel without re-tuning fails here.
+// kernels/ source (comments included), so editing a kernel without
+// re-tuning fails here.
 // RUN: flashc %kernels/attention_d64.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 1,32,16384,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED
 // SHIPPED: flash.config = #flash.config<block_m = 256, block_n = 96, stages = 1, warpgroups = 4, overlap = false, pingpong = false, tma_store_o = false>
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 1,16,16384,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CAUSAL
@@ -86,11 +87,12 @@
 // RUN: flashc %kernels/attention_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 4,16,4096,128 --emit=tile | FileCheck %s --check-prefix=SHIPPED-PERSISTENT
 // SHIPPED-PERSISTENT: flash.config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2, persistent = true>
 // The D = 64 entries were tuned with the TMA store of O on and off; with
-// two consumers global stores won (bench/RESULTS.md). At N <= 1024 bf16
-// keeps the static causal pairs (batch 50's re-tune of the dynamic flag);
-// at N = 2048/4096 claimed tiles; at both, three consumers of block_m 192
-// without ping-pong (N = 4096 from flash-tune, batch 77; N = 2048 from
-// ab.py at the power cap once they walk their own key ranges, batch 105).
+// two consumers global stores won. At N <= 1024 bf16 keeps the static
+// causal pairs (the re-tune of the dynamic flag); at N = 2048/4096 claimed
+// tiles; at both, three consumers of block_m 192 without ping-pong (N = 4096
+// from flash-tune; N = 2048 from ab.py at the power cap once they walk their
+// own key ranges). Why: docs/decisions.md, "O stored by TMA, not at D64",
+// "Causal pairs and claimed tiles", "Database entries chosen by ab.py".
 // RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 16,32,1024,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-GSTORE
 // SHIPPED-GSTORE: flash.config = #flash.config<block_m = 128, block_n = 128, stages = 4, warpgroups = 2, persistent = true, tma_store_o = false, dynamic_schedule = false>
 // RUN: flashc %kernels/attention_d64_causal.mlir --tuning-db %kernels/../bench/tuning/h200-fa3.json --shape 8,32,2048,64 --emit=tile | FileCheck %s --check-prefix=SHIPPED-CLAIMED

@@ -24,8 +24,9 @@
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: warning
 
-// The instruction mix of prototypes/gpu/gen.py's default variant ovpps_s2
-// (see Inputs/ptx-opcodes.py): 16 wgmma per steady-state iteration in two
+// The instruction mix of the default schedule, variant ovpps_s2 of the
+// prototype the conversion was ported from (docs/gpu-kernel.md; see
+// Inputs/ptx-opcodes.py): 16 wgmma per steady-state iteration in two
 // key loops, plus S_0 in the prologue (its softmax twice: masked only when
 // tile 0 is ragged or on the diagonal) and the last P V after the loops; 2 Q
 // + 2 K + 2 V TMA boxes in the IR, 14 in the PTX because LLVM unswitches the

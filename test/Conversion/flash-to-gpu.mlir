@@ -10,7 +10,8 @@
 // The shipped kernels (bf16, D = 128, block 128 x 128, 2 stages, 2 consumer
 // warpgroups) become one gpu.module each; the host function is gone. The
 // CHECK prefix sees the serial schedule (prototype variant ws_s2), OVPPS the
-// default one (variant ovpps_s2: overlap, ping-pong, split K/V release).
+// default one (variant ovpps_s2: overlap, ping-pong, split K/V release;
+// the names: docs/gpu-kernel.md, "Variant names").
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK-NOT: func.func

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""CPU tests of bench/compare.py's timing schedule (no GPU, no torch)."""
+"""CPU tests of bench/compare.py's timing schedule and where it records a
+run (no GPU, no torch)."""
+import argparse
 import os
 import sys
+import tempfile
 import types
 import unittest
 
@@ -136,6 +139,61 @@ class SettleTest(unittest.TestCase):
         calls = []
         compare.settle([lambda: calls.append("a")], 0)
         self.assertEqual(calls, [])
+
+
+class RecordTest(unittest.TestCase):
+    """A run's entry goes to the experiment log, never to bench/RESULTS.md."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.saved = compare.LOG_DIR
+        compare.LOG_DIR = os.path.join(self.tmp.name, "log")
+
+    def tearDown(self):
+        compare.LOG_DIR = self.saved
+        self.tmp.cleanup()
+
+    def args(self, results=None):
+        return argparse.Namespace(results=results, kernels="kernels",
+                                  dtype="bf16", settle_ms=1500, rounds=5,
+                                  own_load_ms=300)
+
+    def record(self, args, date="2031-01-02"):
+        compare.record(args, [], "| table |", "NVIDIA H200", "2.11.0",
+                       False, date=date)
+
+    def test_the_default_is_the_days_log_file(self):
+        args = compare.parse_args(["--kernels", "k"])
+        self.assertIsNone(args.results)
+        self.assertFalse(args.no_record)
+        self.assertEqual(compare.log_path("2031-01-02"),
+                         os.path.join(compare.LOG_DIR, "2031-01-02.md"))
+        self.assertEqual(os.path.basename(self.saved), "log")
+        self.assertEqual(os.path.basename(os.path.dirname(self.saved)),
+                         "bench")
+
+    def test_entries_append_to_the_days_log(self):
+        self.record(self.args())
+        self.record(self.args())
+        self.record(self.args(), date="2031-01-03")
+        path = os.path.join(compare.LOG_DIR, "2031-01-02.md")
+        text = open(path).read()
+        self.assertTrue(text.startswith("# Experiment log, 2031-01-02\n"))
+        self.assertEqual(text.count("# Experiment log"), 1)
+        self.assertEqual(text.count("\n## 2031-01-02 — NVIDIA H200, bf16\n"),
+                         2)
+        self.assertEqual(text.count("| table |"), 2)
+        self.assertIn("1500 ms untimed load, then 5 round(s)", text)
+        self.assertIn("- flashc column: kernels in kernels", text)
+        self.assertTrue(os.path.exists(
+            os.path.join(compare.LOG_DIR, "2031-01-03.md")))
+
+    def test_results_names_another_file_without_a_title(self):
+        path = os.path.join(self.tmp.name, "out", "compare.md")
+        self.record(self.args(results=path))
+        text = open(path).read()
+        self.assertTrue(text.startswith("\n## 2031-01-02 — NVIDIA H200"))
+        self.assertFalse(os.path.exists(compare.LOG_DIR))
 
 
 if __name__ == "__main__":

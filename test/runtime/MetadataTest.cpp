@@ -208,7 +208,8 @@ TEST(Metadata, MemrefAndTmaSizes) {
 }
 
 /// The parameter list flashc's Hopper kernels use: q, k, v through tma_ptr
-/// descriptors, o and lse as pointers (prototypes/gpu/README.md).
+/// descriptors, o and lse as pointers (docs/gpu-kernel.md, "Kernel
+/// interface").
 json::Array tmaPtrParams(json::Object qEntry) {
   json::Array a;
   a.push_back(std::move(qEntry));

@@ -15,9 +15,10 @@ struct PtxasResources {
   int64_t registers = -1;  ///< "Used N registers"; -1 if not reported
   int64_t spillBytes = -1; ///< spill stores + spill loads; -1 if not reported
   /// ptxas serialised the wgmma chain: each wgmma then waits for the one
-  /// before (12-56% slower in bench/RESULTS.md, batch 63). C7513: a
-  /// non-wgmma instruction defines a wgmma input while the chain runs;
-  /// C7518: a wait ptxas inserted sits in a divergent path (batch 80).
+  /// before (a serialised build ran 12-56% slower; docs/decisions.md,
+  /// "Serialised wgmma is pruned"). C7513: a non-wgmma instruction defines
+  /// a wgmma input while the chain runs; C7518: a wait ptxas inserted sits
+  /// in a divergent path.
   bool serializedWgmma = false;
   std::string wgmmaCode;  ///< ptxas's code, e.g. "C7513"
   std::string wgmmaCause; ///< ptxas's words after "due to"

@@ -13,9 +13,10 @@
 // others keep their probe median, marked as screened: they cannot win. The
 // second pass runs in `rounds` rounds, each giving every finalist its share
 // of the launches, and a finalist's median is over all of them. Timed one
-// after another, one finalist once read 19% slower than in every later run
-// (bench/RESULTS.md, 2026-12-03), which cost its shape the better config;
-// interleaved, such a slow spell falls on every finalist alike.
+// after another, one finalist once read 19% slower than in every later run,
+// which cost its shape the better config; interleaved, such a slow spell
+// falls on every finalist alike (docs/decisions.md, "Interleaved rounds in
+// flash-tune-run").
 //
 // One worker thread per GPU takes candidates from a shared queue; every
 // device gets the same inputs, so a candidate's check does not depend on
@@ -59,7 +60,7 @@ struct TimerOptions {
   /// finds L2 full of another buffer's dirty lines, as in the benchmark that
   /// judges the picks (0: launches back to back). On its own it did not
   /// bring the D64 causal N = 2048 / 4096 ranking to compare.py's
-  /// (bench/RESULTS.md, batch 60).
+  /// (docs/decisions.md, "L2 flush in flash-tune-run").
   size_t flushBytes = size_t(256) << 20;
   /// A launch that has not finished after this long is taken for a hang:
   /// the GPU cannot be used further by this process, so the run stops with
