@@ -48,9 +48,6 @@ void buildGpuKernelPipeline(mlir::OpPassManager &pm,
 void buildCpuReferencePipeline(mlir::OpPassManager &pm,
                                const TileOverrides &overrides);
 
-/// The same pipelines as text, for --dump-pass-pipeline and error messages.
-std::string describeCpuReferencePipeline(const TileOverrides &overrides);
-
 /// Registers `flash-tile-pipeline` and `flash-cpu-pipeline` for flash-opt.
 void registerPipelines();
 
