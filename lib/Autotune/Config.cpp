@@ -34,27 +34,19 @@ json::Object flashc::tune::toJson(const TuneConfig &config) {
                       {"speculative_exp", int64_t(config.speculativeExp)}};
 }
 
-Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
-                                                  StringRef where) {
-  Expected<const json::Object *> object = getObject(value, where);
-  if (!object)
-    return object.takeError();
-  TuneConfig config;
-  std::pair<StringRef, int64_t *> ints[] = {{"block_m", &config.blockM},
-                                            {"block_n", &config.blockN},
-                                            {"stages", &config.stages},
-                                            {"warpgroups", &config.warpgroups}};
-  for (auto [key, field] : ints) {
-    Expected<int64_t> v = getInt(**object, key, where);
-    if (!v)
-      return v.takeError();
-    *field = *v;
-  }
+bool flashc::tune::fromJSON(const json::Value &value, TuneConfig &config,
+                            json::Path path) {
+  json::ObjectMapper o(value, path);
+  if (!o || !o.map("block_m", config.blockM) ||
+      !o.map("block_n", config.blockN) || !o.map("stages", config.stages) ||
+      !o.map("warpgroups", config.warpgroups))
+    return false;
+  const json::Object &object = *value.getAsObject();
   // A flag added after databases were first written is optional there: a
   // missing key means what those entries ran with.
   config.tmaStoreO = config.warpgroups <= 2;
   struct Flag {
-    StringRef key;
+    StringLiteral key;
     bool *field;
     bool optional;
   };
@@ -66,19 +58,29 @@ Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
                   {"dynamic_schedule", &config.dynamicSchedule, true},
                   {"speculative_exp", &config.speculativeExp, true}};
   for (auto [key, field, optional] : flags) {
-    if (optional && !(*object)->get(key))
+    if (optional && !object.get(key))
       continue;
-    Expected<int64_t> v = getInt(**object, key, where);
-    if (!v)
-      return v.takeError();
-    if (*v != 0 && *v != 1)
-      return fieldError(where + "." + key, "expected 0 or 1");
-    *field = *v == 1;
+    int64_t v = 0;
+    if (!o.map(key, v))
+      return false;
+    if (v != 0 && v != 1) {
+      path.field(key).report("expected 0 or 1");
+      return false;
+    }
+    *field = v == 1;
   }
   // Persistent entries from before the flag ran the static pairs; for the
   // others it means nothing, so it keeps #flash.config's default.
-  if (!(*object)->get("dynamic_schedule"))
+  if (!object.get("dynamic_schedule"))
     config.dynamicSchedule = !config.persistent;
+  return true;
+}
+
+Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
+                                                  StringRef where) {
+  TuneConfig config;
+  if (Error err = readJson(value, config, where))
+    return std::move(err);
   return config;
 }
 
@@ -105,8 +107,8 @@ json::Array flashc::tune::toJson(const ProblemShape &shape) {
   return json::Array{shape.batch, shape.heads, shape.seq, shape.headDim};
 }
 
-Expected<ProblemShape> flashc::tune::shapeFromJson(const json::Value &value,
-                                                   StringRef where) {
+bool flashc::tune::fromJSON(const json::Value &value, ProblemShape &shape,
+                            json::Path path) {
   const json::Array *array = value.getAsArray();
   int64_t values[4];
   bool ok = array && array->size() == 4;
@@ -115,9 +117,12 @@ Expected<ProblemShape> flashc::tune::shapeFromJson(const json::Value &value,
     ok = v && *v > 0;
     values[i] = v.value_or(0);
   }
-  if (!ok)
-    return fieldError(where, "expected [B, H, N, D] (positive integers)");
-  return ProblemShape{values[0], values[1], values[2], values[3]};
+  if (!ok) {
+    path.report("expected [B, H, N, D] (positive integers)");
+    return false;
+  }
+  shape = ProblemShape{values[0], values[1], values[2], values[3]};
+  return true;
 }
 
 std::string ShapeBucket::str() const {
@@ -135,23 +140,11 @@ json::Object flashc::tune::toJson(const ShapeBucket &bucket) {
                       {"batch_heads", bucket.batchHeads}};
 }
 
-Expected<ShapeBucket> flashc::tune::bucketFromJson(const json::Value &value,
-                                                   StringRef where) {
-  Expected<const json::Object *> object = getObject(value, where);
-  if (!object)
-    return object.takeError();
-  ShapeBucket bucket;
-  std::pair<StringRef, int64_t *> fields[] = {
-      {"seq", &bucket.seq},
-      {"head_dim", &bucket.headDim},
-      {"batch_heads", &bucket.batchHeads}};
-  for (auto [key, field] : fields) {
-    Expected<int64_t> v = getInt(**object, key, where);
-    if (!v)
-      return v.takeError();
-    *field = *v;
-  }
-  return bucket;
+bool flashc::tune::fromJSON(const json::Value &value, ShapeBucket &bucket,
+                            json::Path path) {
+  json::ObjectMapper o(value, path);
+  return o && o.map("seq", bucket.seq) && o.map("head_dim", bucket.headDim) &&
+         o.map("batch_heads", bucket.batchHeads);
 }
 
 double flashc::tune::attentionFlops(const ProblemShape &shape, bool causal) {
