@@ -10,10 +10,11 @@
 # $FLASHC_EXTRA_KERNELS, colon-separated, e.g. compiler output), python/flashc,
 # bench/, test/gpu/test_flashc.py, and run-all.sh.
 #
-# The build uses a small CMake wrapper over lib/Runtime, tools/flash-run,
-# test/runtime and test/gpu (the same directories the root adds), so it needs
-# LLVM 22's static Support library, GoogleTest and CUDA's cuda.h/nvcc but no
-# MLIR. Build directory: $FLASHRT_HOST_BUILD (default /tmp/flashrt-host-build).
+# The build uses a small CMake wrapper over lib/Runtime, lib/Reference,
+# lib/Run, tools/flash-run, test/runtime and test/gpu (the same directories
+# the root adds), so it needs LLVM 22's static Support library, GoogleTest
+# and CUDA's cuda.h/nvcc but no MLIR. Build directory: $FLASHRT_HOST_BUILD
+# (default /tmp/flashrt-host-build).
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -41,6 +42,7 @@ enable_testing()
 find_package(GTest)
 add_subdirectory($ROOT/lib/Runtime lib/Runtime)
 add_subdirectory($ROOT/lib/Reference lib/Reference)
+add_subdirectory($ROOT/lib/Run lib/Run)
 add_subdirectory($ROOT/tools/flash-run tools/flash-run)
 add_subdirectory($ROOT/test/runtime test/runtime)
 add_subdirectory($ROOT/test/gpu test/gpu)

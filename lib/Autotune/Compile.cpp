@@ -2,6 +2,7 @@
 
 #include "flashc/Autotune/Compile.h"
 #include "flashc/Autotune/PtxasReport.h"
+#include "flashc/Pipeline/Pipelines.h"
 #include "flashc/Target/GpuTarget.h"
 #include "flashc/Target/KernelMetadata.h"
 

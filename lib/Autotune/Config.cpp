@@ -26,42 +26,44 @@ json::Object flashc::tune::toJson(const TuneConfig &config) {
   return object;
 }
 
-Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
-                                                  StringRef where) {
-  Expected<const json::Object *> object = getObject(value, where);
-  if (!object)
-    return object.takeError();
-  TuneConfig config;
-  std::pair<StringRef, int64_t *> ints[] = {{"block_m", &config.blockM},
-                                            {"block_n", &config.blockN},
-                                            {"stages", &config.stages},
-                                            {"warpgroups", &config.warpgroups}};
-  for (auto [key, field] : ints) {
-    Expected<int64_t> v = getInt(**object, key, where);
-    if (!v)
-      return v.takeError();
-    *field = *v;
-  }
+bool flashc::tune::fromJSON(const json::Value &value, TuneConfig &config,
+                            json::Path path) {
+  json::ObjectMapper o(value, path);
+  if (!o || !o.map("block_m", config.blockM) ||
+      !o.map("block_n", config.blockN) || !o.map("stages", config.stages) ||
+      !o.map("warpgroups", config.warpgroups))
+    return false;
+  const json::Object &object = *value.getAsObject();
   // A switch added after databases were first written is missing there:
   // it means what those entries ran with, the switch's default but for
   // the two below.
   for (const ScheduleSwitchInfo &info : scheduleSwitchInfos()) {
-    if (!(*object)->get(info.key))
+    if (!object.get(info.key))
       continue;
-    Expected<int64_t> v = getInt(**object, info.key, where);
-    if (!v)
-      return v.takeError();
-    if (*v != 0 && *v != 1)
-      return fieldError(where + "." + info.key, "expected 0 or 1");
-    config.switches.*info.member = *v == 1;
+    int64_t v = 0;
+    if (!o.map(info.key, v))
+      return false;
+    if (v != 0 && v != 1) {
+      path.field(info.key).report("expected 0 or 1");
+      return false;
+    }
+    config.switches.*info.member = v == 1;
   }
   // Before the TMA store was a switch, the compiler used it with at most
   // two warpgroups; persistent entries from before claimed tiles ran the
   // static pairs.
-  if (!(*object)->get("tma_store_o"))
+  if (!object.get("tma_store_o"))
     config.switches.tmaStoreO = config.warpgroups <= 2;
-  if (!(*object)->get("dynamic_schedule"))
+  if (!object.get("dynamic_schedule"))
     config.switches.dynamicSchedule = !config.switches.persistent;
+  return true;
+}
+
+Expected<TuneConfig> flashc::tune::configFromJson(const json::Value &value,
+                                                  StringRef where) {
+  TuneConfig config;
+  if (Error err = readJson(value, config, where))
+    return std::move(err);
   return config;
 }
 
@@ -88,8 +90,8 @@ json::Array flashc::tune::toJson(const ProblemShape &shape) {
   return json::Array{shape.batch, shape.heads, shape.seq, shape.headDim};
 }
 
-Expected<ProblemShape> flashc::tune::shapeFromJson(const json::Value &value,
-                                                   StringRef where) {
+bool flashc::tune::fromJSON(const json::Value &value, ProblemShape &shape,
+                            json::Path path) {
   const json::Array *array = value.getAsArray();
   int64_t values[4];
   bool ok = array && array->size() == 4;
@@ -98,9 +100,12 @@ Expected<ProblemShape> flashc::tune::shapeFromJson(const json::Value &value,
     ok = v && *v > 0;
     values[i] = v.value_or(0);
   }
-  if (!ok)
-    return fieldError(where, "expected [B, H, N, D] (positive integers)");
-  return ProblemShape{values[0], values[1], values[2], values[3]};
+  if (!ok) {
+    path.report("expected [B, H, N, D] (positive integers)");
+    return false;
+  }
+  shape = ProblemShape{values[0], values[1], values[2], values[3]};
+  return true;
 }
 
 std::string ShapeBucket::str() const {
@@ -118,23 +123,11 @@ json::Object flashc::tune::toJson(const ShapeBucket &bucket) {
                       {"batch_heads", bucket.batchHeads}};
 }
 
-Expected<ShapeBucket> flashc::tune::bucketFromJson(const json::Value &value,
-                                                   StringRef where) {
-  Expected<const json::Object *> object = getObject(value, where);
-  if (!object)
-    return object.takeError();
-  ShapeBucket bucket;
-  std::pair<StringRef, int64_t *> fields[] = {
-      {"seq", &bucket.seq},
-      {"head_dim", &bucket.headDim},
-      {"batch_heads", &bucket.batchHeads}};
-  for (auto [key, field] : fields) {
-    Expected<int64_t> v = getInt(**object, key, where);
-    if (!v)
-      return v.takeError();
-    *field = *v;
-  }
-  return bucket;
+bool flashc::tune::fromJSON(const json::Value &value, ShapeBucket &bucket,
+                            json::Path path) {
+  json::ObjectMapper o(value, path);
+  return o && o.map("seq", bucket.seq) && o.map("head_dim", bucket.headDim) &&
+         o.map("batch_heads", bucket.batchHeads);
 }
 
 double flashc::tune::attentionFlops(const ProblemShape &shape, bool causal) {

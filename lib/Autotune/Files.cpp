@@ -76,10 +76,7 @@ Expected<json::Value> flashc::tune::parseTuningDocument(StringRef text,
   Expected<json::Value> value = parseJsonFile(text, path);
   if (!value)
     return value.takeError();
-  Expected<const json::Object *> root = json_util::getObject(*value, path);
-  if (!root)
-    return root.takeError();
-  if (Error err = json_util::checkFormat(**root, format, version, path))
+  if (Error err = json_util::checkFormat(*value, format, version, path))
     return std::move(err);
   return value;
 }

@@ -1,7 +1,9 @@
-//===- JsonUtil.h - field readers with errors that name the field -*- C++ -*-//
+//===- JsonUtil.h - reading tuning files ------------------------*- C++ -*-===//
 //
 // Private to lib/Autotune: every reader of a tuning file (database, bundle
-// manifest, timings) reports a bad document as "<where>.<field>: <why>".
+// manifest, timings) maps its objects with llvm::json::ObjectMapper through
+// fromJSON overloads, so a bad document is reported with the JSON path of
+// the bad value: "expected integer at tuning.json.entries[3].config.stages".
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
 #include <string>
 
 namespace flashc::tune::json_util {
@@ -22,75 +25,35 @@ inline llvm::Error fieldError(const llvm::Twine &where,
                                  (where + ": " + why).str());
 }
 
-inline llvm::Expected<const llvm::json::Object *>
-getObject(const llvm::json::Value &value, const llvm::Twine &where) {
-  if (const llvm::json::Object *object = value.getAsObject())
-    return object;
-  return fieldError(where, "expected an object");
-}
-
-inline llvm::Expected<int64_t> getInt(const llvm::json::Object &object,
-                                      llvm::StringRef key,
-                                      const llvm::Twine &where) {
-  const llvm::json::Value *value = object.get(key);
-  if (!value)
-    return fieldError(where + "." + key, "missing");
-  if (std::optional<int64_t> integer = value->getAsInteger())
-    return *integer;
-  return fieldError(where + "." + key, "expected an integer");
-}
-
-inline llvm::Expected<double> getNumber(const llvm::json::Object &object,
-                                        llvm::StringRef key,
-                                        const llvm::Twine &where) {
-  const llvm::json::Value *value = object.get(key);
-  if (!value)
-    return fieldError(where + "." + key, "missing");
-  if (std::optional<double> number = value->getAsNumber())
-    return *number;
-  return fieldError(where + "." + key, "expected a number");
-}
-
-inline llvm::Expected<std::string> getString(const llvm::json::Object &object,
-                                             llvm::StringRef key,
-                                             const llvm::Twine &where) {
-  const llvm::json::Value *value = object.get(key);
-  if (!value)
-    return fieldError(where + "." + key, "missing");
-  if (std::optional<llvm::StringRef> text = value->getAsString())
-    return text->str();
-  return fieldError(where + "." + key, "expected a string");
-}
-
-inline llvm::Expected<const llvm::json::Array *>
-getArray(const llvm::json::Object &object, llvm::StringRef key,
-         const llvm::Twine &where) {
-  const llvm::json::Value *value = object.get(key);
-  if (!value)
-    return fieldError(where + "." + key, "missing");
-  if (const llvm::json::Array *array = value->getAsArray())
-    return array;
-  return fieldError(where + "." + key, "expected an array");
+/// Reads `value` into `out` through its fromJSON; `where` (a file path)
+/// is the root of the JSON path errors name.
+template <typename T>
+llvm::Error readJson(const llvm::json::Value &value, T &out,
+                     llvm::StringRef where) {
+  llvm::json::Path::Root root(where);
+  if (fromJSON(value, out, root))
+    return llvm::Error::success();
+  return root.getError();
 }
 
 /// Checks "format" and "format_version" of a top-level document, so a
 /// foreign JSON file is named as such and not read field by field.
-inline llvm::Error checkFormat(const llvm::json::Object &object,
+inline llvm::Error checkFormat(const llvm::json::Value &value,
                                llvm::StringRef format, int64_t version,
-                               const llvm::Twine &where) {
-  const llvm::json::Value *value = object.get("format");
-  std::optional<llvm::StringRef> text =
-      value ? value->getAsString() : std::nullopt;
-  if (!text || *text != format)
-    return fieldError(
-        where, "not a " + format + " file (its \"format\" is " +
-                   (text ? "\"" + text->str() + "\"" : std::string("missing")) +
-                   ")");
-  llvm::Expected<int64_t> got = getInt(object, "format_version", where);
-  if (!got)
-    return got.takeError();
-  if (*got != version)
-    return fieldError(where, "format_version " + llvm::Twine(*got) +
+                               llvm::StringRef where) {
+  llvm::json::Path::Root root(where);
+  llvm::json::ObjectMapper o(value, root);
+  std::optional<std::string> got;
+  if (!o || !o.map("format", got))
+    return root.getError();
+  if (got != format)
+    return fieldError(where, "not a " + format + " file (its \"format\" is " +
+                                 (got ? "\"" + *got + "\"" : "missing") + ")");
+  int64_t gotVersion = 0;
+  if (!o.map("format_version", gotVersion))
+    return root.getError();
+  if (gotVersion != version)
+    return fieldError(where, "format_version " + llvm::Twine(gotVersion) +
                                  " is not supported (this build reads " +
                                  llvm::Twine(version) + ")");
   return llvm::Error::success();

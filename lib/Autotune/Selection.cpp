@@ -54,73 +54,55 @@ json::Value TimingsFile::toJson() const {
   return root;
 }
 
+namespace flashc::tune {
+static bool fromJSON(const json::Value &value, TimingStatus &status,
+                     json::Path path) {
+  std::optional<StringRef> text = value.getAsString();
+  std::optional<TimingStatus> st =
+      StringSwitch<std::optional<TimingStatus>>(text.value_or(""))
+          .Case("ok", TimingStatus::Ok)
+          .Case("check_failed", TimingStatus::CheckFailed)
+          .Case("error", TimingStatus::Error)
+          .Default(std::nullopt);
+  if (!st) {
+    path.report("expected ok, check_failed or error");
+    return false;
+  }
+  status = *st;
+  return true;
+}
+
+static bool fromJSON(const json::Value &value, CandidateTiming &t,
+                     json::Path path) {
+  json::ObjectMapper o(value, path);
+  return o && o.map("candidate", t.candidate) && o.map("status", t.status) &&
+         o.map("median_ms", t.medianMs) && o.map("config", t.config) &&
+         o.map("shape", t.shape) && o.mapOptional("message", t.message) &&
+         o.mapOptional("launches", t.launches) &&
+         o.mapOptional("device", t.device) &&
+         o.mapOptional("screened", t.screened);
+}
+
+static bool fromJSON(const json::Value &value, TimingsFile &file,
+                     json::Path path) {
+  json::ObjectMapper o(value, path);
+  return o && o.map("gpu", file.gpu) && o.map("kernel", file.manifest.kernel) &&
+         o.map("source_hash", file.manifest.sourceHash) &&
+         o.map("arch", file.manifest.arch) &&
+         o.mapOptional("causal", file.manifest.causal) &&
+         o.mapOptional("incomplete", file.incomplete) &&
+         o.map("timings", file.timings);
+}
+} // namespace flashc::tune
+
 Expected<TimingsFile> TimingsFile::parse(StringRef text, StringRef path) {
   Expected<json::Value> value =
       parseTuningDocument(text, path, kTimingsFormat, kTimingsVersion);
   if (!value)
     return value.takeError();
-  const json::Object &root = *value->getAsObject();
   TimingsFile file;
-  std::pair<StringRef, std::string *> strings[] = {
-      {"gpu", &file.gpu},
-      {"kernel", &file.manifest.kernel},
-      {"source_hash", &file.manifest.sourceHash},
-      {"arch", &file.manifest.arch}};
-  for (auto [key, field] : strings) {
-    Expected<std::string> s = getString(root, key, path);
-    if (!s)
-      return s.takeError();
-    *field = std::move(*s);
-  }
-  file.manifest.causal = root.getBoolean("causal").value_or(false);
-  if (std::optional<StringRef> why = root.getString("incomplete"))
-    file.incomplete = why->str();
-  Expected<const json::Array *> timings = getArray(root, "timings", path);
-  if (!timings)
-    return timings.takeError();
-  for (auto [i, v] : enumerate(**timings)) {
-    std::string where = (path + ".timings[" + Twine(i) + "]").str();
-    Expected<const json::Object *> o = getObject(v, where);
-    if (!o)
-      return o.takeError();
-    CandidateTiming t;
-    Expected<std::string> id = getString(**o, "candidate", where);
-    Expected<std::string> status = getString(**o, "status", where);
-    Expected<double> ms = getNumber(**o, "median_ms", where);
-    if (!id || !status || !ms)
-      return joinErrors(joinErrors(id.takeError(), status.takeError()),
-                        ms.takeError());
-    const json::Value *config = (*o)->get("config");
-    const json::Value *shape = (*o)->get("shape");
-    if (!config || !shape)
-      return fieldError(where, "config and shape are required");
-    Expected<TuneConfig> tc = configFromJson(*config, where + ".config");
-    if (!tc)
-      return tc.takeError();
-    Expected<ProblemShape> ps = shapeFromJson(*shape, where + ".shape");
-    if (!ps)
-      return ps.takeError();
-    std::optional<TimingStatus> st =
-        StringSwitch<std::optional<TimingStatus>>(*status)
-            .Case("ok", TimingStatus::Ok)
-            .Case("check_failed", TimingStatus::CheckFailed)
-            .Case("error", TimingStatus::Error)
-            .Default(std::nullopt);
-    if (!st)
-      return fieldError(where + ".status",
-                        "expected ok, check_failed or error");
-    t.candidate = *id;
-    t.config = *tc;
-    t.shape = *ps;
-    t.status = *st;
-    t.medianMs = *ms;
-    if (std::optional<StringRef> message = (*o)->getString("message"))
-      t.message = message->str();
-    t.launches = (*o)->getInteger("launches").value_or(0);
-    t.device = int((*o)->getInteger("device").value_or(-1));
-    t.screened = (*o)->getBoolean("screened").value_or(false);
-    file.timings.push_back(std::move(t));
-  }
+  if (Error err = readJson(*value, file, path))
+    return std::move(err);
   return file;
 }
 

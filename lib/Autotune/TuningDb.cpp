@@ -1,7 +1,6 @@
 //===- TuningDb.cpp - the tuning database ---------------------------------===//
 
 #include "flashc/Autotune/TuningDb.h"
-#include "JsonUtil.h"
 #include "flashc/Autotune/Files.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -12,59 +11,19 @@
 
 using namespace llvm;
 using namespace flashc::tune;
-using namespace flashc::tune::json_util;
 
-static Expected<TuningEntry> entryFromJson(const json::Value &value,
-                                           const Twine &where) {
-  Expected<const json::Object *> object = getObject(value, where);
-  if (!object)
-    return object.takeError();
-  const json::Object &o = **object;
-  TuningEntry entry;
-  std::pair<StringRef, std::string *> strings[] = {
-      {"source_hash", &entry.sourceHash},
-      {"arch", &entry.arch},
-      {"gpu", &entry.gpu},
-      {"kernel", &entry.kernel}};
-  for (auto [key, field] : strings) {
-    Expected<std::string> s = getString(o, key, where);
-    if (!s)
-      return s.takeError();
-    *field = std::move(*s);
-  }
-  std::string w = where.str();
-  const json::Value *bucket = o.get("bucket");
-  if (!bucket)
-    return fieldError(w + ".bucket", "missing");
-  Expected<ShapeBucket> b = bucketFromJson(*bucket, w + ".bucket");
-  if (!b)
-    return b.takeError();
-  entry.bucket = *b;
-  const json::Value *shape = o.get("shape");
-  if (!shape)
-    return fieldError(w + ".shape", "missing");
-  Expected<ProblemShape> s = shapeFromJson(*shape, w + ".shape");
-  if (!s)
-    return s.takeError();
-  entry.shape = *s;
-  const json::Value *config = o.get("config");
-  if (!config)
-    return fieldError(w + ".config", "missing");
-  Expected<TuneConfig> c = configFromJson(*config, w + ".config");
-  if (!c)
-    return c.takeError();
-  entry.config = *c;
-  Expected<double> ms = getNumber(o, "median_ms", w);
-  Expected<double> tflops = getNumber(o, "tflops", w);
-  Expected<int64_t> candidates = getInt(o, "candidates", w);
-  if (!ms || !tflops || !candidates)
-    return joinErrors(joinErrors(ms.takeError(), tflops.takeError()),
-                      candidates.takeError());
-  entry.medianMs = *ms;
-  entry.tflops = *tflops;
-  entry.candidates = *candidates;
-  return entry;
+namespace flashc::tune {
+static bool fromJSON(const json::Value &value, TuningEntry &entry,
+                     json::Path path) {
+  json::ObjectMapper o(value, path);
+  return o && o.map("source_hash", entry.sourceHash) &&
+         o.map("arch", entry.arch) && o.map("gpu", entry.gpu) &&
+         o.map("kernel", entry.kernel) && o.map("bucket", entry.bucket) &&
+         o.map("shape", entry.shape) && o.map("config", entry.config) &&
+         o.map("median_ms", entry.medianMs) && o.map("tflops", entry.tflops) &&
+         o.map("candidates", entry.candidates);
 }
+} // namespace flashc::tune
 
 static json::Object entryToJson(const TuningEntry &entry) {
   return json::Object{{"source_hash", entry.sourceHash},
@@ -84,18 +43,14 @@ Expected<TuningDb> TuningDb::parse(StringRef text, StringRef path) {
       parseTuningDocument(text, path, kTuningDbFormat, kTuningDbVersion);
   if (!value)
     return value.takeError();
-  const json::Object &root = *value->getAsObject();
-  Expected<const json::Array *> entries = getArray(root, "entries", path);
-  if (!entries)
-    return entries.takeError();
+  std::vector<TuningEntry> entries;
+  json::Path::Root root(path);
+  json::ObjectMapper o(*value, root);
+  if (!o.map("entries", entries))
+    return root.getError();
   TuningDb db;
-  for (auto [i, value] : enumerate(**entries)) {
-    Expected<TuningEntry> entry =
-        entryFromJson(value, path + ".entries[" + Twine(i) + "]");
-    if (!entry)
-      return entry.takeError();
-    db.upsert(std::move(*entry));
-  }
+  for (TuningEntry &entry : entries)
+    db.upsert(std::move(entry));
   return db;
 }
 

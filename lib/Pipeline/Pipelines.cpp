@@ -1,8 +1,7 @@
 //===- Pipelines.cpp - the named pass pipelines ---------------------------===//
 //
 // Pipelines are built from pass constructors, so a library user needs no
-// pass registration; `printAsTextualPipeline` gives the equivalent
-// flash-opt command line when a stage has to be reproduced by hand.
+// pass registration.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +16,6 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -102,15 +100,6 @@ void buildCpuReferencePipeline(OpPassManager &pm,
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-}
-
-std::string describeCpuReferencePipeline(const TileOverrides &overrides) {
-  OpPassManager pm("builtin.module");
-  buildCpuReferencePipeline(pm, overrides);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  pm.printAsTextualPipeline(os);
-  return text;
 }
 
 void registerPipelines() {

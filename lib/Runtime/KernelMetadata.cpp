@@ -110,12 +110,16 @@ public:
                      "kernel metadata: " + field + ": " + why);
   }
 
+  /// "key" at the root, "path.key" inside an object.
+  static std::string fieldPath(const Twine &path, StringRef key) {
+    return path.isTriviallyEmpty() ? key.str() : (path + "." + key).str();
+  }
+
   Expected<const json::Value *> get(const json::Object &obj, StringRef key,
                                     const Twine &path) {
     const json::Value *v = obj.get(key);
     if (!v)
-      return fail(path.isTriviallyEmpty() ? Twine(key) : path + "." + key,
-                  "missing");
+      return fail(fieldPath(path, key), "missing");
     return v;
   }
 
@@ -126,7 +130,7 @@ public:
       return v.takeError();
     auto s = (*v)->getAsString();
     if (!s)
-      return fail(key, "must be a string");
+      return fail(fieldPath(path, key), "must be a string");
     out = s->str();
     return Error::success();
   }
@@ -138,7 +142,7 @@ public:
       return v.takeError();
     auto i = (*v)->getAsInteger();
     if (!i)
-      return fail(key, "must be an integer");
+      return fail(fieldPath(path, key), "must be an integer");
     out = *i;
     return Error::success();
   }

@@ -272,6 +272,13 @@ TEST(Metadata, TmaPtrRefusals) {
                     {"box", json::Array{128, 64}},
                     {"swizzle", 128}},
        "params[0].rank: missing"},
+      // A value of the wrong type is named by its path too.
+      {json::Object{{"kind", "tma_ptr"},
+                    {"tensor", "q"},
+                    {"box", json::Array{128, 64}},
+                    {"swizzle", 128},
+                    {"rank", "3"}},
+       "params[0].rank: must be an integer"},
       {tmaPtrEntry("q", 128, 128, 128, 3),
        "TMA box over q has rows of 256 bytes, more than its 128-byte "
        "swizzle span"},

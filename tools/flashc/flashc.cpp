@@ -1,10 +1,10 @@
 //===- flashc.cpp - the flashc compiler driver ----------------------------===//
 //
 // flashc attention.mlir -o kernel.ptx: parses a kernel (kernel level, or an
-// already lowered gpu.module), runs the shared pipelines of lib/Pipeline and
-// lib/Target, and writes the artefact with its kernel.json beside it. With
-// --tuning-db tuning.json --shape B,H,N,D it compiles the config flash-tune
-// chose for that shape (lib/Autotune).
+// already lowered gpu.module), runs the shared pipelines of lib/Pipeline (the
+// NVVM lowering included), and writes the artefact with lib/Target (ptxas,
+// kernel.json beside it). With --tuning-db tuning.json --shape B,H,N,D it
+// compiles the config flash-tune chose for that shape (lib/Autotune).
 //
 //===----------------------------------------------------------------------===//
 

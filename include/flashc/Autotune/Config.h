@@ -55,7 +55,11 @@ struct TuneConfig {
 /// on with at most two warpgroups) and "dynamic_schedule" (0, the static
 /// pairs, in a persistent entry).
 llvm::json::Object toJson(const TuneConfig &config);
-/// Reads what toJson writes; `where` names the object in errors.
+/// Reads what toJson writes (llvm::json::ObjectMapper: errors name the
+/// JSON path of the bad value).
+bool fromJSON(const llvm::json::Value &value, TuneConfig &config,
+              llvm::json::Path path);
+/// fromJSON with `where` as the root of the path errors name.
 llvm::Expected<TuneConfig> configFromJson(const llvm::json::Value &value,
                                           llvm::StringRef where);
 
@@ -81,8 +85,8 @@ struct ProblemShape {
 /// Parses "B,H,N,D" (positive integers).
 llvm::Expected<ProblemShape> parseShape(llvm::StringRef text);
 llvm::json::Array toJson(const ProblemShape &shape);
-llvm::Expected<ProblemShape> shapeFromJson(const llvm::json::Value &value,
-                                           llvm::StringRef where);
+bool fromJSON(const llvm::json::Value &value, ProblemShape &shape,
+              llvm::json::Path path);
 
 /// Shapes that share a tuned config: N rounded up to a power of two, D
 /// exact, B*H rounded up to a power of two (the number of waves the grid
@@ -104,8 +108,8 @@ struct ShapeBucket {
 
 ShapeBucket bucketOf(const ProblemShape &shape);
 llvm::json::Object toJson(const ShapeBucket &bucket);
-llvm::Expected<ShapeBucket> bucketFromJson(const llvm::json::Value &value,
-                                           llvm::StringRef where);
+bool fromJSON(const llvm::json::Value &value, ShapeBucket &bucket,
+              llvm::json::Path path);
 
 /// Attention FLOPs of a non-causal forward pass (4 * B * H * N * N * D);
 /// halved for causal.

@@ -8,6 +8,8 @@
 #ifndef FLASHC_PIPELINE_PIPELINES_H
 #define FLASHC_PIPELINE_PIPELINES_H
 
+#include "flashc/Target/GpuTarget.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -31,22 +33,33 @@ struct TileOverrides {
 void buildTilePipeline(mlir::OpPassManager &pm, const TileOverrides &overrides);
 
 /// flash.attention -> a gpu.module kernel for `chip` (the fused tile
-/// program, -flash-gpu-schedule, then -convert-flash-to-gpu); lib/Target
-/// takes it from there. `probeStamps` builds the developer probe
-/// (flash-gpu-schedule's probe-stamps: clock64 records over the LSE
-/// buffer).
+/// program, -flash-gpu-schedule, then -convert-flash-to-gpu);
+/// buildNVVMLoweringPipeline takes it from there. `probeStamps` builds the
+/// developer probe (flash-gpu-schedule's probe-stamps: clock64 records over
+/// the LSE buffer).
 void buildGpuKernelPipeline(mlir::OpPassManager &pm,
                             const TileOverrides &overrides,
                             llvm::StringRef chip, bool probeStamps = false);
+
+/// A module holding one gpu.module (buildGpuKernelPipeline's output) ->
+/// NVVM -> the gpu.module serialized by gpu-module-to-binary into a
+/// gpu.binary holding PTX or LLVM bitcode for `options.arch`.
+void buildNVVMLoweringPipeline(mlir::OpPassManager &pm,
+                               const GpuTargetOptions &options,
+                               GpuArtefact artefact);
+
+/// Runs buildNVVMLoweringPipeline on `module` after lib/Target's checks and
+/// returns the text of its single gpu.module (PTX or LLVM IR). Errors are
+/// emitted as diagnostics on the module.
+mlir::FailureOr<std::string> serializeGpuModule(mlir::ModuleOp module,
+                                                const GpuTargetOptions &options,
+                                                GpuArtefact artefact);
 
 /// flash.attention -> LLVM dialect for the host CPU: the tile program run as
 /// loops, for MLIR's execution engine. Functions that should be callable
 /// from C need the `llvm.emit_c_interface` attribute before this runs.
 void buildCpuReferencePipeline(mlir::OpPassManager &pm,
                                const TileOverrides &overrides);
-
-/// The same pipelines as text, for --dump-pass-pipeline and error messages.
-std::string describeCpuReferencePipeline(const TileOverrides &overrides);
 
 /// Registers `flash-tile-pipeline` and `flash-cpu-pipeline` for flash-opt.
 void registerPipelines();

@@ -1,7 +1,8 @@
 //===- GpuTarget.h - gpu.module -> PTX -> cubin -----------------*- C++ -*-===//
 //
-// The target layer: the NVVM lowering of a module's gpu.modules, their
-// serialization to PTX (or LLVM IR), and ptxas for cubin.
+// The target layer: what serializing a gpu.module needs and yields (the
+// NVVM lowering that serializes it is lib/Pipeline's
+// buildNVVMLoweringPipeline / serializeGpuModule), and ptxas for cubin.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,12 +33,17 @@ enum class GpuArtefact { Ptx, LlvmIr };
 /// Fails with a message naming the supported architectures.
 llvm::Error checkSupportedArch(llvm::StringRef arch);
 
-/// Lowers every gpu.module of `module` to NVVM and serializes it; returns
-/// the text of the single gpu.module (PTX or LLVM IR). Errors are emitted
+/// Checks, before the NVVM lowering runs, that `module` holds exactly one
+/// gpu.module and that `options.cudaRoot` has libdevice. Errors are emitted
 /// as diagnostics on the module.
-mlir::FailureOr<std::string> serializeGpuModule(mlir::ModuleOp module,
-                                                const GpuTargetOptions &options,
-                                                GpuArtefact artefact);
+mlir::LogicalResult checkSerializable(mlir::ModuleOp module,
+                                      const GpuTargetOptions &options);
+
+/// The object the NVVM lowering left in the module's gpu.binary, as text:
+/// PTX, or LLVM IR read from its bitcode. Errors are emitted as diagnostics
+/// on the module.
+mlir::FailureOr<std::string> readGpuBinary(mlir::ModuleOp module,
+                                           GpuArtefact artefact);
 
 /// ptxas's path: under `cudaRoot`, then on PATH, then CUDA_HOME/CUDA_PATH.
 std::optional<std::string> findPtxas(llvm::StringRef cudaRoot);

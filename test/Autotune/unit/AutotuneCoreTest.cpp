@@ -144,7 +144,7 @@ TEST(Config, SpeculativeExpJsonRoundTripAndLegacyDefault) {
   Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
   ASSERT_FALSE(bool(wrong));
   EXPECT_NE(
-      message(wrong.takeError()).find("c.speculative_exp: expected 0 or 1"),
+      message(wrong.takeError()).find("expected 0 or 1 at c.speculative_exp"),
       std::string::npos);
 }
 
@@ -189,7 +189,7 @@ TEST(Config, DynamicScheduleJsonRoundTripAndLegacyDefault) {
   Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
   ASSERT_FALSE(bool(wrong));
   EXPECT_NE(
-      message(wrong.takeError()).find("c.dynamic_schedule: expected 0 or 1"),
+      message(wrong.takeError()).find("expected 0 or 1 at c.dynamic_schedule"),
       std::string::npos);
 }
 
@@ -233,7 +233,7 @@ TEST(Config, TmaStoreJsonRoundTripAndLegacyDefault) {
   bad["tma_store_o"] = -1;
   Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
   ASSERT_FALSE(bool(wrong));
-  EXPECT_NE(message(wrong.takeError()).find("c.tma_store_o: expected 0 or 1"),
+  EXPECT_NE(message(wrong.takeError()).find("expected 0 or 1 at c.tma_store_o"),
             std::string::npos);
 }
 
@@ -270,7 +270,7 @@ TEST(Config, PersistentJsonRoundTripAndDefault) {
   bad["persistent"] = 2;
   Expected<TuneConfig> wrong = configFromJson(json::Value(std::move(bad)), "c");
   ASSERT_FALSE(bool(wrong));
-  EXPECT_NE(message(wrong.takeError()).find("c.persistent: expected 0 or 1"),
+  EXPECT_NE(message(wrong.takeError()).find("expected 0 or 1 at c.persistent"),
             std::string::npos);
 }
 
@@ -372,14 +372,14 @@ TEST(TuningDb, ForeignFilesAreNamed) {
   } cases[] = {
       {R"({"format": "flashc-kernel", "format_version": 1})",
        "not a flashc-tuning-db file (its \"format\" is \"flashc-kernel\")"},
-      {R"([1, 2, 3])", "expected an object"},
+      {R"([1, 2, 3])", "expected object when parsing db.json"},
       {R"({"entries": []})", "\"format\" is missing"},
       {R"({"format": "flashc-tuning-db", "format_version": 7, "entries": []})",
        "format_version 7 is not supported"},
       {R"({"format": "flashc-tuning-db", "format_version": 1,
            "entries": [{"source_hash": "a", "arch": "sm_90a", "gpu": "g",
                         "kernel": "k"}]})",
-       "db.json.entries[0].bucket: missing"},
+       "missing value at db.json.entries[0].bucket"},
       {R"({"format": "flashc-tuning-db", "format_version": 1,
            "entries": [{"source_hash": "a", "arch": "sm_90a", "gpu": "g",
              "kernel": "k", "bucket": {"seq": 1, "head_dim": 64,
@@ -388,7 +388,7 @@ TEST(TuningDb, ForeignFilesAreNamed) {
                         "warpgroups": 2, "overlap": 1, "pingpong": 3,
                         "split_release": 1},
              "median_ms": 1, "tflops": 1, "candidates": 1}]})",
-       "db.json.entries[0].config.pingpong: expected 0 or 1"},
+       "expected 0 or 1 at db.json.entries[0].config.pingpong"},
   };
   for (const Case &c : cases) {
     Expected<TuningDb> db = TuningDb::parse(c.text, "db.json");
@@ -579,6 +579,18 @@ TEST(Selection, TimingsFileRoundTrip) {
   ASSERT_FALSE(bool(foreign));
   EXPECT_NE(message(foreign.takeError()).find("not a flashc-tune-timings"),
             std::string::npos);
+  // A bad record is named by its JSON path.
+  json::Value bad = file.toJson();
+  (*(*bad.getAsObject()->getArray("timings"))[1].getAsObject())["status"] =
+      "fine";
+  Expected<TimingsFile> wrong =
+      TimingsFile::parse(formatv("{0}", bad).str(), "t.json");
+  ASSERT_FALSE(bool(wrong));
+  std::string why = message(wrong.takeError());
+  EXPECT_NE(why.find("expected ok, check_failed or error at "
+                     "t.json.timings[1].status"),
+            std::string::npos)
+      << why;
 }
 
 //===--- bundle manifest
@@ -611,6 +623,18 @@ TEST(Bundle, ManifestRoundTrip) {
   ASSERT_FALSE(bool(corrupt));
   EXPECT_NE(message(corrupt.takeError()).find("not valid JSON"),
             std::string::npos);
+
+  // A bad candidate is named by its JSON path.
+  json::Value bad = m.toJson();
+  (*bad.getAsObject()->getArray("candidates"))[0].getAsObject()->erase(
+      "binary");
+  Expected<BundleManifest> wrong =
+      BundleManifest::parse(formatv("{0}", bad).str(), "m.json");
+  ASSERT_FALSE(bool(wrong));
+  std::string text = message(wrong.takeError());
+  EXPECT_NE(text.find("missing value at m.json.candidates[0].binary"),
+            std::string::npos)
+      << text;
 }
 
 //===--- progress

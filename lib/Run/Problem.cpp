@@ -1,0 +1,136 @@
+//===- Problem.cpp - the problem a run launches and its seeded inputs -----===//
+//
+// Sizes from the command line, dtype and head dim from kernel.json, dense
+// strides in the chosen layout; inputs drawn as every GPU check draws them
+// (flashc/Reference/HostData.h), kept both as the kernel's bits and as
+// doubles for the reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Reference/HostData.h"
+#include "flashc/Run/RunKernel.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace flashc::rt;
+
+namespace flashc::run {
+
+static void setStrides(int64_t *s, int64_t h, int64_t n, int64_t d, bool bshd) {
+  if (bshd) {
+    s[0] = n * h * d, s[1] = d, s[2] = h * d, s[3] = 1;
+  } else {
+    s[0] = h * n * d, s[1] = n * d, s[2] = d, s[3] = 1;
+  }
+}
+
+Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
+                      Layout layout) {
+  Problem p;
+  p.dtype = meta.dtype;
+  p.b = shape.batch, p.h = shape.heads, p.nq = shape.seqQ;
+  p.nk = shape.seqK < 0 ? shape.seqQ : shape.seqK;
+  p.d = meta.headDim;
+  p.hasLse = meta.hasLse;
+  p.layout = layout;
+  bool bshd = layout == Layout::BSHD;
+  setStrides(p.strides[0], p.h, p.nq, p.d, bshd);
+  setStrides(p.strides[1], p.h, p.nk, p.d, bshd);
+  setStrides(p.strides[2], p.h, p.nk, p.d, bshd);
+  setStrides(p.strides[3], p.h, p.nq, p.d, bshd);
+  p.strides[4][0] = p.h * p.nq, p.strides[4][1] = p.nq, p.strides[4][2] = 1;
+  p.elems[0] = p.elems[3] = p.b * p.h * p.nq * p.d;
+  p.elems[1] = p.elems[2] = p.b * p.h * p.nk * p.d;
+  p.elems[4] = p.hasLse ? p.b * p.h * p.nq : 0;
+  return p;
+}
+
+size_t Problem::bytes(unsigned t) const {
+  return size_t(elems[t]) * (t == unsigned(TensorId::LSE) ? 4 : 2);
+}
+
+size_t Problem::setBytes() const {
+  size_t total = 0;
+  for (unsigned t = 0; t < kNumTensors; ++t)
+    total += bytes(t);
+  return total;
+}
+
+TensorArg Problem::arg(TensorId id, CUdeviceptr ptr, int device) const {
+  TensorArg t;
+  t.data = ptr;
+  t.device = device;
+  bool lse = id == TensorId::LSE;
+  t.dtype = lse ? DType::F32 : dtype;
+  t.rank = lse ? 3 : 4;
+  int64_t n = (id == TensorId::K || id == TensorId::V) ? nk : nq;
+  int64_t sizes[4] = {b, h, n, d};
+  for (unsigned i = 0; i < t.rank; ++i) {
+    t.sizes[i] = sizes[i];
+    t.strides[i] = strides[unsigned(id)][i];
+  }
+  return t;
+}
+
+void printRunHeader(raw_ostream &os, const KernelMetadata &meta,
+                    const DeviceInfo &device, const Problem &p) {
+  os << formatv("flash-run: {0} ({1}, D={2}, {3}{4}) on {5}: B={6} H={7} "
+                "Nq={8} Nk={9} layout={10}\n",
+                meta.kernel, dtypeName(meta.dtype), meta.headDim,
+                meta.causal ? "causal" : "non-causal",
+                meta.hasLse ? ", lse" : "", device.name, p.b, p.h, p.nq, p.nk,
+                p.layout == Layout::BSHD ? "bshd" : "bhsd");
+}
+
+Error checkProblem(const KernelMetadata &meta, const Problem &p, int device) {
+  if (!p.empty())
+    return Error::success();
+  // Any non-null pointer: validation names the empty dimension first.
+  LaunchArgs args;
+  for (unsigned i = 0; i < kNumTensors; ++i)
+    args.tensors[i] = p.arg(TensorId(i), 256, device);
+  if (!p.hasLse)
+    args[TensorId::LSE] = TensorArg();
+  Expected<ProblemShape> shape = validateLaunchArgs(meta, args, device);
+  if (!shape)
+    return shape.takeError();
+  return Error::success();
+}
+
+HostInputs generateInputs(const Problem &p, std::mt19937_64 &rng,
+                          bool hardRows) {
+  HostInputs in;
+  for (unsigned t = 0; t < 3; ++t) {
+    int64_t n = t == 0 ? p.nq : p.nk;
+    in.bits[t].assign(size_t(p.elems[t]), 0);
+    in.values[t].assign(size_t(p.elems[t]), 0);
+    for (int64_t b = 0; b < p.b; ++b)
+      for (int64_t h = 0; h < p.h; ++h)
+        for (int64_t i = 0; i < n; ++i) {
+          bool hard = t == 0 && hardRows && ref::isHardQueryRow(i);
+          for (int64_t d = 0; d < p.d; ++d) {
+            uint16_t bits = ref::drawInputBits(rng, p.dtype, hard);
+            in.bits[t][size_t(ref::offsetOf(p.strides[t], b, h, i, d))] = bits;
+            in.values[t][size_t(((b * p.h + h) * n + i) * p.d + d)] =
+                ref::halfBitsToFloat(bits, p.dtype);
+          }
+        }
+  }
+  return in;
+}
+
+unsigned benchInputSets(size_t setBytes) {
+  if (setBytes == 0)
+    return 1;
+  size_t want = size_t(256) << 20; // > 4x the 60 MB L2 of an H200
+  unsigned numSets =
+      unsigned(std::clamp<size_t>((want + setBytes - 1) / setBytes, 1, 8));
+  if (numSets * setBytes > (size_t(16) << 30))
+    numSets = 1;
+  return numSets;
+}
+
+} // namespace flashc::run
