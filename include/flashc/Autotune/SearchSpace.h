@@ -22,9 +22,10 @@ namespace flashc::tune {
 
 struct SearchSpace {
   /// #flash.config axes. block_n: multiples of 16 up to the largest wgmma
-  /// N, including the 176/192 tiles prototypes/gpu found worth trying and
-  /// 80, FA3's D = 256 tile (1-2.5% over 64 at N >= 4096 on the H200,
-  /// bench/RESULTS.md 2026-12-03).
+  /// N, including 176 and 192, which the prototype the conversion came from
+  /// found worth trying (docs/gpu-kernel.md), and 80, FA3's D = 256 tile
+  /// (1-2.5% faster than 64 at N >= 4096 on the H200; docs/decisions.md,
+  /// "block_n 80 in the search space").
   llvm::SmallVector<int64_t> blockM = {64, 128, 192, 256};
   llvm::SmallVector<int64_t> blockN = {64, 80, 96, 128, 176, 192, 256};
   llvm::SmallVector<int64_t> stages = {1, 2, 3, 4};

@@ -1,15 +1,15 @@
 //===- FlashToGPU.h - pieces of -convert-flash-to-gpu -----------*- C++ -*-===//
 //
-// Internal interface of the FlashToGPU conversion: the kernel description the
-// matcher extracts from a canonical attention tile program, and the emitter
-// whose member families (shared memory and TMA, wgmma, softmax, epilogue,
-// inline PTX) live in one file each. The emitted kernel follows
-// prototypes/gpu/gen.py: warp specialised (one producer warpgroup, one
-// consumer warpgroup per 64 query rows) with the schedule of its best
-// verified variant `ovpps` (intra-warpgroup S/PV overlap, two-consumer
-// ping-pong, split K/V slot release), each knob a #flash.config switch that
-// a pass option can turn off; `persistent` makes it one block per SM walking
-// the tiles (TileSchedule.cpp).
+// Internal interface of -flash-gpu-schedule and -convert-flash-to-gpu: the
+// kernel description the matcher extracts from a canonical attention tile
+// program (with the schedule of its #flash.schedule applied), and the
+// emitter whose member families (shared memory and TMA, wgmma, softmax,
+// epilogue, inline PTX) live in one file each. The kernel is warp
+// specialised (one producer warpgroup, one consumer warpgroup per 64 query
+// rows) with intra-warpgroup S/PV overlap, two-consumer ping-pong and split
+// K/V slot release where the schedule says so; `persistent` makes it one
+// block per SM walking the tiles (TileSchedule.cpp). docs/gpu-kernel.md
+// tells where the design came from.
 //
 //===----------------------------------------------------------------------===//
 

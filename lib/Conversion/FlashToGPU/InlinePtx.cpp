@@ -2,7 +2,7 @@
 //
 // The only `llvm.inline_asm` the conversion emits. Everything else in the
 // kernel is an upstream gpu/nvgpu/nvvm/llvm op; these two have no MLIR 22 op
-// (see prototypes/gpu/README.md, "Inline PTX").
+// (docs/gpu-kernel.md, "Inline PTX: every use").
 //
 //===----------------------------------------------------------------------===//
 

@@ -81,8 +81,8 @@ void KernelEmitter::emitTileBounds() {
   // block, whose rows see the fewest keys. Aligned at row 0 they were past
   // seq_q in the last block, which walks all keys for them (bm 192 at
   // N = 4096: 6% of the work). Not with the TMA store of O: a box that
-  // starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200,
-  // bench/RESULTS.md batch 76) where one past the end is clipped.
+  // starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200;
+  // docs/decisions.md) where one past the end is clipped.
   if (spec.causal && !spec.sw.tmaStoreO) {
     // A causal kernel is a sections grid or persistent: both set it.
     Value fromEnd = arith::SubIOp::create(b, numQueryBlocks, blockX32);

@@ -147,7 +147,7 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
   // max, moves the reference and computes P again (a warp-uniform branch;
   // the speculative P, perhaps inf, is dropped). Rescaling the speculative
   // P there instead (one multiply per score) gained at most 1.5% and
-  // spilled (bench/RESULTS.md, batch 66).
+  // spilled (docs/decisions.md, "Speculative exp off").
   SmallVector<Value, 2> mNegOld;
   for (int64_t r = 0; r < 2; ++r)
     mNegOld.push_back(arith::NegFOp::create(b, zeroIfNegInf(mOld[r])));
@@ -169,7 +169,7 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
   }
   // Both ways out pack P with the same conversions, which LLVM sinks past
   // PV_{j-1}'s wait. Where P_j was packed inside a branch before that wait
-  // (bench/RESULTS.md, batches 69 and 71), it could take P_{j-1}'s
+  // (docs/decisions.md, "P packed after the wait"), it could take P_{j-1}'s
   // registers while the wgmma still read them: ptxas serialised the chain
   // (C7513), and one such build wrote NaN.
   llvm::append_range(kept, packScores(pSpec));

@@ -20,7 +20,7 @@
 //   after another), so the blocks running at once read few heads' K and V
 //   (level by level, a head's last blocks ran a round after its first and
 //   read its K and V from DRAM again: +40% DRAM bytes at D128 N = 2048,
-//   bench/RESULTS.md probe 94). Under a causal mask heads are taken in
+//   docs/decisions.md). Under a causal mask heads are taken in
 //   sections whose K and V fit a share of L2, so the blocks running at
 //   once read the same keys; within a section, items go level by level
 //   (item i of every head, then i + 1), which the pairs and the
@@ -91,7 +91,7 @@ void KernelEmitter::prefetchNextBlockInputs() {
   // Issued after this block's last K/V load, a couple of key tiles before
   // its end: early enough to land, late enough that the lines are still in
   // L2. (Under a causal mask the blocks' lengths differ, so the guess
-  // misses; measured 0.3-1.1% slower there, bench/RESULTS.md batch 57.)
+  // misses; measured 0.3-1.1% slower there, docs/decisions.md.)
   Value gx = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::x));
   Value gy = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::y));
   Value y = toI32(b, blockY);
