@@ -2,6 +2,7 @@
 
 #include "flashc/Autotune/Compile.h"
 #include "flashc/Autotune/PtxasReport.h"
+#include "flashc/Pipeline/CompileKernel.h"
 #include "flashc/Pipeline/Pipelines.h"
 #include "flashc/Target/GpuTarget.h"
 #include "flashc/Target/KernelMetadata.h"
@@ -133,20 +134,24 @@ static Compiled compileOne(const KernelSource &source, const TuneConfig &config,
                                           diagnostics += diag.str() + "\n";
                                           return mlir::success();
                                         });
-  FailureOr<llvm::json::Object> metadata = flashc::buildKernelMetadata(
-      *lowered->module, {"kernel.cubin", "cubin", options.arch, source.hash});
-  if (failed(metadata))
-    return prune("metadata", diagnostics);
-  GpuTargetOptions target;
-  target.arch = options.arch;
-  target.cudaRoot = options.cudaRoot;
-  FailureOr<std::string> ptx =
-      serializeGpuModule(*lowered->module, target, GpuArtefact::Ptx);
-  if (failed(ptx))
-    return prune("nvvm", diagnostics);
-  Expected<Cubin> cubin = assembleCubin(*ptx, target);
-  if (!cubin)
-    return prune("ptxas", toString(cubin.takeError()));
+  KernelCompileOptions compile;
+  compile.stage = KernelStage::Cubin;
+  compile.target.arch = options.arch;
+  compile.target.cudaRoot = options.cudaRoot;
+  compile.binaryName = "kernel.cubin";
+  compile.sourceHash = source.hash;
+  Expected<CompiledKernel> cubin = compileKernel(*lowered->module, compile);
+  if (!cubin) {
+    std::string stage = "ptxas", why;
+    handleAllErrors(
+        cubin.takeError(),
+        [&](const DiagnosedFailure &failure) {
+          stage = failure.stage;
+          why = diagnostics;
+        },
+        [&](const ErrorInfoBase &error) { why = error.message(); });
+    return prune(stage, why);
+  }
   PtxasResources resources = parsePtxasReport(cubin->resourceReport);
   if (std::optional<PtxasVerdict> verdict = ptxasPruneReason(
           resources, options.keepSpills, options.keepSerializedWgmma))
@@ -160,9 +165,9 @@ static Compiled compileOne(const KernelSource &source, const TuneConfig &config,
   SmallString<256> binaryPath(candidateDir), metadataPath(candidateDir);
   sys::path::append(binaryPath, "kernel.cubin");
   sys::path::append(metadataPath, "kernel.json");
-  if (Error err = writeFileAtomically(binaryPath, cubin->bytes))
+  if (Error err = writeFileAtomically(binaryPath, cubin->artefact))
     return prune("io", toString(std::move(err)));
-  if (Error err = writeJsonAtomically(metadataPath, std::move(*metadata)))
+  if (Error err = writeJsonAtomically(metadataPath, std::move(*cubin->metadata)))
     return prune("io", toString(std::move(err)));
 
   Compiled c;

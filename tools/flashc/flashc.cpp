@@ -11,6 +11,7 @@
 #include "flashc/Autotune/TunedPipeline.h"
 #include "flashc/Autotune/TuningDb.h"
 #include "flashc/InitAll.h"
+#include "flashc/Pipeline/CompileKernel.h"
 #include "flashc/Pipeline/Pipelines.h"
 #include "flashc/Target/GpuTarget.h"
 #include "flashc/Target/KernelMetadata.h"
@@ -35,7 +36,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { Tile, Mlir, Llvm, Ptx, Cubin };
+using flashc::KernelStage;
 
 cl::OptionCategory category("flashc options");
 
@@ -46,13 +47,15 @@ cl::opt<std::string> outputFile("o",
                                          "or kernel.cubin for cubin)"),
                                 cl::value_desc("file"), cl::init(""),
                                 cl::cat(category));
-cl::opt<Emit> emitKind(
+cl::opt<KernelStage> emitKind(
     "emit", cl::desc("What to write (default: from -o's extension, else ptx)"),
-    cl::values(clEnumValN(Emit::Tile, "tile", "the fused tile program"),
-               clEnumValN(Emit::Mlir, "mlir", "the GPU kernel in MLIR"),
-               clEnumValN(Emit::Llvm, "llvm", "the kernel's LLVM IR (NVVM)"),
-               clEnumValN(Emit::Ptx, "ptx", "PTX assembly"),
-               clEnumValN(Emit::Cubin, "cubin", "a cubin, through ptxas")),
+    cl::values(clEnumValN(KernelStage::Tile, "tile", "the fused tile program"),
+               clEnumValN(KernelStage::Mlir, "mlir", "the GPU kernel in MLIR"),
+               clEnumValN(KernelStage::LlvmIr, "llvm",
+                          "the kernel's LLVM IR (NVVM)"),
+               clEnumValN(KernelStage::Ptx, "ptx", "PTX assembly"),
+               clEnumValN(KernelStage::Cubin, "cubin",
+                          "a cubin, through ptxas")),
     cl::cat(category));
 cl::opt<std::string> arch("arch", cl::desc("GPU architecture"),
                           cl::init("sm_90a"), cl::cat(category));
@@ -110,15 +113,15 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-Emit inferEmit() {
+KernelStage inferEmit() {
   if (emitKind.getNumOccurrences())
     return emitKind;
   llvm::StringRef extension = llvm::sys::path::extension(outputFile);
-  return llvm::StringSwitch<Emit>(extension)
-      .Case(".cubin", Emit::Cubin)
-      .Case(".ll", Emit::Llvm)
-      .Case(".mlir", Emit::Mlir)
-      .Default(Emit::Ptx);
+  return llvm::StringSwitch<KernelStage>(extension)
+      .Case(".cubin", KernelStage::Cubin)
+      .Case(".ll", KernelStage::LlvmIr)
+      .Case(".mlir", KernelStage::Mlir)
+      .Default(KernelStage::Ptx);
 }
 
 /// The --tuning-db entry for --shape, or nothing without --tuning-db.
@@ -204,10 +207,10 @@ int main(int argc, char **argv) {
       argc, argv,
       "flashc: compile a flash attention kernel to PTX or cubin for Hopper\n");
 
-  Emit emit = inferEmit();
+  KernelStage emit = inferEmit();
   if (llvm::Error error = flashc::checkSupportedArch(arch))
     return fail(llvm::toString(std::move(error)));
-  bool binary = emit == Emit::Ptx || emit == Emit::Cubin;
+  bool binary = emit == KernelStage::Ptx || emit == KernelStage::Cubin;
   if (binary && (outputFile.empty() || outputFile == "-"))
     return fail("-o <file> is required for --emit=ptx and --emit=cubin: "
                 "kernel.json is written beside it");
@@ -244,72 +247,44 @@ int main(int argc, char **argv) {
                   std::to_string(*flag));
     value = *flag;
   }
-  if (hasKernelLevelOps(*module)) {
-    PassManager pm(&context);
-    if (*tuned && emit == Emit::Tile)
-      flashc::buildTilePipeline(pm,
-                                flashc::tune::toTileOverrides((*tuned)->config));
-    else if (*tuned)
-      flashc::tune::buildTunedKernelPipeline(pm, (*tuned)->config, arch,
-                                             probeStamps);
-    else if (emit == Emit::Tile)
-      flashc::buildTilePipeline(pm, overrides);
-    else
-      flashc::buildGpuKernelPipeline(pm, overrides, arch, probeStamps);
-    if (failed(pm.run(*module)))
-      return 1;
-  } else if (emit == Emit::Tile) {
-    return fail("--emit=tile needs a kernel-level input (flash.attention)");
-  } else if (*tuned) {
-    return fail("--tuning-db needs a kernel-level input (flash.attention)");
-  }
-
-  if (emit == Emit::Tile || emit == Emit::Mlir) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    return writeOutput(outputFile, text);
-  }
-
-  std::string binaryName = llvm::sys::path::filename(outputFile).str();
-  FailureOr<llvm::json::Object> metadata = failure();
-  if (binary) {
-    metadata = flashc::buildKernelMetadata(
-        *module,
-        {binaryName, emit == Emit::Cubin ? "cubin" : "ptx", arch, sourceHash});
-    if (failed(metadata))
-      return 1;
-    // Which tuning entry chose the config, so a runner can match the
-    // binary to the shape it was tuned for.
+  if (!hasKernelLevelOps(*module)) {
+    if (emit == KernelStage::Tile)
+      return fail("--emit=tile needs a kernel-level input (flash.attention)");
     if (*tuned)
-      (*metadata)["tuned_for"] =
-          llvm::json::Object{{"tuning_db", tuningDb.getValue()},
-                             {"shape", flashc::tune::toJson((*tuned)->shape)}};
+      return fail("--tuning-db needs a kernel-level input (flash.attention)");
   }
 
-  flashc::GpuTargetOptions target;
-  target.arch = arch;
-  target.cudaRoot = cudaRoot;
-  FailureOr<std::string> serialized = flashc::serializeGpuModule(
-      *module, target,
-      emit == Emit::Llvm ? flashc::GpuArtefact::LlvmIr
-                         : flashc::GpuArtefact::Ptx);
-  if (failed(serialized))
-    return 1;
-  if (emit == Emit::Llvm)
-    return writeOutput(outputFile, *serialized);
-
-  if (emit == Emit::Cubin) {
-    llvm::Expected<flashc::Cubin> cubin =
-        flashc::assembleCubin(*serialized, target);
-    if (!cubin)
-      return fail(llvm::toString(cubin.takeError()));
-    if (resourceUsage)
-      llvm::errs() << cubin->resourceReport;
-    if (int status = writeOutput(outputFile, cubin->bytes))
-      return status;
-  } else if (int status = writeOutput(outputFile, *serialized)) {
+  flashc::KernelCompileOptions options;
+  options.overrides =
+      *tuned ? flashc::tune::toTileOverrides((*tuned)->config) : overrides;
+  options.stage = emit;
+  options.target.arch = arch;
+  options.target.cudaRoot = cudaRoot;
+  options.probeStamps = probeStamps;
+  options.binaryName = llvm::sys::path::filename(outputFile).str();
+  options.sourceHash = sourceHash;
+  llvm::Expected<flashc::CompiledKernel> compiled =
+      flashc::compileKernel(*module, options);
+  if (!compiled) {
+    int status = 1;
+    llvm::handleAllErrors(
+        compiled.takeError(), [](const flashc::DiagnosedFailure &) {},
+        [&](const llvm::ErrorInfoBase &error) {
+          status = fail(error.message());
+        });
     return status;
   }
-  return writeMetadata(std::move(*metadata));
+  if (emit == KernelStage::Cubin && resourceUsage)
+    llvm::errs() << compiled->resourceReport;
+  if (int status = writeOutput(outputFile, compiled->artefact))
+    return status;
+  if (!compiled->metadata)
+    return 0;
+  // Which tuning entry chose the config, so a runner can match the binary
+  // to the shape it was tuned for.
+  if (*tuned)
+    (*compiled->metadata)["tuned_for"] =
+        llvm::json::Object{{"tuning_db", tuningDb.getValue()},
+                           {"shape", flashc::tune::toJson((*tuned)->shape)}};
+  return writeMetadata(std::move(*compiled->metadata));
 }

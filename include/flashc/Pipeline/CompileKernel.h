@@ -1,0 +1,77 @@
+//===- CompileKernel.h - one entry point from kernel IR to artefacts -------===//
+//
+// What flashc, flash-tune and the tests call to compile a kernel: the
+// kernel-level module in, the stage asked for out (the tile program, the
+// lowered MLIR, LLVM IR, PTX or cubin, and for PTX and cubin the
+// kernel.json metadata). Every caller goes through the same passes, the
+// same serialization and the same ptxas invocation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_PIPELINE_COMPILEKERNEL_H
+#define FLASHC_PIPELINE_COMPILEKERNEL_H
+
+#include "flashc/Pipeline/Pipelines.h"
+#include "flashc/Target/GpuTarget.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+
+namespace flashc {
+
+/// The stages a compilation can stop at, in pipeline order.
+enum class KernelStage { Tile, Mlir, LlvmIr, Ptx, Cubin };
+
+struct KernelCompileOptions {
+  /// The config overrides (none: the kernel's own #flash.config).
+  TileOverrides overrides;
+  KernelStage stage = KernelStage::Ptx;
+  GpuTargetOptions target;
+  /// The developer probe (-flash-gpu-schedule's probe-stamps).
+  bool probeStamps = false;
+  /// kernel.json's binary name and the source's hash (PTX and cubin).
+  std::string binaryName;
+  std::string sourceHash;
+};
+
+struct CompiledKernel {
+  /// The stage's text: the module (Tile, Mlir), LLVM IR, PTX, or the
+  /// cubin's bytes.
+  std::string artefact;
+  /// PTX and cubin: the launch contract (kernel.json).
+  std::optional<llvm::json::Object> metadata;
+  /// Cubin: ptxas -v's resource report.
+  std::string resourceReport;
+};
+
+/// A failure whose diagnostics were already emitted on the module's
+/// context: the caller has nothing more to print.
+class DiagnosedFailure : public llvm::ErrorInfo<DiagnosedFailure> {
+public:
+  static char ID;
+  /// `stage`: "conversion" (the flash passes), "metadata" (kernel.json) or
+  /// "nvvm" (the NVVM lowering and serialization).
+  explicit DiagnosedFailure(std::string stage) : stage(std::move(stage)) {}
+  void log(llvm::raw_ostream &os) const override { os << stage << " failed"; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+
+  std::string stage;
+};
+
+/// Compiles `module` (kernel level: flash.attention; or, for the stages
+/// after Tile, a module the GPU pipeline already lowered) in place to
+/// `options.stage`. A pass's or the serialization's errors are emitted as
+/// diagnostics on the module's context and come back as DiagnosedFailure;
+/// others (ptxas's message, an input the stage cannot take) as the error's
+/// message.
+llvm::Expected<CompiledKernel> compileKernel(mlir::ModuleOp module,
+                                             const KernelCompileOptions &options);
+
+} // namespace flashc
+
+#endif // FLASHC_PIPELINE_COMPILEKERNEL_H
