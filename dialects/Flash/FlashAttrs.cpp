@@ -80,9 +80,11 @@ struct Entries {
     return success();
   }
 
-  /// Takes `key`'s integer (required unless `dflt` is given).
-  ParseResult integer(StringRef key, int64_t &out,
-                      std::optional<int64_t> dflt = std::nullopt) {
+  /// Takes `key`'s value of kind T through `get` (required unless `dflt`
+  /// is given); `kind` names T in the error.
+  template <typename T>
+  ParseResult take(StringRef key, T &out, std::optional<T> dflt,
+                   std::optional<T> Entry::*get, StringRef kind) {
     auto it = byKey.find(key);
     if (it == byKey.end()) {
       if (dflt) {
@@ -92,31 +94,21 @@ struct Entries {
       return parser.emitError(parser.getNameLoc())
              << "missing '" << key << "'";
     }
-    if (!it->second.integer)
+    std::optional<T> value = it->second.*get;
+    if (!value)
       return parser.emitError(it->second.loc)
-             << "'" << key << "' takes an integer";
-    out = *it->second.integer;
+             << "'" << key << "' takes " << kind;
+    out = *value;
     byKey.erase(it);
     return success();
   }
-
-  /// Takes `key`'s `true`/`false` (required unless `dflt` is given).
+  ParseResult integer(StringRef key, int64_t &out,
+                      std::optional<int64_t> dflt = std::nullopt) {
+    return take(key, out, dflt, &Entry::integer, "an integer");
+  }
   ParseResult flag(StringRef key, bool &out,
                    std::optional<bool> dflt = std::nullopt) {
-    auto it = byKey.find(key);
-    if (it == byKey.end()) {
-      if (dflt) {
-        out = *dflt;
-        return success();
-      }
-      return parser.emitError(parser.getNameLoc())
-             << "missing '" << key << "'";
-    }
-    if (!it->second.flag)
-      return parser.emitError(it->second.loc) << "expected 'true' or 'false'";
-    out = *it->second.flag;
-    byKey.erase(it);
-    return success();
+    return take(key, out, dflt, &Entry::flag, "'true' or 'false'");
   }
 
   /// Takes every schedule switch (each defaulting to the table's default

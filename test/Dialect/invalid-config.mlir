@@ -70,7 +70,7 @@ func.func @unknown_parameter() attributes {c = #flash.config<block_m = 64, block
 
 // -----
 
-// expected-error @+1 {{expected 'true' or 'false'}}
+// expected-error @+1 {{'overlap' takes 'true' or 'false'}}
 func.func @schedule_flag_not_bool() attributes {c = #flash.config<block_m = 64, block_n = 64, overlap = 1>} {
   return
 }
