@@ -55,7 +55,7 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["load", "Kernel", "FlashcError", "runtime_library"]
+__all__ = ["attention", "load", "Kernel", "FlashcError", "runtime_library"]
 
 _DTYPE_BF16, _DTYPE_F16, _DTYPE_F32 = 0, 1, 2
 
@@ -301,3 +301,33 @@ def _forward_only():
 def load(path, device=None):
     """Loads kernel.cubin / kernel.ptx (kernel.json beside it) or kernel.json."""
     return Kernel(path, device)
+
+
+def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
+              out=None):
+    """Attention on CUDA tensors, compiled on first use and cached.
+
+    q is B x H x Nq x D, k and v B x H x Nk x D (Nq may differ from Nk),
+    bfloat16 or float16, D 64, 128 or 256, laid out as the module docstring
+    says. Returns O (B x H x Nq x D, q's dtype), or (O, LSE) with
+    return_lse (LSE: float32 B x H x Nq, natural log). `scale` defaults to
+    1/sqrt(D). `causal` is aligned to the bottom-right corner when Nq != Nk
+    (FlashAttention 2.1+; SDPA's is_causal aligns to the top-left): a row
+    that sees no key gets O = 0 and LSE = -inf. `out` receives O.
+
+    The variant (dtype, D, causal, scale) and the config (a tuning
+    database's entry for this GPU and shape bucket, else the shipped
+    kernel's) pick a kernel; the first call compiles it by running the
+    flashc binary (FLASHC_COMPILER) into the cache (FLASHC_CACHE_DIR,
+    default ~/.cache/flashc), or takes it from a prebuilt library
+    (FLASHC_LIBRARY; python -m flashc build-library). Later calls, in this
+    process or another, load it from there.
+
+    The call is the custom op torch.ops.flashc.attention where
+    torch.compile traces it or an input requires grad (whose backward
+    raises FlashcError: no backward pass yet), and a direct launch
+    otherwise.
+    """
+    from . import ops
+    return ops.attention(q, k, v, causal=causal, scale=scale,
+                         return_lse=return_lse, out=out)
