@@ -236,5 +236,92 @@ class EagerTest(unittest.TestCase):
             flashc.attention(q, k, v)
 
 
+class KernelForTest(unittest.TestCase):
+    """ops.kernel_for, from tensors to the loaded kernel, with the stub
+    compiler of test_flashc_cache.py, a stand-in device (an H200) and a
+    stand-in Kernel (the runtime needs a GPU)."""
+
+    def setUp(self):
+        from test_flashc_cache import StubEnv
+
+        class Env(StubEnv):
+            def runTest(self):
+                pass
+
+        self.env = Env()
+        self.env.setUp()
+        self.addCleanup(self.env.doCleanups)
+        os.environ["FLASHC_TUNING_DB"] = os.path.join(
+            ROOT, "bench", "tuning", "h200-fa3.json")
+        loaded = self.loaded = []
+
+        class FakeKernel:
+            def __init__(self, path, device):
+                loaded.append((path, device))
+                self.path = path
+
+        saved = (ops._device_info, ops.Kernel, torch.cuda.current_device)
+        ops._device_info = lambda index: ("sm_90a", "NVIDIA H200")
+        ops.Kernel = FakeKernel
+        torch.cuda.current_device = lambda: 0
+        ops._kernels.clear()
+        ops._loaded.clear()
+
+        def restore():
+            (ops._device_info, ops.Kernel, torch.cuda.current_device) = saved
+            ops._kernels.clear()
+            ops._loaded.clear()
+        self.addCleanup(restore)
+
+    def source_of(self, kern):
+        with open(os.path.join(os.path.dirname(kern.path), "source.mlir")) as f:
+            return f.read()
+
+    def test_variant_config_and_memo(self):
+        from flashc.variants import config_text
+        q = torch.empty(8, 16, 2048, 128, dtype=torch.bfloat16)
+        kern = ops.kernel_for(q, q, True, None)
+        src = self.source_of(kern)
+        self.assertIn("func.func @attention_causal(", src)
+        # The H200 database's entry for (N 2048, B*H 128): persistent
+        # bm192 ... rather than the shipped 128 x 128.
+        import json
+        with open(os.environ["FLASHC_TUNING_DB"]) as f:
+            entry = [e for e in json.load(f)["entries"]
+                     if e["kernel"] == "attention_causal"
+                     and e["shape"] == [8, 16, 2048, 128]][0]
+        self.assertIn(config_text(entry["config"]), src)
+        self.assertIs(ops.kernel_for(q, q, True, None), kern)
+        self.assertEqual(len(self.loaded), 1)
+        self.assertEqual(self.env.compiles(), 1)
+        # A shape outside every bucket: the shipped config.
+        small = torch.empty(1, 2, 100, 128, dtype=torch.bfloat16)
+        kern2 = ops.kernel_for(small, small, True, None)
+        self.assertIn("block_m = 128, block_n = 128, stages = 2, "
+                      "warpgroups = 2>", self.source_of(kern2))
+        # f16, D 64, a scale, seq_q != seq_k.
+        q3 = torch.empty(2, 3, 50, 64, dtype=torch.float16)
+        k3 = torch.empty(2, 3, 70, 64, dtype=torch.float16)
+        kern3 = ops.kernel_for(q3, k3, False, 0.25)
+        self.assertIn("{scale = 0.25 : f32, config", self.source_of(kern3))
+        self.assertIn("@attention_f16_d64(", self.source_of(kern3))
+        self.assertEqual(self.env.compiles(), 3)
+
+    def test_library_without_compiler(self):
+        from flashc import library
+        lib = os.path.join(self.env.tmp, "lib")
+        library.build_library(lib, [library.parse_variant("bf16-d256")],
+                              dbs=[])
+        os.environ["FLASHC_COMPILER"] = "none"
+        os.environ["FLASHC_LIBRARY"] = lib
+        q = torch.empty(1, 2, 10, 256, dtype=torch.bfloat16)
+        self.assertTrue(ops.kernel_for(q, q, False, None).path.startswith(lib))
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "(?s)no variant bf16-d256-causal.*"
+                                    "build-library .* --variants "
+                                    "bf16-d256-causal"):
+            ops.kernel_for(q, q, True, None)
+
+
 if __name__ == "__main__":
     unittest.main()
