@@ -1,6 +1,9 @@
 """flashc: run flashc attention kernels on PyTorch tensors.
 
-A ctypes wrapper over libflashrt's C API (include/flashc/Runtime/flashrt.h);
+flashc.attention(q, k, v, causal=..., scale=...) compiles the kernel it
+needs on first use and caches it (see its docstring, cache.py, library.py
+and README's "From PyTorch"). Below it, a ctypes wrapper over libflashrt's
+C API (include/flashc/Runtime/flashrt.h) loads and launches a given kernel;
 no build step. Usage::
 
     import flashc
