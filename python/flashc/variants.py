@@ -12,6 +12,7 @@ entries) is attention[_f16][_d64|_d256][_causal].
 import json
 import math
 import os
+import re
 import struct
 
 DTYPES = ("bf16", "f16")
@@ -115,28 +116,32 @@ class Variant:
         return generate_source(self, config or self.default_config())
 
 
+_NAME = re.compile(r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+))?")
+
+
 def parse_variant(name):
     """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
-    way Python's float() reads)."""
-    parts = name.strip().split("-")
+    way Python's float() reads, 1e-05 included)."""
+    m = _NAME.fullmatch(name.strip())
     try:
-        dtype = parts[0]
-        if not parts[1].startswith("d"):
+        if m is None:
             raise ValueError
-        head_dim = int(parts[1][1:])
-        causal, scale = False, None
-        for p in parts[2:]:
-            if p == "causal" and not causal and scale is None:
-                causal = True
-            elif p.startswith("scale") and scale is None:
-                scale = float(p[5:])
-            else:
-                raise ValueError
-    except (IndexError, ValueError):
+        scale = None if m.group(4) is None else float(m.group(4))
+    except ValueError:
         raise VariantError(
             f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
             "[-scale<x>], e.g. bf16-d128-causal") from None
-    return Variant(dtype, head_dim, causal, scale)
+    return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale)
+
+
+def mlir_float(x):
+    """x as an MLIR float literal, which needs a '.' before any exponent
+    (1e-05 -> 1.0e-05); repr() gives the shortest text that reads back."""
+    r = repr(float(x))
+    mant, e, exp = r.partition("e")
+    if "." not in mant:
+        mant += ".0"
+    return mant + e + exp
 
 
 def shipped_variants():
@@ -185,7 +190,7 @@ def generate_source(variant, config):
     if variant.causal:
         attrs.append("causal")
     if variant.scale is not None:
-        attrs.append(f"scale = {variant.scale!r} : f32")
+        attrs.append(f"scale = {mlir_float(variant.scale)} : f32")
     attrs.append("config = " + config_text(config))
     fn = variant.kernel_name
     return (

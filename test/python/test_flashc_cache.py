@@ -95,6 +95,14 @@ class VariantTest(unittest.TestCase):
         self.assertEqual(parse_variant("f16-d64-causal-scale0.1"), v)
         self.assertEqual(v.name, "f16-d64-causal-scale0.10000000149011612")
 
+    def test_scales_in_names_and_sources(self):
+        for x in (1e-05, 3e+20, 2.0, 0.1, 7):
+            v = Variant("bf16", 128, True, x)
+            self.assertEqual(parse_variant(v.name), v, v.name)
+            lit = re.search(r"scale = (\S+) : f32", v.source()).group(1)
+            self.assertRegex(lit, r"^[0-9]+\.[0-9]*(e[-+]?[0-9]+)?$")
+            self.assertEqual(variants.f32(float(lit)), v.scale)
+
     def test_default_scale_is_no_scale(self):
         self.assertEqual(Variant("bf16", 128, False, 128 ** -0.5),
                          Variant("bf16", 128))
@@ -103,7 +111,8 @@ class VariantTest(unittest.TestCase):
 
     def test_bad_variants(self):
         for bad in ("bf32-d128", "bf16-d96", "bf16", "bf16-d128-causal-causal",
-                    "bf16-d128-foo", "bf16-d128-scale-1", "bf16-d128-scalex"):
+                    "bf16-d128-foo", "bf16-d128-scale-1", "bf16-d128-scalex",
+                    "bf16-d128-scale0.1-causal", "bf16-d128-scale"):
             with self.assertRaises(variants.VariantError, msg=bad):
                 parse_variant(bad)
         with self.assertRaises(variants.VariantError):
@@ -546,6 +555,11 @@ class RealCompilerTest(unittest.TestCase):
                                        "attention_causal.mlir"),
                           "--tuning-db", db, "--shape", "8,16,2048,128")
         self.assertEqual(ours, ref)
+
+    def test_small_scale(self):
+        path, _ = library.compile_variant(parse_variant("f16-d128-scale1e-05"))
+        with open(os.path.join(path, "kernel.json")) as f:
+            self.assertAlmostEqual(json.load(f)["scale"] * 1e5, 1.0, places=5)
 
     def test_scale_and_dumps(self):
         os.environ["FLASHC_DUMP"] = "all"
