@@ -322,11 +322,11 @@ def get_entry(source, config, arch, toolchain=None, info=None, root=None):
         # temporary directory of this key is a dead process's.
         for name in os.listdir(root):
             if name.startswith(f".tmp-{key}-") or name.startswith(f".old-{key}-"):
-                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+                _remove(os.path.join(root, name))
         if os.path.lexists(path):
             aside = os.path.join(root, f".old-{key}-{uuid.uuid4().hex}")
             os.rename(path, aside)
-            shutil.rmtree(aside, ignore_errors=True)
+            _remove(aside)
         tmp = os.path.join(root, f".tmp-{key}-{os.getpid()}-{uuid.uuid4().hex}")
         os.makedirs(tmp)
         try:
@@ -337,6 +337,14 @@ def get_entry(source, config, arch, toolchain=None, info=None, root=None):
             raise
         _fsync_dir(root)
     return path, True
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _build(toolchain, tmp, key, source, config, arch, info, stages, root):

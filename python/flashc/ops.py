@@ -74,15 +74,16 @@ def kernel_for(q, k, causal, scale):
     dev = q.device.index
     if dev is None:
         dev = torch.cuda.current_device()
-    bucket = bucket_of(b, h, max(nq, nk), d)
-    memo = (q.dtype, d, bool(causal), scale, dev, bucket["seq"],
-            bucket["batch_heads"])
+    # (n - 1).bit_length() names n's power-of-two bucket, as bucket_of does.
+    memo = (q.dtype, d, bool(causal), scale, dev,
+            (max(nq, nk) - 1).bit_length(), (b * h - 1).bit_length())
     kern = _kernels.get(memo)
     if kern is not None:
         return kern
     with _lock:
         kern = _kernels.get(memo)
         if kern is None:
+            bucket = bucket_of(b, h, max(nq, nk), d)
             arch, gpu = _device_info(dev)
             variant = Variant(_DTYPES[q.dtype], d, causal, scale)
             path = _library.kernel_binary(variant, arch, gpu, bucket)
@@ -168,17 +169,18 @@ _attention_op.register_autograd(_backward, setup_context=_setup_context)
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
               out=None):
     """See flashc.attention."""
-    if torch.compiler.is_compiling():
-        if out is None:
-            o, lse = torch.ops.flashc.attention(q, k, v, causal, scale)
-        else:
-            lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale)
-            o = out
-    elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad
-                                      or v.requires_grad):
+    needs_grad = torch.is_grad_enabled() and any(
+        getattr(t, "requires_grad", False) for t in (q, k, v))
+    compiling = torch.compiler.is_compiling()
+    if needs_grad or (compiling and out is None):
         o, lse = torch.ops.flashc.attention(q, k, v, causal, scale)
         if out is not None:
+            # Through the functional op, whose backward raises; the copy
+            # carries it to out.
             o = out.copy_(o)
+    elif compiling:
+        lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale)
+        o = out
     else:
         # Eager without grad: the launch itself, without the dispatcher.
         o, lse = _launch(q, k, v, causal, scale, out)

@@ -324,6 +324,15 @@ class CacheTest(StubEnv):
                 f.write("")
         self.corrupt_and_rebuild(damage)
 
+    def test_file_in_place_of_the_entry(self):
+        def damage(path):
+            shutil.rmtree(path)
+            with open(path, "w") as f:
+                f.write("not a directory")
+        self.corrupt_and_rebuild(damage)
+        self.assertEqual([n for n in os.listdir(self.cache)
+                          if n.startswith(".old")], [])
+
     def test_dead_builders_leftovers_are_removed(self):
         path, _ = self.entry()
         key = os.path.basename(path)

@@ -177,6 +177,18 @@ class CompileTest(unittest.TestCase):
         self.assertIsNone(q.grad)
 
 
+    def test_compiled_grad_with_out(self):
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v, out):
+            return flashc.attention(q, k, v, out=out).float().sum()
+
+        q, k, v = inputs(grad=True)
+        loss = f(q, k, v, torch.empty(q.shape, dtype=q.dtype))
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "no backward pass yet"):
+            loss.backward()
+
+
 class EagerTest(unittest.TestCase):
     def test_grad_goes_through_the_op_and_backward_raises(self):
         for names in ("q", "k", "v", "qkv"):
@@ -294,6 +306,11 @@ class KernelForTest(unittest.TestCase):
         self.assertIs(ops.kernel_for(q, q, True, None), kern)
         self.assertEqual(len(self.loaded), 1)
         self.assertEqual(self.env.compiles(), 1)
+        # 1025..2048 keys share the bucket; 2049 is the next one (N 4096,
+        # B*H 128: no entry, so the shipped config).
+        for n, same in ((2047, True), (1025, True), (2049, False)):
+            qn = torch.empty(8, 16, n, 128, dtype=torch.bfloat16)
+            self.assertEqual(ops.kernel_for(qn, qn, True, None) is kern, same)
         # A shape outside every bucket: the shipped config.
         small = torch.empty(1, 2, 100, 128, dtype=torch.bfloat16)
         kern2 = ops.kernel_for(small, small, True, None)
