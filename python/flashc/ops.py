@@ -109,8 +109,16 @@ def _fake(q, k, v):
             q.new_empty(q.shape[:3], dtype=torch.float32))
 
 
+# The runtime keeps device tensor maps and tile counters per loaded kernel
+# (docs/kernel-metadata.md): a CUDA graph capturing a launch would keep
+# addresses it may free, so inductor must not put these ops in one
+# (mode="reduce-overhead" splits the graph around them).
+_TAGS = ((torch.Tag.cudagraph_unsafe,)
+         if hasattr(torch.Tag, "cudagraph_unsafe") else ())
+
+
 @torch.library.custom_op("flashc::attention", mutates_args=(),
-                         device_types="cuda")
+                         device_types="cuda", tags=_TAGS)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   causal: bool, scale: Optional[float]
                   ) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -123,7 +131,7 @@ def _(q, k, v, causal, scale):
 
 
 @torch.library.custom_op("flashc::attention_out", mutates_args=("out",),
-                         device_types="cuda")
+                         device_types="cuda", tags=_TAGS)
 def _attention_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       out: torch.Tensor, causal: bool, scale: Optional[float]
                       ) -> torch.Tensor:

@@ -107,6 +107,13 @@ class FakeTest(unittest.TestCase):
                 with self.assertRaisesRegex(flashc.FlashcError, msg):
                     torch.ops.flashc.attention(q, k, k, False, None)
 
+    def test_not_in_cuda_graphs(self):
+        if not hasattr(torch.Tag, "cudagraph_unsafe"):
+            self.skipTest("this torch has no cudagraph_unsafe tag")
+        for op in (torch.ops.flashc.attention.default,
+                   torch.ops.flashc.attention_out.default):
+            self.assertIn(torch.Tag.cudagraph_unsafe, op.tags)
+
     def test_opcheck(self):
         q, k, v = inputs()
         for causal, scale in ((False, None), (True, 0.3)):
