@@ -15,7 +15,10 @@ or none. Builders of one key take a file lock (fcntl.flock on
 missing; an entry that fails validation (entry.json or kernel.json
 unparsable, binary missing or of another size or hash) is moved aside and
 rebuilt under the same lock. A valid entry is never removed, so a reader
-never loses one it found.
+never loses one it found. Where the filesystem refuses flock, builders go
+on unlocked: each compiles into its own temporary directory, the first
+rename wins (a directory is never replaced by a rename) and the others
+take its entry.
 
 Environment: FLASHC_CACHE_DIR (default ~/.cache/flashc), FLASHC_COMPILER
 (the flashc binary; default: build/bin/flashc of this checkout, then PATH),
@@ -256,8 +259,12 @@ def key_lock(root, key):
     os.makedirs(locks, exist_ok=True)
     fd = os.open(os.path.join(locks, key), os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = True
+        except OSError:
+            locked = False  # a filesystem without locks: renames decide
+        yield locked
     finally:
         os.close(fd)  # releases the lock
 
@@ -312,7 +319,7 @@ def get_entry(source, config, arch, toolchain=None, info=None, root=None):
             os.path.exists(os.path.join(path, DUMP_FILES[s])) for s in stages):
         return path, False
     os.makedirs(root, exist_ok=True)
-    with key_lock(root, key):
+    with key_lock(root, key) as locked:
         if validate_entry(path, key) is None:
             if stages:
                 _write_dumps(toolchain, path, os.path.join(path, SOURCE), arch,
@@ -320,20 +327,31 @@ def get_entry(source, config, arch, toolchain=None, info=None, root=None):
             return path, False
         # No entry, or a broken one: no other builder holds the lock, so any
         # temporary directory of this key is a dead process's.
-        for name in os.listdir(root):
-            if name.startswith(f".tmp-{key}-") or name.startswith(f".old-{key}-"):
-                _remove(os.path.join(root, name))
-        if os.path.lexists(path):
+        if locked:
+            for name in os.listdir(root):
+                if (name.startswith(f".tmp-{key}-")
+                        or name.startswith(f".old-{key}-")):
+                    _remove(os.path.join(root, name))
+        if os.path.lexists(path) and validate_entry(path, key) is not None:
             aside = os.path.join(root, f".old-{key}-{uuid.uuid4().hex}")
-            os.rename(path, aside)
+            with contextlib.suppress(FileNotFoundError):  # unlocked racers
+                os.rename(path, aside)
             _remove(aside)
         tmp = os.path.join(root, f".tmp-{key}-{os.getpid()}-{uuid.uuid4().hex}")
         os.makedirs(tmp)
         try:
             _build(toolchain, tmp, key, source, config, arch, info, stages, root)
-            os.rename(tmp, path)
+            try:
+                os.rename(tmp, path)
+            except OSError:
+                # Only without a working lock: another builder renamed its
+                # entry into place first (a directory is not replaced).
+                if validate_entry(path, key) is not None:
+                    raise
+                _remove(tmp)
+                return path, False
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove(tmp)
             raise
         _fsync_dir(root)
     return path, True
