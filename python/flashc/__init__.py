@@ -58,7 +58,7 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["attention", "load", "Kernel", "FlashcError", "runtime_library"]
+__all__ = ["attention", "scaled_dot_product_attention", "load", "Kernel", "FlashcError", "runtime_library"]
 
 _DTYPE_BF16, _DTYPE_F16, _DTYPE_F32 = 0, 1, 2
 
@@ -334,3 +334,17 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     from . import ops
     return ops.attention(q, k, v, causal=causal, scale=scale,
                          return_lse=return_lse, out=out)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None,
+                                 dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """torch.nn.functional.scaled_dot_product_attention's signature over
+    flashc.attention, for code written against SDPA. What flashc cannot do
+    as SDPA would (an attn_mask, dropout, grouped heads, is_causal where
+    seq_q != seq_k, whose mask SDPA aligns to the top-left) raises
+    FlashcError naming it, rather than computing something else."""
+    from . import ops
+    return ops.scaled_dot_product_attention(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+        is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)

@@ -193,3 +193,28 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
         # Eager without grad: the launch itself, without the dispatcher.
         o, lse = _launch(q, k, v, causal, scale, out)
     return (o, lse) if return_lse else o
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None,
+                                 dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """See flashc.scaled_dot_product_attention."""
+    why = []
+    if attn_mask is not None:
+        why.append("attn_mask (flashc has only the causal mask: is_causal)")
+    if dropout_p:
+        why.append(f"dropout_p={dropout_p} (flashc has no dropout)")
+    if query.dim() == 4 and key.dim() == 4:
+        if enable_gqa and query.shape[1] != key.shape[1]:
+            why.append(f"enable_gqa with {query.shape[1]} query heads and "
+                       f"{key.shape[1]} key heads (flashc needs equal heads)")
+        if is_causal and query.shape[2] != key.shape[2]:
+            why.append(
+                f"is_causal with seq_q {query.shape[2]} != seq_k "
+                f"{key.shape[2]}: SDPA aligns the mask to the top-left, "
+                "flashc to the bottom-right (call flashc.attention("
+                "causal=True) for that)")
+    if why:
+        raise FlashcError(4, "flashc.scaled_dot_product_attention cannot "
+                          "take:\n  " + "\n  ".join(why))
+    return attention(query, key, value, causal=is_causal, scale=scale)

@@ -255,6 +255,39 @@ class EagerTest(unittest.TestCase):
             flashc.attention(q, k, v)
 
 
+class SdpaTest(unittest.TestCase):
+    """flashc.scaled_dot_product_attention: SDPA's signature, compiled (the
+    CPU stand-in kernel runs) against SDPA itself."""
+
+    def test_matches_sdpa(self):
+        import torch.nn.functional as F
+
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v, causal):
+            return flashc.scaled_dot_product_attention(q, k, v,
+                                                       is_causal=causal)
+
+        for nq, nk, causal in ((20, 33, False), (25, 25, True)):
+            q, k, v = inputs(nq=nq, nk=nk, dtype=torch.float16)
+            o = f(q, k, v, causal)
+            ref = F.scaled_dot_product_attention(
+                q.float(), k.float(), v.float(), is_causal=causal)
+            self.assertLess((o.float() - ref).abs().max().item(), 2e-3)
+
+    def test_refuses_what_it_cannot_do(self):
+        q, k, v = inputs(nq=20, nk=33)
+        cases = [({"attn_mask": torch.ones(20, 33, dtype=torch.bool)},
+                  "attn_mask"),
+                 ({"dropout_p": 0.1}, "dropout"),
+                 ({"is_causal": True}, "top-left")]
+        for kwargs, msg in cases:
+            with self.assertRaisesRegex(flashc.FlashcError, msg):
+                flashc.scaled_dot_product_attention(q, k, v, **kwargs)
+        with self.assertRaisesRegex(flashc.FlashcError, "equal heads"):
+            flashc.scaled_dot_product_attention(q, k[:, :1], v[:, :1],
+                                                enable_gqa=True)
+
+
 class KernelForTest(unittest.TestCase):
     """ops.kernel_for, from tensors to the loaded kernel, with the stub
     compiler of test_flashc_cache.py, a stand-in device (an H200) and a
