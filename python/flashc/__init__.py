@@ -1,6 +1,9 @@
 """flashc: run flashc attention kernels on PyTorch tensors.
 
-A ctypes wrapper over libflashrt's C API (include/flashc/Runtime/flashrt.h);
+flashc.attention(q, k, v, causal=..., scale=...) compiles the kernel it
+needs on first use and caches it (see its docstring, cache.py, library.py
+and README's "From PyTorch"). Below it, a ctypes wrapper over libflashrt's
+C API (include/flashc/Runtime/flashrt.h) loads and launches a given kernel;
 no build step. Usage::
 
     import flashc
@@ -55,7 +58,7 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["load", "Kernel", "FlashcError", "runtime_library"]
+__all__ = ["attention", "scaled_dot_product_attention", "load", "Kernel", "FlashcError", "runtime_library"]
 
 _DTYPE_BF16, _DTYPE_F16, _DTYPE_F32 = 0, 1, 2
 
@@ -145,29 +148,33 @@ def _check(status):
         raise FlashcError(status, msg)
 
 
+_I64x4 = ctypes.c_int64 * 4
+_dtype_codes = None
+
+
 def _describe(name, t):
+    global _dtype_codes
     import torch
     if not isinstance(t, torch.Tensor):
         raise FlashcError(4, f"{name} is a {type(t).__name__}, not a tensor")
-    if t.device.type != "cuda":
-        raise FlashcError(4, f"{name} is on {t.device}; flashc kernels take "
+    device = t.device
+    if device.type != "cuda":
+        raise FlashcError(4, f"{name} is on {device}; flashc kernels take "
                           "CUDA tensors")
-    codes = {torch.bfloat16: _DTYPE_BF16, torch.float16: _DTYPE_F16,
-             torch.float32: _DTYPE_F32}
-    if t.dtype not in codes:
+    if _dtype_codes is None:
+        _dtype_codes = {torch.bfloat16: _DTYPE_BF16, torch.float16: _DTYPE_F16,
+                        torch.float32: _DTYPE_F32}
+    code = _dtype_codes.get(t.dtype)
+    if code is None:
         raise FlashcError(4, f"{name} has dtype {t.dtype}; flashc kernels "
                           "take bfloat16/float16 (float32 for lse)")
-    if t.dim() > 4:
-        raise FlashcError(4, f"{name} has {t.dim()} dimensions")
-    d = _Tensor()
-    d.data = t.data_ptr()
-    d.dtype = codes[t.dtype]
-    d.rank = t.dim()
-    for i in range(t.dim()):
-        d.sizes[i] = t.shape[i]
-        d.strides[i] = t.stride(i)
-    d.device = t.device.index
-    return d
+    rank = t.dim()
+    if rank > 4:
+        raise FlashcError(4, f"{name} has {rank} dimensions")
+    # One constructor call: filling the fields one by one costs about half
+    # as much again per call (ctypes).
+    return _Tensor(t.data_ptr(), code, rank, _I64x4(*t.shape),
+                   _I64x4(*t.stride()), device.index)
 
 
 class Kernel:
@@ -301,3 +308,47 @@ def _forward_only():
 def load(path, device=None):
     """Loads kernel.cubin / kernel.ptx (kernel.json beside it) or kernel.json."""
     return Kernel(path, device)
+
+
+def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
+              out=None):
+    """Attention on CUDA tensors, compiled on first use and cached.
+
+    q is B x H x Nq x D, k and v B x H x Nk x D (Nq may differ from Nk),
+    bfloat16 or float16, D 64, 128 or 256, laid out as the module docstring
+    says. Returns O (B x H x Nq x D, q's dtype), or (O, LSE) with
+    return_lse (LSE: float32 B x H x Nq, natural log). `scale` defaults to
+    1/sqrt(D). `causal` is aligned to the bottom-right corner when Nq != Nk
+    (FlashAttention 2.1+; SDPA's is_causal aligns to the top-left): a row
+    that sees no key gets O = 0 and LSE = -inf. `out` receives O.
+
+    The variant (dtype, D, causal, scale) and the config (a tuning
+    database's entry for this GPU and shape bucket, else the shipped
+    kernel's) pick a kernel; the first call compiles it by running the
+    flashc binary (FLASHC_COMPILER) into the cache (FLASHC_CACHE_DIR,
+    default ~/.cache/flashc), or takes it from a prebuilt library
+    (FLASHC_LIBRARY; python -m flashc build-library). Later calls, in this
+    process or another, load it from there.
+
+    The call is the custom op torch.ops.flashc.attention where
+    torch.compile traces it or an input requires grad (whose backward
+    raises FlashcError: no backward pass yet), and a direct launch
+    otherwise.
+    """
+    from . import ops
+    return ops.attention(q, k, v, causal=causal, scale=scale,
+                         return_lse=return_lse, out=out)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None,
+                                 dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """torch.nn.functional.scaled_dot_product_attention's signature over
+    flashc.attention, for code written against SDPA. What flashc cannot do
+    as SDPA would (an attn_mask, dropout, grouped heads, is_causal where
+    seq_q != seq_k, whose mask SDPA aligns to the top-left) raises
+    FlashcError naming it, rather than computing something else."""
+    from . import ops
+    return ops.scaled_dot_product_attention(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+        is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)

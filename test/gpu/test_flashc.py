@@ -3,12 +3,25 @@
 
 Usage: test_flashc.py KERNEL_DIR. Exits 77 (ctest: skipped) with a
 "skipped: ..." line where torch, CUDA or a CUDA driver is missing.
+
+Then flashc.attention (attention_on_demand): compiled on first use with the
+flashc binary ($FLASHC_COMPILER, else build/bin/flashc) into a fresh cache,
+checked against float64 and against torch's SDPA on the same inputs
+(causal and not, seq_q != seq_k, D 64/128/256, bf16/f16, a scale), under
+torch.compile too; prints each first call's time (the compile) and the
+cached call's overhead: the median over many calls of the call's host time
+(to its synchronize) minus the kernel's time by CUDA events. A second
+process must find every entry in the cache without compiling. Skipped
+(reported, not failed) where no compiler or ptxas is found.
 """
 import glob
 import json
 import math
 import os
+import subprocess
 import sys
+import tempfile
+import time
 
 
 def skip(why):
@@ -125,6 +138,170 @@ def no_backward(kdir):
     return ok
 
 
+def sdpa(q, k, v, causal, scale):
+    """torch's SDPA with flashc's bottom-right causal alignment (SDPA's
+    is_causal aligns to the top-left where seq_q != seq_k)."""
+    import torch.nn.functional as F
+    nq, nk = q.shape[2], k.shape[2]
+    if not causal or nq == nk:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                              scale=scale)
+    mask = _masks.get((nq, nk))
+    if mask is None:  # built once, so that it is not in SDPA's call time
+        i = torch.arange(nq, device=q.device)[:, None]
+        j = torch.arange(nk, device=q.device)[None, :]
+        mask = _masks[nq, nk] = j <= i + nk - nq
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                          scale=scale)
+
+
+_masks = {}
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def call_overhead(fn, calls=200):
+    """Median over calls of (host time of fn() to its synchronize) minus
+    (its GPU time by CUDA events), in microseconds."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+        enable_timing=True)
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    over, kern = [], []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        host = time.perf_counter() - t0
+        gpu = start.elapsed_time(end) * 1e-3
+        over.append((host - gpu) * 1e6)
+        kern.append(gpu * 1e6)
+    return median(over), median(kern)
+
+
+SECOND_PROCESS = r"""
+import sys, time, torch
+sys.path.insert(0, sys.argv[1])
+import flashc
+cases = eval(sys.argv[2])
+for dt, d, causal, scale, nq, nk in cases:
+    dt = getattr(torch, dt)
+    # The first process's shapes: the same shape buckets, the same configs.
+    q = torch.randn(2, 3, nq, d, device="cuda", dtype=dt)
+    k = torch.randn(2, 3, nk, d, device="cuda", dtype=dt)
+    t0 = time.perf_counter()
+    flashc.attention(q, k, k, causal=causal, scale=scale)
+    torch.cuda.synchronize()
+    print(f"  second process, first call {time.perf_counter() - t0:.3f} s")
+"""
+
+
+def attention_on_demand():
+    from flashc import cache
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    os.environ.setdefault("FLASHC_COMPILER",
+                          os.path.join(root, "build", "bin", "flashc"))
+    if not os.access(os.environ["FLASHC_COMPILER"], os.X_OK):
+        print(f"flashc.attention: skipped: no compiler at "
+              f"{os.environ['FLASHC_COMPILER']}")
+        return True
+    if cache.find_cuda_root()[1] is None:
+        print("flashc.attention: skipped: no ptxas")
+        return True
+    tmp = tempfile.mkdtemp(prefix="flashc-gpu-cache-")
+    os.environ["FLASHC_CACHE_DIR"] = tmp  # cold
+    os.environ.pop("FLASHC_LIBRARY", None)
+    ok = True
+    # dtype, D, causal, scale, seq_q, seq_k
+    cases = [("bfloat16", 128, False, None, 1024, 1024),
+             ("bfloat16", 128, True, None, 190, 333),
+             ("bfloat16", 128, True, None, 333, 190),
+             ("float16", 64, True, 0.3, 300, 513),
+             ("bfloat16", 64, False, None, 257, 100),
+             ("float16", 256, False, None, 200, 700),
+             ("bfloat16", 256, True, None, 512, 512)]
+    for dts, d, causal, scale, nq, nk in cases:
+        dt = getattr(torch, dts)
+        tol = 1e-2 if dt == torch.bfloat16 else 5e-3
+        B, H = 2, 3
+        q = torch.randn(B, H, nq, d, device="cuda", dtype=dt)
+        k = torch.randn(B, H, nk, d, device="cuda", dtype=dt)
+        v = torch.randn(B, H, nk, d, device="cuda", dtype=dt)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        o, lse = flashc.attention(q, k, v, causal=causal, scale=scale,
+                                  return_lse=True)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        sc = 1 / math.sqrt(d) if scale is None else scale
+        ro, rlse = reference(q, k, v, sc, causal)
+        err = rel_err(o, ro)
+        masked = torch.isinf(rlse)
+        fin = ~masked
+        lerr = (lse.double()[fin] - rlse[fin]).abs().max().item()
+        so = sdpa(q, k, v, causal, scale)
+        if masked.any():  # SDPA gives NaN for rows that see no key
+            so = so.masked_fill(masked[..., None], 0)
+        serr = rel_err(o, so.double())
+        sref = rel_err(so, ro)
+        good = (err <= tol and lerr <= tol and serr <= 2 * tol
+                and not torch.isnan(o).any()
+                and bool((o[masked] == 0).all())
+                and bool(torch.isneginf(lse[masked]).all()))
+        # Warm: the in-process kernel; then the disk cache alone.
+        o2 = flashc.attention(q, k, v, causal=causal, scale=scale)
+        good = good and torch.equal(o2, o)
+        over, kt = call_overhead(
+            lambda: flashc.attention(q, k, v, causal=causal, scale=scale))
+        sover, skt = call_overhead(lambda: sdpa(q, k, v, causal, scale))
+        # torch.compile traces through the custom op.
+        f = torch.compile(lambda q, k, v: flashc.attention(
+            q, k, v, causal=causal, scale=scale) * 1, fullgraph=True)
+        good = good and torch.equal(f(q, k, v), o)
+        print(f"flashc.attention {dts} D={d} causal={causal} scale={scale} "
+              f"Nq={nq} Nk={nk}: err vs f64 {err:.1e} (SDPA's {sref:.1e}),"
+              f" vs SDPA {serr:.1e}, LSE {lerr:.1e}, {int(masked.sum())} "
+              f"masked rows; first call {first:.3f} s, cached call overhead "
+              f"{over:.1f} us (kernel {kt:.1f} us; SDPA's overhead "
+              f"{sover:.1f} us) -> {'PASS' if good else 'FAIL'}")
+        ok = ok and good
+    entries = sorted(n for n in os.listdir(tmp) if not n.startswith("."))
+    stamps = {n: os.path.getmtime(os.path.join(tmp, n, "entry.json"))
+              for n in entries}
+    # A fresh process finds every entry without compiling.
+    r = subprocess.run([sys.executable, "-c", SECOND_PROCESS,
+                        os.path.join(root, "python"), repr(cases)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    after = sorted(n for n in os.listdir(tmp) if not n.startswith("."))
+    good = (r.returncode == 0 and after == entries and all(
+        os.path.getmtime(os.path.join(tmp, n, "entry.json")) == t
+        for n, t in stamps.items()))
+    print(r.stdout.decode(), end="")
+    print(f"flashc.attention: {len(entries)} cache entries; a second process "
+          f"compiled nothing -> {'PASS' if good else 'FAIL'}")
+    ok = ok and good
+    # Inputs that require grad: forward as usual, backward raises.
+    q = torch.randn(1, 2, 64, 128, device="cuda", dtype=torch.bfloat16,
+                    requires_grad=True)
+    o = flashc.attention(q, q, q)
+    try:
+        o.float().sum().backward()
+        good = False
+    except flashc.FlashcError as e:
+        good = "no backward pass yet" in str(e)
+    print(f"flashc.attention backward raises -> {'PASS' if good else 'FAIL'}")
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+    return ok and good
+
+
 def main():
     kdir = sys.argv[1]
     failures = 0
@@ -190,6 +367,7 @@ def main():
         failures += not two_streams(meta_path, json.load(open(meta_path)))
     if not counted:
         print("no kernel here takes a tile counter: two-stream test not run")
+    failures += not attention_on_demand()
     print("python flashc:", "PASS" if failures == 0 else f"{failures} FAIL")
     return 1 if failures else 0
 

@@ -212,5 +212,37 @@ class LaunchTest(unittest.TestCase):
         self.assertNotIn("lse", self.described)
 
 
+class DescribeTest(unittest.TestCase):
+    """_describe: the runtime's tensor descriptor, on a CPU tensor that
+    claims a CUDA device."""
+
+    class FakeCuda(torch.Tensor):
+        @property
+        def device(self):
+            return torch.device("cuda", 1)
+
+    def test_fields(self):
+        base = torch.empty(2, 3, 40, 64, dtype=torch.float16)[:, :, 5:25]
+        d = flashc._describe("q", base.as_subclass(self.FakeCuda))
+        self.assertEqual(d.data, base.data_ptr())
+        self.assertEqual((d.dtype, d.rank, d.device), (flashc._DTYPE_F16, 4, 1))
+        self.assertEqual(list(d.sizes), [2, 3, 20, 64])
+        self.assertEqual(list(d.strides), [7680, 2560, 64, 1])
+        lse = torch.empty(2, 3, 20).as_subclass(self.FakeCuda)
+        d = flashc._describe("lse", lse)
+        self.assertEqual((d.dtype, d.rank), (flashc._DTYPE_F32, 3))
+        self.assertEqual(list(d.sizes), [2, 3, 20, 0])
+        self.assertEqual(list(d.strides), [60, 20, 1, 0])
+
+    def test_refusals(self):
+        cuda = torch.empty(1, 1, 4, 64, dtype=torch.float64).as_subclass(
+            self.FakeCuda)
+        for t, msg in ((cuda, "dtype torch.float64"),
+                       (torch.empty(4, 64), "on cpu"),
+                       ([1, 2], "is a list")):
+            with self.assertRaisesRegex(flashc.FlashcError, msg):
+                flashc._describe("q", t)
+
+
 if __name__ == "__main__":
     unittest.main()

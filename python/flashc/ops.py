@@ -1,0 +1,220 @@
+"""flashc.attention and the torch.library ops behind it (imports torch).
+
+torch.ops.flashc.attention(q, k, v, causal, scale) -> (o, lse) is a custom
+op with a fake (meta) implementation, so torch.compile traces through it
+without a graph break; torch.ops.flashc.attention_out writes a caller's
+out. Its autograd formula calls torch.ops.flashc.no_backward, whose fake
+gives shapes (so a training graph still compiles) and whose kernel raises
+FlashcError ("flashc has no backward pass yet"): loss.backward() fails
+instead of silently dropping attention's gradients, as flashc.load's
+kernels do.
+"""
+
+import threading
+from typing import Optional, Tuple
+
+import torch
+
+from . import FlashcError, Kernel, _NO_BACKWARD
+from . import library as _library
+from .variants import HEAD_DIMS, Variant, bucket_of
+
+_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+_lock = threading.Lock()
+_devices = {}   # device index -> (arch, name)
+_kernels = {}   # (dtype, D, causal, scale, device, bucket) -> Kernel
+_loaded = {}    # (cubin path, device) -> Kernel
+
+
+def _check(q, k, v):
+    """What the variant and the fake need; the runtime checks the rest
+    (layouts, devices) at launch."""
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise FlashcError(4, f"{n} is a {type(t).__name__}, not a tensor")
+        if t.dim() != 4:
+            raise FlashcError(4, f"{n} has {t.dim()} dimensions; flashc takes "
+                              "batch x heads x seq x head_dim")
+        if t.dtype != q.dtype:
+            raise FlashcError(4, f"{n} is {t.dtype} but q is {q.dtype}")
+    if q.dtype not in _DTYPES:
+        raise FlashcError(4, f"q has dtype {q.dtype}; flashc kernels take "
+                          "bfloat16 or float16")
+    d = q.shape[-1]
+    if d not in HEAD_DIMS:
+        raise FlashcError(4, f"head dim {d}: flashc's kernels cover "
+                          f"{', '.join(map(str, HEAD_DIMS))}")
+    if k.shape != v.shape:
+        raise FlashcError(4, f"k is {tuple(k.shape)} but v is {tuple(v.shape)}")
+    if (q.shape[0], q.shape[1], q.shape[3]) != (k.shape[0], k.shape[1],
+                                                k.shape[3]):
+        raise FlashcError(4, f"q is {tuple(q.shape)} and k {tuple(k.shape)}: "
+                          "batch, heads and head_dim must agree")
+
+
+def _device_info(index):
+    info = _devices.get(index)
+    if info is None:
+        p = torch.cuda.get_device_properties(index)
+        arch = f"sm_{p.major}{p.minor}" + ("a" if p.major >= 9 else "")
+        if arch != "sm_90a":
+            raise FlashcError(4, f"cuda:{index} is a {p.name} ({arch}); "
+                              "flashc's kernels are for sm_90a (Hopper)")
+        info = (arch, p.name)
+        _devices[index] = info
+    return info
+
+
+def kernel_for(q, k, causal, scale):
+    """The loaded Kernel for these inputs: the variant (dtype, head dim,
+    causal, scale) and, where a tuning database has one for the device and
+    the shape bucket (max(seq_q, seq_k), batch * heads), its config."""
+    b, h, nq, d = q.shape
+    nk = k.shape[2]
+    dev = q.device.index
+    if dev is None:
+        dev = torch.cuda.current_device()
+    # (n - 1).bit_length() names n's power-of-two bucket, as bucket_of does.
+    memo = (q.dtype, d, bool(causal), scale, dev,
+            (max(nq, nk) - 1).bit_length(), (b * h - 1).bit_length())
+    kern = _kernels.get(memo)
+    if kern is not None:
+        return kern
+    with _lock:
+        kern = _kernels.get(memo)
+        if kern is None:
+            bucket = bucket_of(b, h, max(nq, nk), d)
+            arch, gpu = _device_info(dev)
+            variant = Variant(_DTYPES[q.dtype], d, causal, scale)
+            path = _library.kernel_binary(variant, arch, gpu, bucket)
+            kern = _loaded.get((path, dev))
+            if kern is None:
+                kern = Kernel(path, dev)
+                _loaded[(path, dev)] = kern
+            _kernels[memo] = kern
+    return kern
+
+
+def _launch(q, k, v, causal, scale, out):
+    if q.device.type != "cuda":
+        raise FlashcError(4, f"q is on {q.device}; flashc kernels take CUDA "
+                          "tensors")
+    _check(q, k, v)
+    return kernel_for(q, k, causal, scale)._launch(q, k, v, out, None)
+
+
+def _fake(q, k, v):
+    _check(q, k, v)
+    return (q.new_empty(q.shape),
+            q.new_empty(q.shape[:3], dtype=torch.float32))
+
+
+# The runtime keeps device tensor maps and tile counters per loaded kernel
+# (docs/kernel-metadata.md): a CUDA graph capturing a launch would keep
+# addresses it may free, so inductor must not put these ops in one
+# (mode="reduce-overhead" splits the graph around them).
+_TAGS = ((torch.Tag.cudagraph_unsafe,)
+         if hasattr(torch.Tag, "cudagraph_unsafe") else ())
+
+
+@torch.library.custom_op("flashc::attention", mutates_args=(),
+                         device_types="cuda", tags=_TAGS)
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                  causal: bool, scale: Optional[float]
+                  ) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _launch(q, k, v, causal, scale, None)
+
+
+@_attention_op.register_fake
+def _(q, k, v, causal, scale):
+    return _fake(q, k, v)
+
+
+@torch.library.custom_op("flashc::attention_out", mutates_args=("out",),
+                         device_types="cuda", tags=_TAGS)
+def _attention_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      out: torch.Tensor, causal: bool, scale: Optional[float]
+                      ) -> torch.Tensor:
+    return _launch(q, k, v, causal, scale, out)[1]
+
+
+@_attention_out_op.register_fake
+def _(q, k, v, out, causal, scale):
+    return _fake(q, k, v)[1]
+
+
+# It takes the incoming gradient so that a compiled training graph's
+# partitioner keeps it in the backward graph (on q, k, v alone it could be
+# computed, and raise, in the forward).
+@torch.library.custom_op("flashc::no_backward", mutates_args=())
+def _no_backward_op(grad_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                    v: torch.Tensor
+                    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    raise FlashcError(None, _NO_BACKWARD)
+
+
+@_no_backward_op.register_fake
+def _(grad_o, q, k, v):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v = inputs[:3]
+    ctx.save_for_backward(q, k, v)
+
+
+def _backward(ctx, grad_o, grad_lse):
+    q, k, v = ctx.saved_tensors
+    if grad_o is None:  # only LSE was used
+        grad_o = grad_lse
+    dq, dk, dv = torch.ops.flashc.no_backward(grad_o, q, k, v)
+    return dq, dk, dv, None, None
+
+
+_attention_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
+              out=None):
+    """See flashc.attention."""
+    needs_grad = torch.is_grad_enabled() and any(
+        getattr(t, "requires_grad", False) for t in (q, k, v))
+    compiling = torch.compiler.is_compiling()
+    if needs_grad or (compiling and out is None):
+        o, lse = torch.ops.flashc.attention(q, k, v, causal, scale)
+        if out is not None:
+            # Through the functional op, whose backward raises; the copy
+            # carries it to out.
+            o = out.copy_(o)
+    elif compiling:
+        lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale)
+        o = out
+    else:
+        # Eager without grad: the launch itself, without the dispatcher.
+        o, lse = _launch(q, k, v, causal, scale, out)
+    return (o, lse) if return_lse else o
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None,
+                                 dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """See flashc.scaled_dot_product_attention."""
+    why = []
+    if attn_mask is not None:
+        why.append("attn_mask (flashc has only the causal mask: is_causal)")
+    if dropout_p:
+        why.append(f"dropout_p={dropout_p} (flashc has no dropout)")
+    if query.dim() == 4 and key.dim() == 4:
+        if enable_gqa and query.shape[1] != key.shape[1]:
+            why.append(f"enable_gqa with {query.shape[1]} query heads and "
+                       f"{key.shape[1]} key heads (flashc needs equal heads)")
+        if is_causal and query.shape[2] != key.shape[2]:
+            why.append(
+                f"is_causal with seq_q {query.shape[2]} != seq_k "
+                f"{key.shape[2]}: SDPA aligns the mask to the top-left, "
+                "flashc to the bottom-right (call flashc.attention("
+                "causal=True) for that)")
+    if why:
+        raise FlashcError(4, "flashc.scaled_dot_product_attention cannot "
+                          "take:\n  " + "\n  ".join(why))
+    return attention(query, key, value, causal=is_causal, scale=scale)

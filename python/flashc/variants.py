@@ -1,0 +1,273 @@
+"""Kernel variants: naming, the generated source, configs, tuning look-up.
+
+Pure Python (no torch). A variant is what changes the kernel's source:
+dtype, head dim, causal, scale. Its name is "<dtype>-d<D>[-causal]
+[-scale<f32>]", e.g. "bf16-d128-causal" or "f16-d64-scale0.125"; the scale is
+the float32 the kernel multiplies by, printed so that it reads back exactly,
+and omitted when it is 1/sqrt(D) (the kernel's default). The shipped kernel
+of a variant (kernels/*.mlir, and the "kernel" name of its tuning-database
+entries) is attention[_f16][_d64|_d256][_causal].
+"""
+
+import json
+import math
+import os
+import re
+import struct
+
+DTYPES = ("bf16", "f16")
+HEAD_DIMS = (64, 128, 256)
+
+# The #flash.config of each shipped kernel (kernels/*.mlir), by dtype and
+# head dim; test_flashc_cache.py checks this table against the files.
+_CONFIG_128 = {"block_m": 128, "block_n": 128, "stages": 2, "warpgroups": 2}
+DEFAULT_CONFIGS = {
+    ("bf16", 64): {"block_m": 256, "block_n": 96, "stages": 1,
+                   "warpgroups": 4, "overlap": 0, "tma_store_o": 0},
+    ("bf16", 128): _CONFIG_128,
+    ("bf16", 256): {"block_m": 128, "block_n": 64, "stages": 2,
+                    "warpgroups": 2},
+    ("f16", 64): _CONFIG_128,
+    ("f16", 128): _CONFIG_128,
+    ("f16", 256): {"block_m": 128, "block_n": 64, "stages": 2,
+                   "warpgroups": 2},
+}
+
+# Config keys in #flash.config order: sizes, then the schedule switches
+# (include/flashc/Config/ScheduleSwitches.def), booleans written 0/1.
+SIZE_KEYS = ("block_m", "block_n", "stages", "warpgroups")
+SWITCH_KEYS = ("overlap", "pingpong", "split_release", "persistent",
+               "tma_store_o", "dynamic_schedule", "speculative_exp")
+
+
+class VariantError(ValueError):
+    pass
+
+
+def f32(x):
+    """x rounded to float32 (as a Python float)."""
+    return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+
+
+def normalize_scale(scale, head_dim):
+    """None for the kernel's default scale (1/sqrt(D)), else the float32."""
+    if scale is None:
+        return None
+    s = f32(scale)
+    if not math.isfinite(s) or s <= 0:
+        raise VariantError(f"scale must be a positive finite number, got {scale}")
+    if s == f32(1.0 / math.sqrt(head_dim)):
+        return None
+    return s
+
+
+class Variant:
+    __slots__ = ("dtype", "head_dim", "causal", "scale")
+
+    def __init__(self, dtype, head_dim, causal=False, scale=None):
+        if dtype not in DTYPES:
+            raise VariantError(f"dtype {dtype!r}: flashc kernels take "
+                               f"{' or '.join(DTYPES)}")
+        if head_dim not in HEAD_DIMS:
+            raise VariantError(f"head dim {head_dim}: flashc's kernels cover "
+                               f"{', '.join(map(str, HEAD_DIMS))}")
+        self.dtype, self.head_dim, self.causal = dtype, int(head_dim), bool(causal)
+        self.scale = normalize_scale(scale, head_dim)
+
+    def _tuple(self):
+        return (self.dtype, self.head_dim, self.causal, self.scale)
+
+    def __eq__(self, other):
+        return isinstance(other, Variant) and self._tuple() == other._tuple()
+
+    def __hash__(self):
+        return hash(self._tuple())
+
+    @property
+    def name(self):
+        s = f"{self.dtype}-d{self.head_dim}"
+        if self.causal:
+            s += "-causal"
+        if self.scale is not None:
+            s += f"-scale{self.scale!r}"
+        return s
+
+    def __repr__(self):
+        return f"Variant({self.name})"
+
+    @property
+    def kernel_name(self):
+        """The shipped kernel's (and its tuning entries') name."""
+        s = "attention"
+        if self.dtype == "f16":
+            s += "_f16"
+        if self.head_dim != 128:
+            s += f"_d{self.head_dim}"
+        if self.causal:
+            s += "_causal"
+        return s
+
+    def default_config(self):
+        return dict(DEFAULT_CONFIGS[self.dtype, self.head_dim])
+
+    def source(self, config=None):
+        """The kernel's MLIR, as kernels/*.mlir writes it, with `config`
+        (default: the shipped kernel's) and the scale attribute."""
+        return generate_source(self, config or self.default_config())
+
+
+_NAME = re.compile(r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+))?")
+
+
+def parse_variant(name):
+    """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
+    way Python's float() reads, 1e-05 included)."""
+    m = _NAME.fullmatch(name.strip())
+    try:
+        if m is None:
+            raise ValueError
+        scale = None if m.group(4) is None else float(m.group(4))
+    except ValueError:
+        raise VariantError(
+            f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
+            "[-scale<x>], e.g. bf16-d128-causal") from None
+    return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale)
+
+
+def mlir_float(x):
+    """x as an MLIR float literal, which needs a '.' before any exponent
+    (1e-05 -> 1.0e-05); repr() gives the shortest text that reads back."""
+    r = repr(float(x))
+    mant, e, exp = r.partition("e")
+    if "." not in mant:
+        mant += ".0"
+    return mant + e + exp
+
+
+def shipped_variants():
+    return [Variant(t, d, c) for t in DTYPES for d in HEAD_DIMS
+            for c in (False, True)]
+
+
+def config_text(config):
+    """{"block_m": 128, ..., "overlap": 0} -> '#flash.config<block_m = 128,
+    ..., overlap = false>' (only the keys given; the rest take the
+    attribute's defaults)."""
+    unknown = set(config) - set(SIZE_KEYS) - set(SWITCH_KEYS)
+    if unknown:
+        raise VariantError(f"config keys {sorted(unknown)} are not "
+                           "#flash.config parameters")
+    items = []
+    for k in SIZE_KEYS:
+        if k in config:
+            items.append(f"{k} = {int(config[k])}")
+    for k in SWITCH_KEYS:
+        if k in config:
+            items.append(f"{k} = {'true' if int(config[k]) else 'false'}")
+    return "#flash.config<" + ", ".join(items) + ">"
+
+
+def canonical_config(config):
+    """The config with every key given (the attribute's defaults filled in),
+    so that two spellings of one config compare and hash equal."""
+    out = {"stages": 2, "warpgroups": 1}
+    out.update({k: 1 for k in SWITCH_KEYS})
+    out["persistent"] = 0
+    out["speculative_exp"] = 0
+    for k, v in config.items():
+        if k in SIZE_KEYS or k in SWITCH_KEYS:
+            out[k] = int(v)
+    if "block_m" not in out or "block_n" not in out:
+        raise VariantError("a config needs block_m and block_n")
+    return {k: out[k] for k in SIZE_KEYS + SWITCH_KEYS}
+
+
+def generate_source(variant, config):
+    d = variant.head_dim
+    t = variant.dtype
+    ty = f"memref<?x?x?x{d}x{t}>"
+    attrs = []
+    if variant.causal:
+        attrs.append("causal")
+    if variant.scale is not None:
+        attrs.append(f"scale = {mlir_float(variant.scale)} : f32")
+    attrs.append("config = " + config_text(config))
+    fn = variant.kernel_name
+    return (
+        f"// Generated by python/flashc for variant {variant.name}.\n"
+        f"func.func @{fn}(%q: {ty}, %k: {ty}, %v: {ty}, %o: {ty},\n"
+        f"    %lse: memref<?x?x?xf32>) {{\n"
+        f"  flash.attention %q, %k, %v -> %o, lse %lse\n"
+        f"      {{{', '.join(attrs)}}}\n"
+        f"      : {ty}, {ty}, {ty}\n"
+        f"      -> {ty}, memref<?x?x?xf32>\n"
+        f"  return\n"
+        f"}}\n")
+
+
+# --- tuning databases -------------------------------------------------------
+
+def _pow2ceil(n):
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def bucket_of(batch, heads, seq, head_dim):
+    """flash-tune's shape bucket (lib/Autotune/Config.cpp, bucketOf)."""
+    return {"seq": _pow2ceil(seq), "head_dim": int(head_dim),
+            "batch_heads": _pow2ceil(batch * heads)}
+
+
+def default_tuning_dbs():
+    """$FLASHC_TUNING_DB (paths separated by os.pathsep; empty: none), else
+    the repository's bench/tuning/*.json where this package runs from a
+    checkout."""
+    env = os.environ.get("FLASHC_TUNING_DB")
+    if env is not None:
+        return [p for p in env.split(os.pathsep) if p]
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = os.path.join(os.path.dirname(os.path.dirname(here)), "bench", "tuning")
+    if not os.path.isdir(d):
+        return []
+    return sorted(os.path.join(d, f) for f in os.listdir(d)
+                  if f.endswith(".json"))
+
+
+_db_memo = {}
+
+
+def load_tuning_db(path):
+    """The entries of a flashc-tuning-db file (memoized on mtime and size)."""
+    st = os.stat(path)
+    memo = _db_memo.get(path)
+    if memo and memo[0] == (st.st_mtime_ns, st.st_size):
+        return memo[1]
+    with open(path) as f:
+        db = json.load(f)
+    if db.get("format") != "flashc-tuning-db" or db.get("format_version") != 1:
+        raise VariantError(f"{path}: not a flashc-tuning-db version 1 file")
+    entries = db.get("entries", [])
+    _db_memo[path] = ((st.st_mtime_ns, st.st_size), entries)
+    return entries
+
+
+def find_tuning(variant, gpu, arch, bucket, dbs=None):
+    """The tuning entry for the variant's shipped kernel on `gpu` (the CUDA
+    device name, e.g. "NVIDIA H200"), `arch` and the shape bucket, as
+    (db path, entry), or None.
+
+    Entries are matched on the kernel name, not on the source hash that
+    `flashc --tuning-db` checks: the generated source differs from the
+    shipped kernels/*.mlir (comments, a scale attribute), and a config's
+    speed does not depend on either. The config is written into the
+    generated source, which is what `flashc --tuning-db` would apply."""
+    for path in default_tuning_dbs() if dbs is None else dbs:
+        try:
+            entries = load_tuning_db(path)
+        except (OSError, ValueError):
+            continue
+        for e in entries:
+            if (e.get("kernel") == variant.kernel_name and e.get("gpu") == gpu
+                    and e.get("arch") == arch and e.get("bucket") == bucket):
+                return path, e
+    return None

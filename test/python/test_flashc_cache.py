@@ -1,0 +1,609 @@
+#!/usr/bin/env python3
+"""CPU tests of python/flashc's compile-on-demand path, without torch.
+
+Variant naming and the generated source, the tuning look-up, the cache key,
+hits and misses (also across processes), corrupt and partial entries,
+concurrent builders, FLASHC_DUMP, and the prebuilt library, all against
+stub_flashc.py (a stand-in compiler writing fake cubins) and a stub ptxas.
+RealCompilerTest runs the real flashc: $FLASHC_COMPILER, else build/bin/flashc
+of this checkout; skipped where there is none (or no ptxas).
+"""
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import flashc  # noqa: E402
+from flashc import cache, library, variants  # noqa: E402
+from flashc.variants import Variant, parse_variant  # noqa: E402
+
+ENV_VARS = ("FLASHC_CACHE_DIR", "FLASHC_COMPILER", "FLASHC_CUDA_ROOT",
+            "FLASHC_DUMP", "FLASHC_LIBRARY", "FLASHC_TUNING_DB", "STUB_LOG",
+            "STUB_SLEEP", "STUB_FAIL", "STUB_FLASHC_VERSION")
+
+
+def write_exe(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP
+             | stat.S_IXOTH)
+    return path
+
+
+class StubEnv(unittest.TestCase):
+    """A temporary cache, the stub compiler and a stub CUDA root."""
+
+    def setUp(self):
+        self.saved = {k: os.environ.get(k) for k in ENV_VARS}
+        self.addCleanup(self.restore_env)
+        self.tmp = tempfile.mkdtemp(prefix="flashc-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.cache = os.path.join(self.tmp, "cache")
+        self.log = os.path.join(self.tmp, "compiles.log")
+        self.compiler = self.make_compiler("stub")
+        cuda = os.path.join(self.tmp, "cuda")
+        os.makedirs(os.path.join(cuda, "bin"))
+        write_exe(os.path.join(cuda, "bin", "ptxas"),
+                  "#!/bin/sh\necho 'stub ptxas, release 13.0'\n")
+        for k in ENV_VARS:
+            os.environ.pop(k, None)
+        os.environ.update(FLASHC_CACHE_DIR=self.cache,
+                          FLASHC_COMPILER=self.compiler,
+                          FLASHC_CUDA_ROOT=cuda, FLASHC_TUNING_DB="",
+                          STUB_LOG=self.log)
+
+    def restore_env(self):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def make_compiler(self, name, extra=""):
+        return write_exe(os.path.join(self.tmp, name),
+                         f'#!/bin/sh\n{extra}exec "{sys.executable}" '
+                         f'"{os.path.join(HERE, "stub_flashc.py")}" "$@"\n')
+
+    def compiles(self, emit="cubin"):
+        if not os.path.exists(self.log):
+            return 0
+        with open(self.log) as f:
+            return sum(1 for line in f if line.split()[0] == emit)
+
+    def entry(self, variant="bf16-d128", config=None):
+        return library.compile_variant(parse_variant(variant), config)
+
+
+class VariantTest(unittest.TestCase):
+    def test_names_round_trip(self):
+        for v in variants.shipped_variants():
+            self.assertEqual(parse_variant(v.name), v)
+        self.assertEqual(len({v.name for v in variants.shipped_variants()}),
+                         12)
+        v = Variant("f16", 64, True, 0.1)
+        self.assertEqual(parse_variant(v.name), v)
+        self.assertEqual(parse_variant("f16-d64-causal-scale0.1"), v)
+        self.assertEqual(v.name, "f16-d64-causal-scale0.10000000149011612")
+
+    def test_scales_in_names_and_sources(self):
+        for x in (1e-05, 3e+20, 2.0, 0.1, 7):
+            v = Variant("bf16", 128, True, x)
+            self.assertEqual(parse_variant(v.name), v, v.name)
+            lit = re.search(r"scale = (\S+) : f32", v.source()).group(1)
+            self.assertRegex(lit, r"^[0-9]+\.[0-9]*(e[-+]?[0-9]+)?$")
+            self.assertEqual(variants.f32(float(lit)), v.scale)
+
+    def test_default_scale_is_no_scale(self):
+        self.assertEqual(Variant("bf16", 128, False, 128 ** -0.5),
+                         Variant("bf16", 128))
+        self.assertEqual(Variant("bf16", 64, False, 0.125).name, "bf16-d64")
+        self.assertNotIn("scale", Variant("bf16", 64).source())
+
+    def test_bad_variants(self):
+        for bad in ("bf32-d128", "bf16-d96", "bf16", "bf16-d128-causal-causal",
+                    "bf16-d128-foo", "bf16-d128-scale-1", "bf16-d128-scalex",
+                    "bf16-d128-scale0.1-causal", "bf16-d128-scale"):
+            with self.assertRaises(variants.VariantError, msg=bad):
+                parse_variant(bad)
+        with self.assertRaises(variants.VariantError):
+            Variant("bf16", 128, scale=0.0)
+
+    def test_kernel_names_are_the_shipped_files(self):
+        names = {v.kernel_name for v in variants.shipped_variants()}
+        files = {f[:-5] for f in os.listdir(os.path.join(ROOT, "kernels"))
+                 if f.endswith(".mlir")}
+        self.assertEqual(names, files)
+
+    def test_default_configs_match_kernels(self):
+        # The table in variants.py must follow kernels/*.mlir.
+        for v in variants.shipped_variants():
+            with open(os.path.join(ROOT, "kernels", v.kernel_name + ".mlir")) as f:
+                text = f.read()
+            m = re.search(r"#flash\.config<([^>]*)>", text)
+            shipped = {}
+            for item in m.group(1).split(","):
+                k, val = (s.strip() for s in item.split("="))
+                shipped[k] = {"true": 1, "false": 0}.get(val, None)
+                if shipped[k] is None:
+                    shipped[k] = int(val)
+            self.assertEqual(variants.canonical_config(shipped),
+                             variants.canonical_config(v.default_config()),
+                             v.kernel_name)
+            self.assertEqual("causal" in text.split("flash.attention")[1]
+                             .split("}")[0].split("config")[0], v.causal)
+
+    def test_source(self):
+        src = Variant("f16", 256, True, 0.5).source(
+            {"block_m": 128, "block_n": 64, "persistent": 1, "overlap": 0})
+        self.assertIn("func.func @attention_f16_d256_causal(", src)
+        self.assertIn("{causal, scale = 0.5 : f32, config = #flash.config<"
+                      "block_m = 128, block_n = 64, overlap = false, "
+                      "persistent = true>}", src)
+        self.assertIn("memref<?x?x?x256xf16>", src)
+        with self.assertRaises(variants.VariantError):
+            variants.config_text({"block_m": 64, "bogus": 1})
+
+    def test_bucket(self):
+        self.assertEqual(variants.bucket_of(4, 16, 3000, 128),
+                         {"seq": 4096, "head_dim": 128, "batch_heads": 64})
+        self.assertEqual(variants.bucket_of(1, 1, 1, 64),
+                         {"seq": 1, "head_dim": 64, "batch_heads": 1})
+        self.assertEqual(variants.bucket_of(2, 8, 512, 64)["seq"], 512)
+
+    def test_tuning_lookup(self):
+        db = os.path.join(ROOT, "bench", "tuning", "h200-fa3.json")
+        v = Variant("bf16", 128)
+        b = variants.bucket_of(8, 16, 2048, 128)
+        found = variants.find_tuning(v, "NVIDIA H200", "sm_90a", b, [db])
+        self.assertIsNotNone(found)
+        self.assertEqual(found[1]["kernel"], "attention")
+        self.assertEqual(found[1]["shape"], [8, 16, 2048, 128])
+        config, info = library.resolve_config(v, "NVIDIA H200", "sm_90a", b,
+                                              [db])
+        self.assertEqual(config, found[1]["config"])
+        self.assertEqual(info["tuning_db"], db)
+        # Another GPU, bucket or scale-free dtype: the default config.
+        for gpu, bb in (("NVIDIA H100 80GB HBM3", b),
+                        ("NVIDIA H200", variants.bucket_of(1, 1, 100, 128))):
+            self.assertIsNone(variants.find_tuning(v, gpu, "sm_90a", bb, [db]))
+            self.assertEqual(library.resolve_config(v, gpu, "sm_90a", bb, [db]),
+                             (v.default_config(), None))
+        # A scaled variant takes its kernel's entries too.
+        self.assertIsNotNone(variants.find_tuning(
+            Variant("bf16", 128, False, 0.3), "NVIDIA H200", "sm_90a", b, [db]))
+
+
+class KeyTest(StubEnv):
+    def test_same_inputs_same_key(self):
+        tc = cache.Toolchain()
+        a = cache.cache_key("src", {"block_m": 128}, "sm_90a", tc.key_inputs())
+        b = cache.cache_key("src", {"block_m": 128}, "sm_90a",
+                            cache.Toolchain().key_inputs())
+        self.assertEqual(a, b)
+        self.assertRegex(a, "^[0-9a-f]{64}$")
+
+    def test_each_input_changes_the_key(self):
+        tc = {"flashc_version": "v", "flashc_sha256": "s", "ptxas_version": "p"}
+        base = ("src", {"block_m": 128, "stages": 2}, "sm_90a", tc)
+        keys = {cache.cache_key(*base)}
+        changed = [("src2",) + base[1:],
+                   (base[0], {"block_m": 128, "stages": 3}) + base[2:],
+                   base[:2] + ("sm_100a", tc)]
+        for k in tc:
+            changed.append(base[:3] + (dict(tc, **{k: tc[k] + "x"}),))
+        for args in changed:
+            keys.add(cache.cache_key(*args))
+        self.assertEqual(len(keys), 1 + len(changed))
+
+    def test_toolchain_inputs(self):
+        a = cache.Toolchain().key_inputs()
+        self.assertEqual(a["flashc_version"], "stub flashc 1")
+        self.assertEqual(a["ptxas_version"], "stub ptxas, release 13.0")
+        # A rebuilt compiler with the same --version is another key.
+        other = self.make_compiler("stub2", extra="# rebuilt\n")
+        b = cache.Toolchain(compiler=other).key_inputs()
+        self.assertEqual(a["flashc_version"], b["flashc_version"])
+        self.assertNotEqual(a["flashc_sha256"], b["flashc_sha256"])
+
+    def test_variant_and_config_change_the_entry(self):
+        paths = {self.entry("bf16-d128")[0], self.entry("bf16-d128-causal")[0],
+                 self.entry("f16-d128")[0], self.entry("bf16-d128-scale0.5")[0],
+                 self.entry("bf16-d128", {"block_m": 128, "block_n": 64})[0]}
+        self.assertEqual(len(paths), 5)
+        # The default config spelt out is the same entry.
+        self.assertEqual(self.entry("bf16-d128")[0], self.entry(
+            "bf16-d128", dict(variants.DEFAULT_CONFIGS["bf16", 128]))[0])
+
+
+def _second_process(q):
+    from flashc import library as lib
+    from flashc.variants import parse_variant as pv
+    q.put(lib.compile_variant(pv("bf16-d128")))
+
+
+def _concurrent_worker(barrier, q, no_locks=False):
+    if no_locks:  # a filesystem where flock fails
+        import fcntl
+
+        def flock(fd, op):
+            raise OSError(37, "No locks available")
+        fcntl.flock = flock
+    from flashc import cache as c
+    from flashc import library as lib
+    from flashc.variants import parse_variant as pv
+    barrier.wait()
+    path, compiled = lib.compile_variant(pv("bf16-d64-causal"))
+    q.put((path, compiled, c.validate_entry(path)))
+
+
+class CacheTest(StubEnv):
+    def test_miss_then_hit(self):
+        path, compiled = self.entry()
+        self.assertTrue(compiled)
+        self.assertEqual(self.compiles(), 1)
+        self.assertIsNone(cache.validate_entry(path))
+        self.assertEqual(os.path.dirname(path), self.cache)
+        with open(os.path.join(path, "entry.json")) as f:
+            entry = json.load(f)
+        self.assertEqual(entry["info"]["variant"], "bf16-d128")
+        with open(os.path.join(path, "source.mlir")) as f:
+            self.assertEqual(f.read(), Variant("bf16", 128).source())
+        self.assertEqual(self.entry(), (path, False))
+        self.assertEqual(self.compiles(), 1)
+        # No temporary directories left behind.
+        self.assertEqual([n for n in os.listdir(self.cache)
+                          if n.startswith(".tmp") or n.startswith(".old")], [])
+
+    def test_second_process_hits(self):
+        path, _ = self.entry()
+        ctx = multiprocessing.get_context("spawn")
+        q = ctx.Queue()
+        p = ctx.Process(target=_second_process, args=(q,))
+        p.start()
+        res = q.get(timeout=60)
+        p.join(60)
+        self.assertEqual(p.exitcode, 0)
+        self.assertEqual(tuple(res), (path, False))
+        self.assertEqual(self.compiles(), 1)
+
+    def test_cache_dir_env(self):
+        other = os.path.join(self.tmp, "elsewhere")
+        os.environ["FLASHC_CACHE_DIR"] = other
+        path, compiled = self.entry()
+        self.assertTrue(compiled)
+        self.assertEqual(os.path.dirname(path), other)
+        del os.environ["FLASHC_CACHE_DIR"]
+        self.assertEqual(cache.cache_dir(), os.path.join(
+            os.path.expanduser("~"), ".cache", "flashc"))
+
+    def corrupt_and_rebuild(self, damage):
+        path, _ = self.entry()
+        damage(path)
+        self.assertIsNotNone(cache.validate_entry(path))
+        self.assertEqual(self.entry(), (path, True))
+        self.assertIsNone(cache.validate_entry(path))
+        self.assertEqual(self.compiles(), 2)
+
+    def test_truncated_binary(self):
+        def damage(path):
+            with open(os.path.join(path, "kernel.cubin"), "r+b") as f:
+                f.truncate(10)
+        self.corrupt_and_rebuild(damage)
+
+    def test_binary_of_same_size_but_other_bytes(self):
+        def damage(path):
+            p = os.path.join(path, "kernel.cubin")
+            with open(p, "rb") as f:
+                data = f.read()
+            with open(p, "wb") as f:
+                f.write(b"X" * len(data))
+        self.corrupt_and_rebuild(damage)
+
+    def test_missing_binary(self):
+        self.corrupt_and_rebuild(
+            lambda path: os.unlink(os.path.join(path, "kernel.cubin")))
+
+    def test_unparsable_metadata(self):
+        def damage(path):
+            with open(os.path.join(path, "kernel.json"), "w") as f:
+                f.write('{"format": "flashc-kern')
+        self.corrupt_and_rebuild(damage)
+
+    def test_partial_entry(self):
+        # A directory without entry.json (say, copied in half).
+        self.corrupt_and_rebuild(
+            lambda path: os.unlink(os.path.join(path, "entry.json")))
+
+    def test_unparsable_entry(self):
+        def damage(path):
+            with open(os.path.join(path, "entry.json"), "w") as f:
+                f.write("")
+        self.corrupt_and_rebuild(damage)
+
+    def test_file_in_place_of_the_entry(self):
+        def damage(path):
+            shutil.rmtree(path)
+            with open(path, "w") as f:
+                f.write("not a directory")
+        self.corrupt_and_rebuild(damage)
+        self.assertEqual([n for n in os.listdir(self.cache)
+                          if n.startswith(".old")], [])
+
+    def test_dead_builders_leftovers_are_removed(self):
+        path, _ = self.entry()
+        key = os.path.basename(path)
+        shutil.rmtree(path)
+        junk = os.path.join(self.cache, f".tmp-{key}-99999-dead")
+        os.makedirs(junk)
+        self.assertEqual(self.entry(), (path, True))
+        self.assertFalse(os.path.exists(junk))
+
+    def test_compile_failure(self):
+        os.environ["STUB_FAIL"] = "1"
+        with self.assertRaises(cache.CompileError) as cm:
+            self.entry()
+        self.assertIn("stub failure", str(cm.exception))
+        self.assertIsInstance(cm.exception, flashc.FlashcError)
+        self.assertEqual([n for n in os.listdir(self.cache)
+                          if not n.startswith(".locks")], [])
+        del os.environ["STUB_FAIL"]
+        self.assertTrue(self.entry()[1])
+
+    def concurrent_builders(self, no_locks):
+        os.environ["STUB_SLEEP"] = "1"
+        ctx = multiprocessing.get_context("spawn")
+        n = 4
+        barrier = ctx.Barrier(n)
+        q = ctx.Queue()
+        procs = [ctx.Process(target=_concurrent_worker,
+                             args=(barrier, q, no_locks)) for _ in range(n)]
+        for p in procs:
+            p.start()
+        results = [q.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(60)
+            self.assertEqual(p.exitcode, 0)
+        self.assertEqual(len({r[0] for r in results}), 1)
+        self.assertTrue(all(r[2] is None for r in results), results)
+        self.assertEqual([n for n in os.listdir(self.cache)
+                          if n.startswith(".tmp")], [])
+        return results
+
+    def test_concurrent_builders(self):
+        # Four processes ask for the same missing key at once; the compile
+        # takes a second. Each must end with the one valid entry, built once.
+        results = self.concurrent_builders(no_locks=False)
+        self.assertEqual(sorted(r[1] for r in results), [False] * 3 + [True])
+        self.assertEqual(self.compiles(), 1)
+
+    def test_concurrent_builders_without_locks(self):
+        # Where flock fails, every process may compile, but the first
+        # rename wins and the others take its entry.
+        results = self.concurrent_builders(no_locks=True)
+        self.assertEqual(sum(r[1] for r in results), 1)
+        self.assertGreaterEqual(self.compiles(), 1)
+
+    def test_no_compiler(self):
+        os.environ["FLASHC_COMPILER"] = "none"
+        with self.assertRaisesRegex(cache.CompileError, "no flashc compiler"):
+            cache.Toolchain()
+        os.environ["FLASHC_COMPILER"] = os.path.join(self.tmp, "nope")
+        with self.assertRaisesRegex(cache.CompileError, "not an executable"):
+            cache.Toolchain()
+
+
+class DumpTest(StubEnv):
+    def test_dump_stages(self):
+        os.environ["FLASHC_DUMP"] = "tile,ptx"
+        path, _ = self.entry()
+        for f in ("kernel.tile.mlir", "kernel.ptx"):
+            self.assertTrue(os.path.getsize(os.path.join(path, f)) > 0, f)
+        for f in ("kernel.gpu.mlir", "kernel.ll"):
+            self.assertFalse(os.path.exists(os.path.join(path, f)), f)
+        # --emit=ptx's own kernel.json did not replace the cubin's.
+        self.assertIsNone(cache.validate_entry(path))
+        # A hit asking for more stages adds them without recompiling.
+        os.environ["FLASHC_DUMP"] = "all"
+        self.assertEqual(self.entry(), (path, False))
+        for f in cache.DUMP_FILES.values():
+            self.assertTrue(os.path.exists(os.path.join(path, f)), f)
+        self.assertEqual(self.compiles("cubin"), 1)
+        self.assertEqual(self.compiles("ptx"), 1)
+        self.assertEqual(self.compiles("llvm"), 1)
+
+    def test_no_dump_by_default(self):
+        path, _ = self.entry()
+        self.assertEqual(sorted(os.listdir(path)), [
+            "entry.json", "kernel.cubin", "kernel.json", "source.mlir"])
+
+    def test_bad_stage(self):
+        os.environ["FLASHC_DUMP"] = "tile,sass"
+        with self.assertRaisesRegex(cache.CompileError, "sass"):
+            self.entry()
+
+
+class LibraryTest(StubEnv):
+    def build(self, *args):
+        lib = os.path.join(self.tmp, "lib")
+        r = subprocess.run([sys.executable, "-m", "flashc", "build-library",
+                            lib] + list(args),
+                           env=dict(os.environ, PYTHONPATH=os.path.join(
+                               ROOT, "python")),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.assertEqual(r.returncode, 0, r.stdout.decode())
+        return lib
+
+    def test_build_and_use_without_compiler(self):
+        lib = self.build("--variants", "bf16-d128,f16-d64-causal",
+                         "--variants", "bf16-d256-scale0.5")
+        with open(os.path.join(lib, "manifest.json")) as f:
+            m = json.load(f)
+        self.assertEqual(sorted(m["variants"]), [
+            "bf16-d128", "bf16-d256-scale0.5", "f16-d64-causal"])
+        os.environ["FLASHC_COMPILER"] = "none"
+        os.environ["FLASHC_LIBRARY"] = lib
+        shutil.rmtree(self.cache)  # the library stands alone
+        n = self.compiles()
+        for name in m["variants"]:
+            p = library.kernel_binary(parse_variant(name), "sm_90a",
+                                      "NVIDIA H200", None)
+            self.assertTrue(p.startswith(lib + os.sep), p)
+            self.assertTrue(os.path.exists(p))
+            with open(os.path.join(os.path.dirname(p), "kernel.json")) as f:
+                self.assertEqual(json.load(f)["binary"], "kernel.cubin")
+        self.assertEqual(self.compiles(), n)
+
+    def test_missing_variant(self):
+        lib = self.build("--variants", "bf16-d128")
+        os.environ["FLASHC_COMPILER"] = "none"
+        os.environ["FLASHC_LIBRARY"] = lib
+        with self.assertRaises(library.MissingVariant) as cm:
+            library.kernel_binary(parse_variant("f16-d64-causal"), "sm_90a",
+                                  "NVIDIA H200", None)
+        msg = str(cm.exception)
+        self.assertIn("no variant f16-d64-causal", msg)
+        self.assertIn(f"python -m flashc build-library {lib} --variants "
+                      "f16-d64-causal", msg)
+        self.assertIsInstance(cm.exception, flashc.FlashcError)
+        # Without a library either.
+        del os.environ["FLASHC_LIBRARY"]
+        with self.assertRaisesRegex(library.MissingVariant,
+                                    "(?s)cannot build variant f16-d64-causal"
+                                    ".*FLASHC_LIBRARY.*build-library"):
+            library.kernel_binary(parse_variant("f16-d64-causal"), "sm_90a",
+                                  None, None)
+
+    def test_library_variant_missing_but_compiler_present(self):
+        lib = self.build("--variants", "bf16-d128")
+        os.environ["FLASHC_LIBRARY"] = lib
+        p = library.kernel_binary(parse_variant("bf16-d64"), "sm_90a", None,
+                                  None)
+        self.assertTrue(p.startswith(self.cache), p)
+
+    def test_tuned_kernels(self):
+        db = os.path.join(ROOT, "bench", "tuning", "h200-fa3.json")
+        lib = self.build("--variants", "bf16-d128-causal", "--tuning-db", db,
+                         "--gpu", "NVIDIA H200")
+        with open(os.path.join(lib, "manifest.json")) as f:
+            rec = json.load(f)["variants"]["bf16-d128-causal"]
+        self.assertEqual(len(rec["tuned"]), 6)
+        os.environ["FLASHC_COMPILER"] = "none"
+        os.environ["FLASHC_LIBRARY"] = lib
+        v = parse_variant("bf16-d128-causal")
+        b = variants.bucket_of(8, 16, 2048, 128)
+        tuned = library.kernel_binary(v, "sm_90a", "NVIDIA H200", b)
+        with open(os.path.join(os.path.dirname(tuned), "source.mlir")) as f:
+            src = f.read()
+        entry = variants.find_tuning(v, "NVIDIA H200", "sm_90a", b, [db])[1]
+        self.assertIn(variants.config_text(entry["config"]), src)
+        self.assertEqual(library.kernel_binary(v, "sm_90a", "NVIDIA H100", b),
+                         os.path.join(lib, rec["default"]))
+
+    def test_bad_variant_argument(self):
+        r = subprocess.run([sys.executable, "-m", "flashc", "build-library",
+                            os.path.join(self.tmp, "lib"), "--variants",
+                            "bf16-d100"],
+                           env=dict(os.environ, PYTHONPATH=os.path.join(
+                               ROOT, "python")),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("head dim 100", r.stdout.decode())
+
+
+def real_compiler():
+    p = os.environ.get("FLASHC_COMPILER") or os.path.join(
+        ROOT, "build", "bin", "flashc")
+    return p if os.access(p, os.X_OK) else None
+
+
+class RealCompilerTest(unittest.TestCase):
+    """The real flashc: the generated source gives the shipped kernels'
+    binaries, and a tuned config the binary `flashc --tuning-db` writes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.compiler = real_compiler()
+        if cls.compiler is None:
+            raise unittest.SkipTest("no flashc binary (set FLASHC_COMPILER "
+                                    "or build build/bin/flashc)")
+        if cache.find_cuda_root()[1] is None:
+            raise unittest.SkipTest("no ptxas (CUDA toolkit)")
+
+    def setUp(self):
+        self.saved = {k: os.environ.get(k) for k in ENV_VARS}
+        self.addCleanup(lambda: [os.environ.pop(k, None) if v is None else
+                                 os.environ.__setitem__(k, v)
+                                 for k, v in self.saved.items()])
+        self.tmp = tempfile.mkdtemp(prefix="flashc-real-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.environ.update(FLASHC_CACHE_DIR=os.path.join(self.tmp, "cache"),
+                          FLASHC_COMPILER=self.compiler, FLASHC_TUNING_DB="")
+        os.environ.pop("FLASHC_DUMP", None)
+
+    def flashc(self, *args):
+        out = os.path.join(self.tmp, "ref.cubin")
+        subprocess.run([self.compiler, *args, "-o", out], check=True)
+        with open(out, "rb") as f:
+            return f.read()
+
+    def test_generated_source_is_the_shipped_kernel(self):
+        for name in ("bf16-d64-causal", "f16-d256"):
+            v = parse_variant(name)
+            path, compiled = library.compile_variant(v)
+            self.assertTrue(compiled)
+            with open(os.path.join(path, "kernel.cubin"), "rb") as f:
+                ours = f.read()
+            ref = self.flashc(os.path.join(ROOT, "kernels",
+                                           v.kernel_name + ".mlir"))
+            self.assertEqual(ours, ref, name)
+            self.assertEqual(library.compile_variant(v), (path, False))
+
+    def test_tuned_config_is_flashc_tuning_db(self):
+        db = os.path.join(ROOT, "bench", "tuning", "h200-fa3.json")
+        v = parse_variant("bf16-d128-causal")
+        b = variants.bucket_of(8, 16, 2048, 128)
+        config, info = library.resolve_config(v, "NVIDIA H200", "sm_90a", b,
+                                              [db])
+        self.assertIsNotNone(info)
+        path, _ = library.compile_variant(v, config, info=info)
+        with open(os.path.join(path, "kernel.cubin"), "rb") as f:
+            ours = f.read()
+        ref = self.flashc(os.path.join(ROOT, "kernels",
+                                       "attention_causal.mlir"),
+                          "--tuning-db", db, "--shape", "8,16,2048,128")
+        self.assertEqual(ours, ref)
+
+    def test_small_scale(self):
+        path, _ = library.compile_variant(parse_variant("f16-d128-scale1e-05"))
+        with open(os.path.join(path, "kernel.json")) as f:
+            self.assertAlmostEqual(json.load(f)["scale"] * 1e5, 1.0, places=5)
+
+    def test_scale_and_dumps(self):
+        os.environ["FLASHC_DUMP"] = "all"
+        path, _ = library.compile_variant(parse_variant("bf16-d64-scale0.25"))
+        with open(os.path.join(path, "kernel.json")) as f:
+            meta = json.load(f)
+        self.assertAlmostEqual(meta["scale"], 0.25, places=6)
+        with open(os.path.join(path, "kernel.tile.mlir")) as f:
+            self.assertIn("flash.grid", f.read())
+        with open(os.path.join(path, "kernel.gpu.mlir")) as f:
+            self.assertIn("gpu.module", f.read())
+        with open(os.path.join(path, "kernel.ll")) as f:
+            self.assertIn("define", f.read())
+        with open(os.path.join(path, "kernel.ptx")) as f:
+            self.assertIn(".entry", f.read())
+        self.assertIsNone(cache.validate_entry(path))
+
+
+if __name__ == "__main__":
+    unittest.main()

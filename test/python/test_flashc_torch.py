@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""CPU tests of flashc.attention's torch side: the custom ops
+(torch.ops.flashc.attention / attention_out / no_backward), their fake
+implementations, torch.compile tracing through them without a graph break,
+and the no-backward guard. No GPU: the ops get a CPU stand-in kernel
+(float64 attention, bottom-right causal) registered here, so that traced
+graphs can run. Exits 77 (ctest: skipped) where PyTorch is not installed.
+"""
+import math
+import os
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+try:
+    import torch
+except ImportError:
+    print("skipped: no PyTorch (flashc.attention's custom op needs torch)")
+    sys.exit(77)
+
+import flashc  # noqa: E402
+from flashc import ops  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+
+def reference(q, k, v, causal, scale):
+    """float64 attention, causal aligned bottom-right; (o, lse)."""
+    d = q.shape[-1]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    s = (q.double() @ k.double().transpose(-1, -2)) * scale
+    if causal:
+        nq, nk = q.shape[2], k.shape[2]
+        i = torch.arange(nq)[:, None]
+        j = torch.arange(nk)[None, :]
+        s = s.masked_fill(j > i + nk - nq, float("-inf"))
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    return (p @ v.double()).to(q.dtype), lse.float()
+
+
+CALLS = {"attention": 0, "attention_out": 0}
+
+
+def cpu_attention(q, k, v, causal, scale):
+    CALLS["attention"] += 1
+    return reference(q, k, v, causal, scale)
+
+
+def cpu_attention_out(q, k, v, out, causal, scale):
+    CALLS["attention_out"] += 1
+    o, lse = reference(q, k, v, causal, scale)
+    out.copy_(o)
+    return lse
+
+
+torch.library.register_kernel("flashc::attention", "cpu", cpu_attention)
+torch.library.register_kernel("flashc::attention_out", "cpu",
+                              cpu_attention_out)
+
+
+def inputs(nq=20, nk=33, d=64, dtype=torch.bfloat16, grad=False):
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 3, nq, d, generator=g).to(dtype)
+    k = torch.randn(2, 3, nk, d, generator=g).to(dtype)
+    v = torch.randn(2, 3, nk, d, generator=g).to(dtype)
+    if grad:
+        for t in (q, k, v):
+            t.requires_grad_()
+    return q, k, v
+
+
+class FakeTest(unittest.TestCase):
+    def test_fake_shapes(self):
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128, 256):
+                with FakeTensorMode():
+                    q = torch.empty(2, 3, 5, d, dtype=dtype)
+                    k = torch.empty(2, 3, 7, d, dtype=dtype)
+                    o, lse = torch.ops.flashc.attention(q, k, k, True, None)
+                    lse2 = torch.ops.flashc.attention_out(
+                        q, k, k, torch.empty_like(q), False, 0.5)
+                self.assertEqual(tuple(o.shape), (2, 3, 5, d))
+                self.assertEqual(o.dtype, dtype)
+                self.assertTrue(o.is_contiguous())
+                self.assertEqual(tuple(lse.shape), (2, 3, 5))
+                self.assertEqual(lse.dtype, torch.float32)
+                self.assertEqual(tuple(lse2.shape), (2, 3, 5))
+
+    def test_meta_tensors(self):
+        q = torch.empty(1, 4, 9, 128, dtype=torch.float16, device="meta")
+        o, lse = torch.ops.flashc.attention(q, q, q, False, None)
+        self.assertEqual(o.device.type, "meta")
+        self.assertEqual(tuple(o.shape), (1, 4, 9, 128))
+        self.assertEqual(tuple(lse.shape), (1, 4, 9))
+
+    def test_fake_refuses_what_no_kernel_takes(self):
+        bad = [((2, 3, 5, 64), torch.float32, (2, 3, 5, 64), "dtype"),
+               ((2, 3, 5, 96), torch.bfloat16, (2, 3, 5, 96), "head dim 96"),
+               ((2, 3, 5, 64), torch.bfloat16, (2, 4, 5, 64), "must agree"),
+               ((3, 5, 64), torch.bfloat16, (3, 5, 64), "dimensions")]
+        for qs, dtype, ks, msg in bad:
+            with FakeTensorMode():
+                q = torch.empty(qs, dtype=dtype)
+                k = torch.empty(ks, dtype=dtype)
+                with self.assertRaisesRegex(flashc.FlashcError, msg):
+                    torch.ops.flashc.attention(q, k, k, False, None)
+
+    def test_not_in_cuda_graphs(self):
+        if not hasattr(torch.Tag, "cudagraph_unsafe"):
+            self.skipTest("this torch has no cudagraph_unsafe tag")
+        for op in (torch.ops.flashc.attention.default,
+                   torch.ops.flashc.attention_out.default):
+            self.assertIn(torch.Tag.cudagraph_unsafe, op.tags)
+
+    def test_opcheck(self):
+        q, k, v = inputs()
+        for causal, scale in ((False, None), (True, 0.3)):
+            torch.library.opcheck(torch.ops.flashc.attention.default,
+                                  (q, k, v, causal, scale))
+            torch.library.opcheck(torch.ops.flashc.attention_out.default,
+                                  (q, k, v, torch.empty_like(q), causal,
+                                   scale))
+
+
+class CompileTest(unittest.TestCase):
+    def setUp(self):
+        torch._dynamo.reset()
+
+    def test_explain_no_graph_break(self):
+        def f(q, k, v):
+            o, lse = flashc.attention(q, k, v, causal=True, scale=0.2,
+                                      return_lse=True)
+            return o.float().sum(-1) + lse
+
+        ex = torch._dynamo.explain(f)(*inputs())
+        self.assertEqual(ex.graph_break_count, 0, ex.break_reasons)
+        self.assertEqual(ex.graph_count, 1)
+        code = ex.graphs[0].code
+        self.assertIn("flashc.attention", code)
+
+    def test_out_no_graph_break(self):
+        def f(q, k, v, out):
+            return flashc.attention(q, k, v, out=out) * 2
+
+        q, k, v = inputs()
+        ex = torch._dynamo.explain(f)(q, k, v, torch.empty_like(q))
+        self.assertEqual(ex.graph_break_count, 0, ex.break_reasons)
+        self.assertIn("flashc.attention_out", ex.graphs[0].code)
+
+    def test_compiled_matches_reference(self):
+        @torch.compile(fullgraph=True, backend="aot_eager", dynamic=False)
+        def f(q, k, v, out):
+            o, lse = flashc.attention(q, k, v, causal=True, return_lse=True)
+            o2 = flashc.attention(q, k, v, scale=0.1, out=out)
+            return o, lse, o2
+
+        q, k, v = inputs(nq=33, nk=20)
+        out = torch.empty_like(q)
+        before = dict(CALLS)
+        o, lse, o2 = f(q, k, v, out)
+        self.assertEqual(CALLS["attention"], before["attention"] + 1)
+        self.assertEqual(CALLS["attention_out"], before["attention_out"] + 1)
+        ro, rl = reference(q, k, v, True, None)
+        self.assertTrue(torch.equal(o, ro))
+        self.assertTrue(torch.equal(lse, rl))
+        # Rows that see no key (seq_q > seq_k, causal): LSE -inf, O = 0.
+        self.assertTrue(torch.isinf(lse[:, :, :13]).all())
+        self.assertTrue(torch.equal(out, reference(q, k, v, False, 0.1)[0]))
+        self.assertTrue(torch.equal(o2, out))
+
+    def test_compiled_training_graph_backward_raises(self):
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v):
+            return flashc.attention(q, k, v).float().square().sum()
+
+        q, k, v = inputs(grad=True)
+        loss = f(q, k, v)  # compiles forward and backward graphs
+        self.assertTrue(loss.requires_grad)
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "no backward pass yet"):
+            loss.backward()
+        self.assertIsNone(q.grad)
+
+
+    def test_compiled_grad_with_out(self):
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v, out):
+            return flashc.attention(q, k, v, out=out).float().sum()
+
+        q, k, v = inputs(grad=True)
+        loss = f(q, k, v, torch.empty(q.shape, dtype=q.dtype))
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "no backward pass yet"):
+            loss.backward()
+
+
+class EagerTest(unittest.TestCase):
+    def test_grad_goes_through_the_op_and_backward_raises(self):
+        for names in ("q", "k", "v", "qkv"):
+            q, k, v = inputs()
+            for n, t in zip("qkv", (q, k, v)):
+                t.requires_grad_(n in names)
+            o, lse = flashc.attention(q, k, v, return_lse=True)
+            self.assertTrue(o.requires_grad and lse.requires_grad)
+            self.assertTrue(torch.equal(o.detach(),
+                                        reference(q, k, v, False, None)[0]))
+            with self.assertRaises(flashc.FlashcError) as cm:
+                (o.float().sum() + lse.sum()).backward()
+            self.assertIn("flashc has no backward pass yet", str(cm.exception))
+            self.assertIn("scaled_dot_product_attention", str(cm.exception))
+            self.assertIsNone(cm.exception.status)
+
+    def test_backward_through_lse_alone_raises(self):
+        q, k, v = inputs(grad=True)
+        _, lse = flashc.attention(q, k, v, causal=True, return_lse=True)
+        with self.assertRaisesRegex(flashc.FlashcError, "no backward pass"):
+            lse.sum().backward()
+
+    def test_grad_with_out(self):
+        q, k, v = inputs(grad=True)
+        out = torch.empty(q.shape, dtype=q.dtype)
+        o = flashc.attention(q, k, v, out=out)
+        self.assertIs(o, out)
+        self.assertTrue(out.requires_grad)
+        with self.assertRaisesRegex(flashc.FlashcError, "no backward pass"):
+            out.float().sum().backward()
+
+    def test_no_grad_launches_directly(self):
+        # Without grad, eager calls skip the dispatcher: ops._launch runs.
+        seen = []
+        saved = ops._launch
+
+        def launch(q, k, v, causal, scale, out):
+            seen.append((causal, scale, out))
+            o, lse = reference(q, k, v, causal, scale)
+            if out is not None:
+                o = out.copy_(o)
+            return o, lse
+
+        ops._launch = launch
+        self.addCleanup(setattr, ops, "_launch", saved)
+        q, k, v = inputs(grad=True)
+        before = dict(CALLS)
+        with torch.no_grad():
+            o = flashc.attention(q, k, v, causal=True, scale=0.5)
+        self.assertIsNone(o.grad_fn)
+        self.assertEqual(seen, [(True, 0.5, None)])
+        self.assertEqual(CALLS, before)
+
+    def test_cpu_tensors_refused(self):
+        q, k, v = inputs()
+        with self.assertRaisesRegex(flashc.FlashcError, "CUDA tensors"):
+            flashc.attention(q, k, v)
+
+
+class SdpaTest(unittest.TestCase):
+    """flashc.scaled_dot_product_attention: SDPA's signature, compiled (the
+    CPU stand-in kernel runs) against SDPA itself."""
+
+    def test_matches_sdpa(self):
+        import torch.nn.functional as F
+
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v, causal):
+            return flashc.scaled_dot_product_attention(q, k, v,
+                                                       is_causal=causal)
+
+        for nq, nk, causal in ((20, 33, False), (25, 25, True)):
+            q, k, v = inputs(nq=nq, nk=nk, dtype=torch.float16)
+            o = f(q, k, v, causal)
+            ref = F.scaled_dot_product_attention(
+                q.float(), k.float(), v.float(), is_causal=causal)
+            self.assertLess((o.float() - ref).abs().max().item(), 2e-3)
+
+    def test_refuses_what_it_cannot_do(self):
+        q, k, v = inputs(nq=20, nk=33)
+        cases = [({"attn_mask": torch.ones(20, 33, dtype=torch.bool)},
+                  "attn_mask"),
+                 ({"dropout_p": 0.1}, "dropout"),
+                 ({"is_causal": True}, "top-left")]
+        for kwargs, msg in cases:
+            with self.assertRaisesRegex(flashc.FlashcError, msg):
+                flashc.scaled_dot_product_attention(q, k, v, **kwargs)
+        with self.assertRaisesRegex(flashc.FlashcError, "equal heads"):
+            flashc.scaled_dot_product_attention(q, k[:, :1], v[:, :1],
+                                                enable_gqa=True)
+
+
+class KernelForTest(unittest.TestCase):
+    """ops.kernel_for, from tensors to the loaded kernel, with the stub
+    compiler of test_flashc_cache.py, a stand-in device (an H200) and a
+    stand-in Kernel (the runtime needs a GPU)."""
+
+    def setUp(self):
+        from test_flashc_cache import StubEnv
+
+        class Env(StubEnv):
+            def runTest(self):
+                pass
+
+        self.env = Env()
+        self.env.setUp()
+        self.addCleanup(self.env.doCleanups)
+        os.environ["FLASHC_TUNING_DB"] = os.path.join(
+            ROOT, "bench", "tuning", "h200-fa3.json")
+        loaded = self.loaded = []
+
+        class FakeKernel:
+            def __init__(self, path, device):
+                loaded.append((path, device))
+                self.path = path
+
+        saved = (ops._device_info, ops.Kernel, torch.cuda.current_device)
+        ops._device_info = lambda index: ("sm_90a", "NVIDIA H200")
+        ops.Kernel = FakeKernel
+        torch.cuda.current_device = lambda: 0
+        ops._kernels.clear()
+        ops._loaded.clear()
+
+        def restore():
+            (ops._device_info, ops.Kernel, torch.cuda.current_device) = saved
+            ops._kernels.clear()
+            ops._loaded.clear()
+        self.addCleanup(restore)
+
+    def source_of(self, kern):
+        with open(os.path.join(os.path.dirname(kern.path), "source.mlir")) as f:
+            return f.read()
+
+    def test_variant_config_and_memo(self):
+        from flashc.variants import config_text
+        q = torch.empty(8, 16, 2048, 128, dtype=torch.bfloat16)
+        kern = ops.kernel_for(q, q, True, None)
+        src = self.source_of(kern)
+        self.assertIn("func.func @attention_causal(", src)
+        # The H200 database's entry for (N 2048, B*H 128): persistent
+        # bm192 ... rather than the shipped 128 x 128.
+        import json
+        with open(os.environ["FLASHC_TUNING_DB"]) as f:
+            entry = [e for e in json.load(f)["entries"]
+                     if e["kernel"] == "attention_causal"
+                     and e["shape"] == [8, 16, 2048, 128]][0]
+        self.assertIn(config_text(entry["config"]), src)
+        self.assertIs(ops.kernel_for(q, q, True, None), kern)
+        self.assertEqual(len(self.loaded), 1)
+        self.assertEqual(self.env.compiles(), 1)
+        # 1025..2048 keys share the bucket; 2049 is the next one (N 4096,
+        # B*H 128: no entry, so the shipped config).
+        for n, same in ((2047, True), (1025, True), (2049, False)):
+            qn = torch.empty(8, 16, n, 128, dtype=torch.bfloat16)
+            self.assertEqual(ops.kernel_for(qn, qn, True, None) is kern, same)
+        # A shape outside every bucket: the shipped config.
+        small = torch.empty(1, 2, 100, 128, dtype=torch.bfloat16)
+        kern2 = ops.kernel_for(small, small, True, None)
+        self.assertIn("block_m = 128, block_n = 128, stages = 2, "
+                      "warpgroups = 2>", self.source_of(kern2))
+        # f16, D 64, a scale, seq_q != seq_k.
+        q3 = torch.empty(2, 3, 50, 64, dtype=torch.float16)
+        k3 = torch.empty(2, 3, 70, 64, dtype=torch.float16)
+        kern3 = ops.kernel_for(q3, k3, False, 0.25)
+        self.assertIn("{scale = 0.25 : f32, config", self.source_of(kern3))
+        self.assertIn("@attention_f16_d64(", self.source_of(kern3))
+        self.assertEqual(self.env.compiles(), 3)
+
+    def test_library_without_compiler(self):
+        from flashc import library
+        lib = os.path.join(self.env.tmp, "lib")
+        library.build_library(lib, [library.parse_variant("bf16-d256")],
+                              dbs=[])
+        os.environ["FLASHC_COMPILER"] = "none"
+        os.environ["FLASHC_LIBRARY"] = lib
+        q = torch.empty(1, 2, 10, 256, dtype=torch.bfloat16)
+        self.assertTrue(ops.kernel_for(q, q, False, None).path.startswith(lib))
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "(?s)no variant bf16-d256-causal.*"
+                                    "build-library .* --variants "
+                                    "bf16-d256-causal"):
+            ops.kernel_for(q, q, True, None)
+
+
+if __name__ == "__main__":
+    unittest.main()
