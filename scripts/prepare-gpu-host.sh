@@ -8,7 +8,7 @@
 # flashrt-gpu-tests and the hand-written sm_90a test kernels (nvcc).
 # Copied: those, the kernels (cubin + json; plus every kernel dir named in
 # $FLASHC_EXTRA_KERNELS, colon-separated, e.g. compiler output), python/flashc,
-# bench/, test/gpu/test_flashc.py, and run-all.sh.
+# bench/, test/gpu/test_flashc.py and test_hf_llama.py, and run-all.sh.
 #
 # The build uses a small CMake wrapper over lib/Runtime, lib/Reference,
 # lib/Run, tools/flash-run, test/runtime and test/gpu (the same directories
@@ -82,7 +82,8 @@ find "$DEST/python" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p "$DEST/bench"
 cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/stamps.py" \
   "$ROOT/bench/power.py" "$ROOT/bench/sass.py" "$DEST/bench/"
-cp "$ROOT/test/gpu/test_flashc.py" "$DEST/tests/"
+cp "$ROOT/test/gpu/test_flashc.py" "$ROOT/test/gpu/test_hf_llama.py" \
+  "$DEST/tests/"
 cat >"$DEST/run-all.sh" <<'RUNALL'
 #!/usr/bin/env bash
 # run-all.sh [OUTDIR] - every runtime check on a GPU host; builds nothing.
@@ -158,6 +159,13 @@ done
 if want python; then
 step python/flashc
 run python3 tests/test_flashc.py kernels
+# A transformers Llama through flashc.hf beside SDPA (exit 77: skipped).
+python3 tests/test_hf_llama.py
+rc=$?
+if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+  echo "!!! FAILED (rc=$rc): python3 tests/test_hf_llama.py"
+  fail=$((fail + 1))
+fi
 fi
 
 want sanitize && step "compute-sanitizer memcheck + racecheck, one launch of each kernel"
