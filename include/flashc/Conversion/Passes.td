@@ -101,6 +101,24 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
   ];
 }
 
+def ConvertFlashWarpgroupToNVVM : Pass<"convert-flash-wg-to-nvvm"> {
+  let summary = "Lower the warp-specialised flash.wg ops to NVVM and LLVM";
+  let description = [{
+    Lowers every `flash.wg` op by its own pattern
+    (lib/Conversion/FlashWarpgroupToNVVM/, one file per op family):
+    `flash.wg.mma` with A in shared memory to `nvvm.wgmma.mma_async`, with A
+    in registers to the inline PTX wgmma; fragments to the registers they
+    stand for (an accumulator to the LLVM struct of f32 wgmma carries, a
+    register A operand to its four i32); descriptors to their i64. Other
+    ops are left alone. `-convert-flash-to-gpu` runs the same patterns on
+    the kernel it emits.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect"
+  ];
+}
+
 def ExternDynamicSharedMemory
     : Pass<"flash-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Make the dynamic shared memory global an extern declaration";

@@ -139,7 +139,8 @@ Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
     for (int64_t i = 0; i < spec.oRegs(); ++i)
       in.push_back(LLVM::ExtractValueOp::create(b, o, i));
     o = createWgmmaRegA(b, oType, spec.elementType, spec.headDim,
-                        packedP.slice(4 * kk, 4), vDescs[kk], in, cI32(1));
+                        packedP.slice(4 * kk, 4), vDescs[kk],
+                        /*transposeB=*/true, in, cI32(1));
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return o;
