@@ -43,10 +43,9 @@ void FragmentType::print(AsmPrinter &printer) const {
   printer << getElementType() << ", " << getLayout() << ">";
 }
 
-LogicalResult
-FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
-                     ArrayRef<int64_t> shape, Type elementType,
-                     Attribute layout) {
+LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayRef<int64_t> shape, Type elementType,
+                                   Attribute layout) {
   if (shape.size() != 2)
     return emitError() << "fragment must be 2-d, got rank " << shape.size();
   if (shape[0] != 64)
@@ -181,9 +180,8 @@ void WgFragmentFromValuesOp::print(OpAsmPrinter &printer) {
 LogicalResult WgFragmentFromValuesOp::verify() {
   auto type = cast<FragmentType>(getResult().getType());
   if (int64_t(getValues().size()) != type.getNumRegisters())
-    return emitOpError("expects ")
-           << type.getNumRegisters() << " values for " << type << ", got "
-           << getValues().size();
+    return emitOpError("expects ") << type.getNumRegisters() << " values for "
+                                   << type << ", got " << getValues().size();
   for (Value v : getValues())
     if (v.getType() != type.getRegisterType())
       return emitOpError("expects values of type ")
@@ -227,9 +225,8 @@ void WgFragmentValuesOp::print(OpAsmPrinter &printer) {
 LogicalResult WgFragmentValuesOp::verify() {
   auto type = cast<FragmentType>(getFragment().getType());
   if (int64_t(getValues().size()) != type.getNumRegisters())
-    return emitOpError("expects ")
-           << type.getNumRegisters() << " results for " << type << ", got "
-           << getValues().size();
+    return emitOpError("expects ") << type.getNumRegisters() << " results for "
+                                   << type << ", got " << getValues().size();
   for (Value v : getValues())
     if (v.getType() != type.getRegisterType())
       return emitOpError("expects results of type ")

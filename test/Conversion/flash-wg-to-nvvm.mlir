@@ -49,14 +49,16 @@ func.func @smem_a_transposed(%ab: i64, %bb: i64, %x: f32) -> f32 {
 // -----
 
 // O += P V: P's four registers go straight into the asm (no struct), V is
-// MN-major (imm-trans-b 1), scale-d 1, the accumulators tied in and out.
+// MN-major (imm-trans-b 1), scale-d 1 (a constant of the function's entry
+// block, where the kernel keeps its constants), the accumulators tied in
+// and out.
 // CHECK-LABEL: func.func @register_a
 // CHECK-SAME: (%[[R0:.*]]: i32, %[[R1:.*]]: i32, %[[R2:.*]]: i32, %[[R3:.*]]: i32, %[[VB:.*]]: i64, %[[X:.*]]: f32)
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK: %[[U:.*]] = llvm.mlir.undef : !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: %[[C:.*]] = llvm.insertvalue %[[X]], %{{.*}}[3]
 // CHECK: %[[C0:.*]] = llvm.extractvalue %[[C]][0]
 // CHECK: %[[C3:.*]] = llvm.extractvalue %[[C]][3]
-// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK: %[[D:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $9, 0;\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {$0, $1, $2, $3}, {$4, $5, $6, $7}, $8, p, 1, 1, 1;\0A}", "=f,=f,=f,=f,r,r,r,r,l,n,0,1,2,3" %[[R0]], %[[R1]], %[[R2]], %[[R3]], %[[VB]], %[[ONE]], %[[C0]], %{{.*}}, %{{.*}}, %[[C3]] : (i32, i32, i32, i32, i64, i32, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: llvm.extractvalue %[[D]][0]
 // CHECK-NOT: flash.wg
@@ -78,8 +80,8 @@ func.func @register_a(%r0: i32, %r1: i32, %r2: i32, %r3: i32, %vb: i64, %x: f32)
 // A in registers with a K-major B (imm-trans-b 0) and no C: scale-d 0 and
 // undefined accumulators.
 // CHECK-LABEL: func.func @register_a_kmajor_b_no_c
-// CHECK: %[[U:.*]] = llvm.mlir.undef : f32
 // CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK: %[[U:.*]] = llvm.mlir.undef : f32
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{{.*}}wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {$0, $1, $2, $3}, {$4, $5, $6, $7}, $8, p, 1, 1, 0;{{.*}}", "=f,=f,=f,=f,r,r,r,r,l,n,0,1,2,3" %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]], %[[U]], %[[U]], %[[U]], %[[U]]
 // The A fragment's registers leave it as they entered.
 // CHECK: return %{{.*}}, %arg0

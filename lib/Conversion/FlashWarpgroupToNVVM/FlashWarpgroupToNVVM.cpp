@@ -30,20 +30,18 @@ void mlir::flash::populateFlashWarpgroupTypeConversions(
   converter.addConversion([](SmemDescriptorType type) -> Type {
     return IntegerType::get(type.getContext(), 64);
   });
-  converter.addConversion(
-      [](FragmentType type,
-         SmallVectorImpl<Type> &results) -> std::optional<LogicalResult> {
-        SmallVector<Type> registers(type.getNumRegisters(),
-                                    type.getRegisterType());
-        // The A operand's registers go straight into the wgmma asm; the
-        // accumulator is the struct nvvm.wgmma.mma_async carries.
-        if (type.isOperandA())
-          results.append(registers);
-        else
-          results.push_back(LLVM::LLVMStructType::getLiteral(
-              type.getContext(), registers));
-        return success();
-      });
+  converter.addConversion([](FragmentType type, SmallVectorImpl<Type> &results)
+                              -> std::optional<LogicalResult> {
+    SmallVector<Type> registers(type.getNumRegisters(), type.getRegisterType());
+    // The A operand's registers go straight into the wgmma asm; the
+    // accumulator is the struct nvvm.wgmma.mma_async carries.
+    if (type.isOperandA())
+      results.append(registers);
+    else
+      results.push_back(
+          LLVM::LLVMStructType::getLiteral(type.getContext(), registers));
+    return success();
+  });
 }
 
 void mlir::flash::populateFlashWarpgroupToNVVMPatterns(

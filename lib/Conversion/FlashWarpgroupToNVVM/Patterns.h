@@ -1,4 +1,4 @@
-//===- Patterns.h - pattern families of -convert-flash-wg-to-nvvm -*- C++ -*-===//
+//===- Patterns.h - the pattern families of flash.wg lowering -*- C++ -*-===//
 //
 // One populate function per file of this folder; the pass and the public
 // populateFlashWarpgroupToNVVMPatterns collect them.
