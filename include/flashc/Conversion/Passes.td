@@ -91,13 +91,22 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     (threads, shared memory, grid rule, parameters) as the `flash.launch`
     attribute, which the target layer writes into the kernel's metadata
     JSON. The host function is removed: launching is the runtime's job.
+
+    The warpgroup MMAs are emitted as `flash.wg` ops and lowered here by the
+    patterns of `-convert-flash-wg-to-nvvm`; `lower-warpgroup-ops=0` leaves
+    them in the kernel, to read or test.
   }];
+  let options = [
+    Option<"lowerWarpgroupOps", "lower-warpgroup-ops", "bool", "true",
+           "Lower the flash.wg ops the kernel is written with (false: keep "
+           "them, as the warp-specialised level)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect", "::mlir::flash::FlashDialect"
   ];
 }
 
