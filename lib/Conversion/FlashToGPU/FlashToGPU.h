@@ -4,12 +4,12 @@
 // kernel description the matcher extracts from a canonical attention tile
 // program (with the schedule of its #flash.schedule applied), and the
 // emitter whose member families (shared memory and TMA, wgmma, softmax,
-// epilogue, inline PTX) live in one file each. The kernel is warp
-// specialised (one producer warpgroup, one consumer warpgroup per 64 query
-// rows) with intra-warpgroup S/PV overlap, two-consumer ping-pong and split
-// K/V slot release where the schedule says so; `persistent` makes it one
-// block per SM walking the tiles (TileSchedule.cpp). docs/gpu-kernel.md
-// tells where the design came from.
+// epilogue) live in one file each; its inline PTX is ../InlinePtx.cpp's.
+// The kernel is warp specialised (one producer warpgroup, one consumer
+// warpgroup per 64 query rows) with intra-warpgroup S/PV overlap,
+// two-consumer ping-pong and split K/V slot release where the schedule says
+// so; `persistent` makes it one block per SM walking the tiles
+// (TileSchedule.cpp). docs/gpu-kernel.md tells where the design came from.
 //
 //===----------------------------------------------------------------------===//
 
