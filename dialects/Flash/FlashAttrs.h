@@ -1,7 +1,8 @@
 //===- FlashAttrs.h - flash dialect attributes ------------------*- C++ -*-===//
 //
 // The `#flash.config` tile configuration and `#flash.schedule` GPU schedule
-// attributes.
+// attributes, and the fragment layouts of the warp-specialised level
+// (`#flash.wgmma_accumulator`, `#flash.wgmma_operand_a`).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,12 +1,13 @@
 //===- FlashDialect.cpp - the flash dialect -------------------------------===//
 //
-// Registers the flash dialect's ops and attributes.
+// Registers the flash dialect's ops, attributes and types.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Flash/FlashDialect.h"
 #include "Flash/FlashAttrs.h"
 #include "Flash/FlashOps.h"
+#include "Flash/FlashTypes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -20,6 +21,9 @@ using namespace mlir::flash;
 #define GET_ATTRDEF_CLASSES
 #include "Flash/FlashAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "Flash/FlashTypes.cpp.inc"
+
 void FlashDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -28,5 +32,9 @@ void FlashDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "Flash/FlashAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "Flash/FlashTypes.cpp.inc"
       >();
 }

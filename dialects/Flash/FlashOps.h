@@ -1,6 +1,7 @@
 //===- FlashOps.h - flash dialect operations --------------------*- C++ -*-===//
 //
-// Kernel-level and tile-level operations of the flash dialect.
+// Kernel-level, tile-level and warp-specialised operations of the flash
+// dialect.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 
 #include "Flash/FlashAttrs.h"
 #include "Flash/FlashDialect.h"
+#include "Flash/FlashTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

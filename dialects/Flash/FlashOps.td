@@ -353,4 +353,10 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Warp-specialised level
+//===----------------------------------------------------------------------===//
+
+include "FlashWarpgroup.td"
+
 #endif // FLASH_OPS_TD

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::flash {
 
@@ -37,6 +38,16 @@ void populateTileMemoryToLinalgPatterns(RewritePatternSet &patterns);
 void populateDotToLinalgPatterns(RewritePatternSet &patterns);
 /// mask, softmax_update, rescale and finalize to linalg.generic.
 void populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns);
+
+/// The LLVM types of the warp-specialised level's types: an accumulator
+/// fragment to a struct of f32, a register A fragment 1:N to its i32, a
+/// shared-memory descriptor to i64; any other type unchanged.
+void populateFlashWarpgroupTypeConversions(TypeConverter &converter);
+/// The patterns of every flash.wg op (lib/Conversion/FlashWarpgroupToNVVM/).
+void populateFlashWarpgroupToNVVMPatterns(const TypeConverter &converter,
+                                          RewritePatternSet &patterns);
+/// Lowers every flash.wg op under `root` (-convert-flash-wg-to-nvvm).
+LogicalResult lowerFlashWarpgroupOps(Operation *root);
 
 } // namespace mlir::flash
 

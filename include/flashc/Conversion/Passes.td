@@ -91,13 +91,40 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     (threads, shared memory, grid rule, parameters) as the `flash.launch`
     attribute, which the target layer writes into the kernel's metadata
     JSON. The host function is removed: launching is the runtime's job.
+
+    The warpgroup MMAs are emitted as `flash.wg` ops and lowered here by the
+    patterns of `-convert-flash-wg-to-nvvm`; `lower-warpgroup-ops=0` leaves
+    them in the kernel, to read or test.
   }];
+  let options = [
+    Option<"lowerWarpgroupOps", "lower-warpgroup-ops", "bool", "true",
+           "Lower the flash.wg ops the kernel is written with (false: keep "
+           "them, as the warp-specialised level)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect", "::mlir::flash::FlashDialect"
+  ];
+}
+
+def ConvertFlashWarpgroupToNVVM : Pass<"convert-flash-wg-to-nvvm"> {
+  let summary = "Lower the warp-specialised flash.wg ops to NVVM and LLVM";
+  let description = [{
+    Lowers every `flash.wg` op by its own pattern
+    (lib/Conversion/FlashWarpgroupToNVVM/, one file per op family):
+    `flash.wg.mma` with A in shared memory to `nvvm.wgmma.mma_async`, with A
+    in registers to the inline PTX wgmma; fragments to the registers they
+    stand for (an accumulator to the LLVM struct of f32 wgmma carries, a
+    register A operand to its four i32); descriptors to their i64. Other
+    ops are left alone. `-convert-flash-to-gpu` runs the same patterns on
+    the kernel it emits.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect"
   ];
 }
 

@@ -4,7 +4,10 @@
 // `gpu.module @<func>_kernels { gpu.func @<func>(...) kernel }`, the module
 // becoming a `gpu.container_module`. The kernel's launch contract is the
 // `flash.launch` dictionary on the gpu.func (docs/kernel-metadata.md minus
-// provenance); launching is the runtime's job, so no host code remains.
+// provenance); launching is the runtime's job, so no host code remains. The
+// emitter writes the warpgroup MMAs as flash.wg ops, lowered here by the
+// patterns of lib/Conversion/FlashWarpgroupToNVVM/ unless
+// lower-warpgroup-ops=0 keeps them for a reader.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +104,9 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
 }
 
 /// Builds the gpu.module holding the kernel of `spec` next to `func`.
-static void buildKernelModule(func::FuncOp func, const KernelSpec &spec,
-                              ScheduleAttr schedule) {
+static gpu::GPUModuleOp buildKernelModule(func::FuncOp func,
+                                          const KernelSpec &spec,
+                                          ScheduleAttr schedule) {
   MLIRContext *ctx = func.getContext();
   ImplicitLocOpBuilder b(func.getLoc(), func);
   auto module =
@@ -133,6 +137,7 @@ static void buildKernelModule(func::FuncOp func, const KernelSpec &spec,
   ImplicitLocOpBuilder kb(func.getLoc(), ctx);
   KernelEmitter emitter(kb, spec, &kernel.getBody().front());
   emitter.emitKernel();
+  return module;
 }
 
 namespace {
@@ -166,8 +171,10 @@ struct ConvertFlashToGPUPass
         failedAny = true;
         continue;
       }
-      buildKernelModule(func, *spec, schedule);
+      gpu::GPUModuleOp kernelModule = buildKernelModule(func, *spec, schedule);
       func.erase();
+      if (lowerWarpgroupOps && failed(lowerFlashWarpgroupOps(kernelModule)))
+        failedAny = true;
     }
     if (failedAny)
       return signalPassFailure();

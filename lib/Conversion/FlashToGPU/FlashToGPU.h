@@ -4,18 +4,19 @@
 // kernel description the matcher extracts from a canonical attention tile
 // program (with the schedule of its #flash.schedule applied), and the
 // emitter whose member families (shared memory and TMA, wgmma, softmax,
-// epilogue, inline PTX) live in one file each. The kernel is warp
-// specialised (one producer warpgroup, one consumer warpgroup per 64 query
-// rows) with intra-warpgroup S/PV overlap, two-consumer ping-pong and split
-// K/V slot release where the schedule says so; `persistent` makes it one
-// block per SM walking the tiles (TileSchedule.cpp). docs/gpu-kernel.md
-// tells where the design came from.
+// epilogue) live in one file each; its inline PTX is ../InlinePtx.cpp's.
+// The kernel is warp specialised (one producer warpgroup, one consumer
+// warpgroup per 64 query rows) with intra-warpgroup S/PV overlap,
+// two-consumer ping-pong and split K/V slot release where the schedule says
+// so; `persistent` makes it one block per SM walking the tiles
+// (TileSchedule.cpp). docs/gpu-kernel.md tells where the design came from.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H
 #define FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H
 
+#include "../InlinePtx.h"
 #include "Flash/FlashAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -177,7 +178,7 @@ DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
 
 /// Builds the kernel body into the entry block of a gpu.func. Member families
 /// are defined in SharedMemory.cpp, Wgmma.cpp, Softmax.cpp, Epilogue.cpp and
-/// KernelBody.cpp; inline PTX is in InlinePtx.cpp.
+/// KernelBody.cpp; inline PTX is in ../InlinePtx.cpp.
 class KernelEmitter {
 public:
   KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec, Block *entry);
@@ -437,18 +438,6 @@ public:
   Value consumerIdx, threadInGroup, laneRow, rowInGroup, quad, row0, row1, col0,
       qDescBuffer0, qDesc, kDesc0, vDesc0;
 };
-
-//===--- InlinePtx.cpp: the only inline PTX of the kernel
-//------------------===//
-
-/// wgmma.mma_async m64n{N}k16 with A from registers (4 x b32 of P) and B from
-/// a shared-memory descriptor, accumulating into `acc` (a struct of f32).
-Value createWgmmaRegA(ImplicitLocOpBuilder &b, Type accType, Type elementType,
-                      int64_t n, ArrayRef<Value> aRegs, Value descB,
-                      ValueRange accIn, Value scaleD);
-/// CUTLASS's warpgroup_fence_operand: an empty asm that pins `v` in a
-/// register at this point.
-Value fenceOperand(ImplicitLocOpBuilder &b, Value v);
 
 } // namespace mlir::flash::gpu_lowering
 

@@ -6,25 +6,45 @@
 //     the k-step of 16 elements is +32 B, the next 64-column box +rows*128 B;
 //   * V is the MN-major (transposed) B operand of P V: SW128, LBO = one box
 //     (block_n * 128 B), SBO = 1024 B, the k-step of 16 keys is +2048 B.
-// S = Q K^T is `nvvm.wgmma.mma_async` with both operands in shared memory;
-// O += P V keeps P in registers (InlinePtx.cpp, MLIR 22 has no such op).
+// Both products are `flash.wg.mma` steps whose descriptor types record these
+// layouts: S = Q K^T with both operands in shared memory, O += P V with P in
+// registers; -convert-flash-to-gpu lowers them with the warpgroup patterns
+// (lib/Conversion/FlashWarpgroupToNVVM/).
 //
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"
 
+#include "Flash/FlashOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 using namespace mlir;
+using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
 /// wgmma shared-memory descriptor bits: swizzle mode 128B (bit 62), stride
 /// byte offset 1024 B >> 4 (bits 32..45), leading byte offset (bits 16..29).
 static constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
 static constexpr uint64_t kSbo1024 = uint64_t(64) << 32;
+
+/// The types that name those bits: Q and K K-major (LBO 16 B), V MN-major.
+static SmemDescriptorType kMajorType(const KernelSpec &spec) {
+  return SmemDescriptorType::get(spec.elementType.getContext(),
+                                 spec.elementType, /*mnMajor=*/false, 128,
+                                 /*lbo=*/16, /*sbo=*/1024);
+}
+static SmemDescriptorType vType(const KernelSpec &spec) {
+  return SmemDescriptorType::get(spec.elementType.getContext(),
+                                 spec.elementType, /*mnMajor=*/true, 128,
+                                 /*lbo=*/spec.kvBoxBytes(), /*sbo=*/1024);
+}
+static FragmentType accumulatorType(MLIRContext *ctx, int64_t n) {
+  return FragmentType::get(ctx, {64, n}, Float32Type::get(ctx),
+                           WgmmaAccumulatorLayoutAttr::get(ctx));
+}
 
 void KernelEmitter::emitDescriptors(Value consumerIdx) {
   // K-major: LBO is unused with the 128B swizzle (conventionally 1).
@@ -85,32 +105,25 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
 }
 
 Value KernelEmitter::emitS(const SOperands &ops, bool fence) {
-  auto sType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(spec.sRegs(), f32));
-  NVVM::WGMMATypes inType = isa<BFloat16Type>(spec.elementType)
-                                ? NVVM::WGMMATypes::bf16
-                                : NVVM::WGMMATypes::f16;
-  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, spec.blockN, 16);
+  FragmentType sType = accumulatorType(ctx, spec.blockN);
+  SmemDescriptorType descType = kMajorType(spec);
   if (fence)
     NVVM::WgmmaFenceAlignedOp::create(b);
-  Value acc = LLVM::UndefOp::create(b, sType);
+  // The first k step has no C: D = Q_0 K_0^T.
+  Value acc;
   for (int64_t k = 0; k < spec.headDim / 16; ++k) {
-    acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, sType, acc, ops.a[k], ops.b[k], shape, inType, inType,
-        NVVM::WGMMATypes::f32,
-        k == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-        NVVM::MMALayout::col,
-        /*satfinite=*/NVVM::MMAIntOverflowAttr());
+    Value qd = WgSmemDescriptorOp::create(b, descType, ops.a[k]);
+    Value kd = WgSmemDescriptorOp::create(b, descType, ops.b[k]);
+    acc = WgMmaOp::create(b, sType, qd, kd, acc);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return acc;
 }
 
 SmallVector<Value> KernelEmitter::fencedValues(Value acc, int64_t count) {
-  SmallVector<Value> vals;
-  for (int64_t i = 0; i < count; ++i)
-    vals.push_back(LLVM::ExtractValueOp::create(b, acc, i));
+  auto values = WgFragmentValuesOp::create(b, acc).getValues();
+  assert(int64_t(values.size()) == count && "fragment of another size");
+  SmallVector<Value> vals(values.begin(), values.end());
   for (Value &v : vals)
     v = fenceOperand(b, v);
   return vals;
@@ -127,19 +140,18 @@ SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
 
 Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
                             ArrayRef<Value> vDescs, bool fence) {
-  auto oType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(spec.oRegs(), f32));
-  Value o = LLVM::UndefOp::create(b, oType);
-  for (auto [i, a] : llvm::enumerate(acc))
-    o = LLVM::InsertValueOp::create(b, o, a, i);
+  FragmentType oType = accumulatorType(ctx, spec.headDim);
+  auto pType = FragmentType::get(ctx, {64, 16}, spec.elementType,
+                                 WgmmaOperandALayoutAttr::get(ctx));
+  SmemDescriptorType descType = vType(spec);
+  Value o = WgFragmentFromValuesOp::create(b, oType, acc);
   if (fence)
     NVVM::WgmmaFenceAlignedOp::create(b);
   for (int64_t kk = 0; kk < spec.blockN / 16; ++kk) {
-    SmallVector<Value> in;
-    for (int64_t i = 0; i < spec.oRegs(); ++i)
-      in.push_back(LLVM::ExtractValueOp::create(b, o, i));
-    o = createWgmmaRegA(b, oType, spec.elementType, spec.headDim,
-                        packedP.slice(4 * kk, 4), vDescs[kk], in, cI32(1));
+    Value p =
+        WgFragmentFromValuesOp::create(b, pType, packedP.slice(4 * kk, 4));
+    Value vd = WgSmemDescriptorOp::create(b, descType, vDescs[kk]);
+    o = WgMmaOp::create(b, oType, p, vd, o);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return o;

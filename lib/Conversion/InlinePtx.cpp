@@ -1,12 +1,13 @@
-//===- InlinePtx.cpp - every inline PTX use of the FlashToGPU kernel ------===//
+//===- InlinePtx.cpp - every inline PTX use of flashc ---------------------===//
 //
-// The only `llvm.inline_asm` the conversion emits. Everything else in the
-// kernel is an upstream gpu/nvgpu/nvvm/llvm op; these two have no MLIR 22 op
-// (docs/gpu-kernel.md, "Inline PTX: every use").
+// The only `llvm.inline_asm` flashc emits: the warpgroup patterns
+// (FlashWarpgroupToNVVM/) and the kernel's emitter (FlashToGPU/) call these.
+// Everything else in the kernel is an upstream gpu/nvgpu/nvvm/llvm op; these
+// two have no MLIR 22 op (docs/gpu-kernel.md, "Inline PTX: every use").
 //
 //===----------------------------------------------------------------------===//
 
-#include "FlashToGPU.h"
+#include "InlinePtx.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -14,7 +15,6 @@
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
-using namespace mlir::flash::gpu_lowering;
 
 static LLVM::InlineAsmOp createAsm(ImplicitLocOpBuilder &b, Type resultType,
                                    ValueRange operands, StringRef asmString,
@@ -28,16 +28,20 @@ static LLVM::InlineAsmOp createAsm(ImplicitLocOpBuilder &b, Type resultType,
 }
 
 /// Use 1: `wgmma.mma_async ... m64n{N}k16.f32.{bf16,f16}.{bf16,f16}` with the
-/// A operand from registers. MLIR 22's `nvvm.wgmma.mma_async` (and
-/// `nvgpu.warpgroup.mma`) take A only as a shared-memory descriptor
-/// (`I64:$descriptorA`); feeding P from registers avoids a 32 KB shared
-/// memory round trip and a fence per key tile. (Upstream's own
-/// `nvvm.wgmma.mma_async` is lowered to inline asm by convert-nvvm-to-llvm.)
+/// A operand from registers (flash.wg.mma, MmaToNVVM.cpp). MLIR 22's
+/// `nvvm.wgmma.mma_async` (and `nvgpu.warpgroup.mma`) take A only as a
+/// shared-memory descriptor (`I64:$descriptorA`); feeding P from registers
+/// avoids a 32 KB shared memory round trip and a fence per key tile.
+/// (Upstream's own `nvvm.wgmma.mma_async` is lowered to inline asm by
+/// convert-nvvm-to-llvm.)
 /// Operands: $0..$N/2-1 the f32 accumulators (tied in/out), 4 x b32 of A,
-/// the B descriptor, and the scale-d immediate.
-Value mlir::flash::gpu_lowering::createWgmmaRegA(
-    ImplicitLocOpBuilder &b, Type accType, Type elementType, int64_t n,
-    ArrayRef<Value> aRegs, Value descB, ValueRange accIn, Value scaleD) {
+/// the B descriptor, and the scale-d immediate; imm-scale-a and imm-scale-b
+/// are 1, imm-trans-b is 1 for an MN-major B.
+Value mlir::flash::createWgmmaRegA(ImplicitLocOpBuilder &b, Type accType,
+                                   Type elementType, int64_t n,
+                                   ArrayRef<Value> aRegs, Value descB,
+                                   bool transposeB, ValueRange accIn,
+                                   Value scaleD) {
   int64_t numAcc = accIn.size();
   StringRef ty = isa<BFloat16Type>(elementType) ? "bf16" : "f16";
   SmallVector<std::string> outs, constraints;
@@ -48,9 +52,9 @@ Value mlir::flash::gpu_lowering::createWgmmaRegA(
   std::string asmString = llvm::formatv(
       "{{\n.reg .pred p;\nsetp.ne.b32 p, ${0}, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}, "
-      "{{${4}, ${5}, ${6}, ${7}}, ${8}, p, 1, 1, 1;\n}",
+      "{{${4}, ${5}, ${6}, ${7}}, ${8}, p, 1, 1, {9};\n}",
       numAcc + 5, n, ty, llvm::join(outs, ", "), numAcc, numAcc + 1, numAcc + 2,
-      numAcc + 3, numAcc + 4);
+      numAcc + 3, numAcc + 4, transposeB ? 1 : 0);
   constraints.append({"r", "r", "r", "r", "l", "n"});
   for (int64_t i = 0; i < numAcc; ++i)
     constraints.push_back(std::to_string(i));
@@ -68,8 +72,7 @@ Value mlir::flash::gpu_lowering::createWgmmaRegA(
 /// no instruction; it only keeps LLVM from moving arithmetic on wgmma results
 /// above the wait, which LLVM cannot know is required: the results of the
 /// asynchronous wgmma exist in SSA from the moment it is issued.
-Value mlir::flash::gpu_lowering::fenceOperand(ImplicitLocOpBuilder &b,
-                                              Value v) {
+Value mlir::flash::fenceOperand(ImplicitLocOpBuilder &b, Value v) {
   StringRef constraints = v.getType().isF32()         ? "=f,0"
                           : v.getType().isInteger(64) ? "=l,0"
                                                       : "=r,0";

@@ -1,0 +1,263 @@
+//===- FlashWarpgroup.cpp - the warp-specialised level --------------------===//
+//
+// Syntax and verifiers of the fragment and descriptor types and of the
+// flash.wg ops (FlashWarpgroup.td): what is checked here is what wgmma
+// accepts, so a malformed MMA fails at its op rather than in ptxas.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Flash/FlashOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+
+static bool isWgmmaOperandElement(Type t) {
+  return isa<BFloat16Type, Float16Type>(t);
+}
+
+//===----------------------------------------------------------------------===//
+// FragmentType
+//===----------------------------------------------------------------------===//
+
+Type FragmentType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  Attribute layout;
+  if (parser.parseLess() ||
+      parser.parseDimensionList(shape, /*allowDynamic=*/false) ||
+      parser.parseType(elementType) || parser.parseComma() ||
+      parser.parseAttribute(layout) || parser.parseGreater())
+    return {};
+  return parser.getChecked<FragmentType>(parser.getContext(), ArrayRef(shape),
+                                         elementType, layout);
+}
+
+void FragmentType::print(AsmPrinter &printer) const {
+  printer << "<";
+  for (int64_t d : getShape())
+    printer << d << "x";
+  printer << getElementType() << ", " << getLayout() << ">";
+}
+
+LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayRef<int64_t> shape, Type elementType,
+                                   Attribute layout) {
+  if (shape.size() != 2)
+    return emitError() << "fragment must be 2-d, got rank " << shape.size();
+  if (shape[0] != 64)
+    return emitError() << "fragment of a warpgroup must have 64 rows (the M "
+                          "of wgmma), got "
+                       << shape[0];
+  if (isa<WgmmaAccumulatorLayoutAttr>(layout)) {
+    if (shape[1] < 8 || shape[1] > 256 || shape[1] % 8 != 0)
+      return emitError() << "wgmma accumulator N must be a multiple of 8 in "
+                            "[8, 256], got "
+                         << shape[1];
+    if (!elementType.isF32())
+      return emitError() << "wgmma accumulator must be f32, got "
+                         << elementType;
+    return success();
+  }
+  if (isa<WgmmaOperandALayoutAttr>(layout)) {
+    if (shape[1] != 16)
+      return emitError() << "wgmma register A operand must be 64x16 (one k16 "
+                            "step), got 64x"
+                         << shape[1];
+    if (!isWgmmaOperandElement(elementType))
+      return emitError() << "wgmma register A operand must be bf16 or f16, "
+                            "got "
+                         << elementType;
+    return success();
+  }
+  return emitError() << "unknown fragment layout " << layout
+                     << " (expected #flash.wgmma_accumulator or "
+                        "#flash.wgmma_operand_a)";
+}
+
+int64_t FragmentType::getNumRegisters() const {
+  // 64 x cols elements over 128 threads, two 16-bit values per A register.
+  int64_t perThread = 64 * getShape()[1] / 128;
+  return isOperandA() ? perThread / 2 : perThread;
+}
+
+Type FragmentType::getRegisterType() const {
+  if (isOperandA())
+    return IntegerType::get(getContext(), 32);
+  return getElementType();
+}
+
+//===----------------------------------------------------------------------===//
+// SmemDescriptorType
+//===----------------------------------------------------------------------===//
+
+Type SmemDescriptorType::parse(AsmParser &parser) {
+  Type elementType;
+  StringRef major;
+  int64_t swizzle = 0, lbo = 0, sbo = 0;
+  auto keyword = [&](StringRef name) {
+    return failure(parser.parseComma() || parser.parseKeyword(name) ||
+                   parser.parseEqual());
+  };
+  if (parser.parseLess() || parser.parseType(elementType) ||
+      failed(keyword("major")) || parser.parseKeyword(&major))
+    return {};
+  if (major != "k" && major != "mn") {
+    parser.emitError(parser.getCurrentLocation(),
+                     "expected `k` or `mn` for major, got ")
+        << major;
+    return {};
+  }
+  if (failed(keyword("swizzle")) || parser.parseInteger(swizzle) ||
+      failed(keyword("lbo")) || parser.parseInteger(lbo) ||
+      failed(keyword("sbo")) || parser.parseInteger(sbo) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<SmemDescriptorType>(
+      parser.getContext(), elementType, major == "mn", swizzle, lbo, sbo);
+}
+
+void SmemDescriptorType::print(AsmPrinter &printer) const {
+  printer << "<" << getElementType()
+          << ", major = " << (getMnMajor() ? "mn" : "k")
+          << ", swizzle = " << getSwizzle() << ", lbo = " << getLbo()
+          << ", sbo = " << getSbo() << ">";
+}
+
+LogicalResult
+SmemDescriptorType::verify(function_ref<InFlightDiagnostic()> emitError,
+                           Type elementType, bool mnMajor, int64_t swizzle,
+                           int64_t lbo, int64_t sbo) {
+  if (!isWgmmaOperandElement(elementType))
+    return emitError() << "wgmma shared-memory operand must be bf16 or f16, "
+                          "got "
+                       << elementType;
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitError() << "swizzle must be 0, 32, 64 or 128 bytes, got "
+                       << swizzle;
+  // The descriptor keeps each offset >> 4 in a 14-bit field.
+  for (auto [name, bytes] : {std::pair<StringRef, int64_t>{"lbo", lbo},
+                             std::pair<StringRef, int64_t>{"sbo", sbo}})
+    if (bytes <= 0 || bytes % 16 != 0 || bytes >= (int64_t(1) << 18))
+      return emitError() << name
+                         << " must be a positive multiple of 16 below 2^18 "
+                            "bytes, got "
+                         << bytes;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Fragment <-> registers
+//===----------------------------------------------------------------------===//
+
+ParseResult WgFragmentFromValuesOp::parse(OpAsmParser &parser,
+                                          OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand> values;
+  Type type;
+  if (parser.parseOperandList(values) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(type))
+    return failure();
+  auto fragment = dyn_cast<FragmentType>(type);
+  if (!fragment)
+    return parser.emitError(parser.getNameLoc(),
+                            "expected a !flash.fragment type, got ")
+           << type;
+  result.addTypes(fragment);
+  return parser.resolveOperands(values, fragment.getRegisterType(),
+                                result.operands);
+}
+
+void WgFragmentFromValuesOp::print(OpAsmPrinter &printer) {
+  printer << " " << getValues();
+  printer.printOptionalAttrDict((*this)->getAttrs());
+  printer << " : " << getResult().getType();
+}
+
+LogicalResult WgFragmentFromValuesOp::verify() {
+  auto type = cast<FragmentType>(getResult().getType());
+  if (int64_t(getValues().size()) != type.getNumRegisters())
+    return emitOpError("expects ") << type.getNumRegisters() << " values for "
+                                   << type << ", got " << getValues().size();
+  for (Value v : getValues())
+    if (v.getType() != type.getRegisterType())
+      return emitOpError("expects values of type ")
+             << type.getRegisterType() << " for " << type << ", got "
+             << v.getType();
+  return success();
+}
+
+void WgFragmentValuesOp::build(OpBuilder &builder, OperationState &state,
+                               Value fragment) {
+  auto type = cast<FragmentType>(fragment.getType());
+  state.addOperands(fragment);
+  state.addTypes(
+      SmallVector<Type>(type.getNumRegisters(), type.getRegisterType()));
+}
+
+ParseResult WgFragmentValuesOp::parse(OpAsmParser &parser,
+                                      OperationState &result) {
+  OpAsmParser::UnresolvedOperand fragment;
+  Type type;
+  if (parser.parseOperand(fragment) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(type))
+    return failure();
+  auto fragmentType = dyn_cast<FragmentType>(type);
+  if (!fragmentType)
+    return parser.emitError(parser.getNameLoc(),
+                            "expected a !flash.fragment type, got ")
+           << type;
+  result.addTypes(SmallVector<Type>(fragmentType.getNumRegisters(),
+                                    fragmentType.getRegisterType()));
+  return parser.resolveOperand(fragment, fragmentType, result.operands);
+}
+
+void WgFragmentValuesOp::print(OpAsmPrinter &printer) {
+  printer << " " << getFragment();
+  printer.printOptionalAttrDict((*this)->getAttrs());
+  printer << " : " << getFragment().getType();
+}
+
+LogicalResult WgFragmentValuesOp::verify() {
+  auto type = cast<FragmentType>(getFragment().getType());
+  if (int64_t(getValues().size()) != type.getNumRegisters())
+    return emitOpError("expects ") << type.getNumRegisters() << " results for "
+                                   << type << ", got " << getValues().size();
+  for (Value v : getValues())
+    if (v.getType() != type.getRegisterType())
+      return emitOpError("expects results of type ")
+             << type.getRegisterType() << " for " << type << ", got "
+             << v.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WgMmaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WgMmaOp::verify() {
+  auto d = cast<FragmentType>(getD().getType());
+  if (!d.isAccumulator())
+    return emitOpError("result must be a #flash.wgmma_accumulator fragment, "
+                       "got ")
+           << d;
+  auto b = cast<SmemDescriptorType>(getB().getType());
+  Type aElement;
+  if (auto aFragment = dyn_cast<FragmentType>(getA().getType())) {
+    if (!aFragment.isOperandA())
+      return emitOpError("A in registers must be a #flash.wgmma_operand_a "
+                         "fragment, got ")
+             << aFragment;
+    aElement = aFragment.getElementType();
+  } else {
+    aElement = cast<SmemDescriptorType>(getA().getType()).getElementType();
+  }
+  if (aElement != b.getElementType())
+    return emitOpError("A and B element types differ: ")
+           << aElement << " and " << b.getElementType();
+  return success();
+}

@@ -1,0 +1,80 @@
+//===- FlashWarpgroupToNVVM.cpp - the -convert-flash-wg-to-nvvm pass ------===//
+//
+// The type conversions of the warp-specialised level and the list of its
+// pattern families; the pass only applies them. -convert-flash-to-gpu runs
+// the same lowering on the kernel it emits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+
+#include "Flash/FlashOps.h"
+#include "flashc/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_CONVERTFLASHWARPGROUPTONVVM
+#include "flashc/Conversion/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::flash;
+
+void mlir::flash::populateFlashWarpgroupTypeConversions(
+    TypeConverter &converter) {
+  // Tried last: every type the level does not define stays as it is.
+  converter.addConversion([](Type type) { return type; });
+  converter.addConversion([](SmemDescriptorType type) -> Type {
+    return IntegerType::get(type.getContext(), 64);
+  });
+  converter.addConversion([](FragmentType type, SmallVectorImpl<Type> &results)
+                              -> std::optional<LogicalResult> {
+    SmallVector<Type> registers(type.getNumRegisters(), type.getRegisterType());
+    // The A operand's registers go straight into the wgmma asm; the
+    // accumulator is the struct nvvm.wgmma.mma_async carries.
+    if (type.isOperandA())
+      results.append(registers);
+    else
+      results.push_back(
+          LLVM::LLVMStructType::getLiteral(type.getContext(), registers));
+    return success();
+  });
+}
+
+void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  wg_lowering::populateSmemDescriptorPatterns(converter, patterns);
+  wg_lowering::populateFragmentPatterns(converter, patterns);
+  wg_lowering::populateMmaPatterns(converter, patterns);
+}
+
+LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
+  MLIRContext *ctx = root->getContext();
+  TypeConverter converter;
+  populateFlashWarpgroupTypeConversions(converter);
+  RewritePatternSet patterns(ctx);
+  populateFlashWarpgroupToNVVMPatterns(converter, patterns);
+  ConversionTarget target(*ctx);
+  target.addIllegalOp<WgSmemDescriptorOp, WgFragmentFromValuesOp,
+                      WgFragmentValuesOp, WgMmaOp>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  return applyPartialConversion(root, target, std::move(patterns));
+}
+
+namespace {
+
+struct ConvertFlashWarpgroupToNVVMPass
+    : public mlir::flash::impl::ConvertFlashWarpgroupToNVVMBase<
+          ConvertFlashWarpgroupToNVVMPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(lowerFlashWarpgroupOps(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace

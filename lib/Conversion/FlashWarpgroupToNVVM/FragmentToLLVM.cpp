@@ -1,0 +1,78 @@
+//===- FragmentToLLVM.cpp - fragments to and from registers ---------------===//
+//
+// An accumulator fragment is the LLVM struct of f32 that
+// nvvm.wgmma.mma_async takes and returns, so entering and leaving it is an
+// insertvalue / extractvalue per register. A register A fragment converts
+// 1:N to its four i32 (nothing reads them as a struct, and a struct would
+// leave an insert/extract pair per register before each MMA), so entering
+// and leaving it emits nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+
+#include "Flash/FlashOps.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+struct FragmentFromValuesOpLowering
+    : public OpConversionPattern<WgFragmentFromValuesOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(WgFragmentFromValuesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> values;
+    for (ValueRange v : adaptor.getValues())
+      llvm::append_range(values, v);
+    auto type = cast<FragmentType>(op.getResult().getType());
+    if (type.isOperandA()) {
+      rewriter.replaceOpWithMultiple(op, {values});
+      return success();
+    }
+    Type structType = getTypeConverter()->convertType(type);
+    if (!structType)
+      return rewriter.notifyMatchFailure(op, "fragment type not convertible");
+    Location loc = op.getLoc();
+    Value result = LLVM::UndefOp::create(rewriter, loc, structType);
+    for (auto [i, v] : llvm::enumerate(values))
+      result = LLVM::InsertValueOp::create(rewriter, loc, result, v, i);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct FragmentValuesOpLowering
+    : public OpConversionPattern<WgFragmentValuesOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(WgFragmentValuesOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ValueRange converted = adaptor.getFragment();
+    auto type = cast<FragmentType>(op.getFragment().getType());
+    if (type.isOperandA()) {
+      rewriter.replaceOp(op, converted);
+      return success();
+    }
+    SmallVector<Value> values;
+    for (int64_t i = 0, e = type.getNumRegisters(); i < e; ++i)
+      values.push_back(LLVM::ExtractValueOp::create(rewriter, op.getLoc(),
+                                                    converted.front(), i));
+    rewriter.replaceOp(op, values);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::flash::wg_lowering::populateFragmentPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<FragmentFromValuesOpLowering, FragmentValuesOpLowering>(
+      converter, patterns.getContext());
+}

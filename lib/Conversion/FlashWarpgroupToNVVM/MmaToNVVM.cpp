@@ -1,0 +1,101 @@
+//===- MmaToNVVM.cpp - flash.wg.mma to wgmma.mma_async --------------------===//
+//
+// A in shared memory: upstream `nvvm.wgmma.mma_async`, the transpositions
+// from the descriptors' majorness (row-major A and column-major B are the
+// K-major, untransposed operands). A in registers: the inline PTX of
+// InlinePtx.cpp, as MLIR 22's wgmma op takes A only as a descriptor. An MMA
+// without C scales D by 0, so its accumulator input is undefined.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+
+#include "../InlinePtx.h"
+#include "Flash/FlashOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+
+/// The i32 constant `value` from the entry block of the enclosing function,
+/// where the kernel's emitter keeps one of each constant: reusing it there
+/// leaves the kernel's IR what it was when the emitter wrote the asm itself.
+static Value entryConstantI32(ConversionPatternRewriter &rewriter,
+                              Operation *op, int64_t value) {
+  Operation *scope = op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
+  Block &entry = scope->getRegion(0).front();
+  IntegerAttr attr = rewriter.getI32IntegerAttr(value);
+  for (auto constant : entry.getOps<arith::ConstantOp>())
+    if (constant.getValue() == attr)
+      return constant;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&entry);
+  return arith::ConstantOp::create(rewriter, op->getLoc(), attr);
+}
+
+namespace {
+
+struct MmaOpLowering : public OpConversionPattern<WgMmaOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(WgMmaOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto dType = cast<FragmentType>(op.getD().getType());
+    auto bType = cast<SmemDescriptorType>(op.getB().getType());
+    Type accType = getTypeConverter()->convertType(dType);
+    if (!accType)
+      return rewriter.notifyMatchFailure(op, "accumulator not convertible");
+    Location loc = op.getLoc();
+    Value descB = adaptor.getB().front();
+    bool hasC = !adaptor.getC().empty();
+
+    if (auto aType = dyn_cast<SmemDescriptorType>(op.getA().getType())) {
+      Value acc = hasC ? adaptor.getC().front()
+                       : LLVM::UndefOp::create(rewriter, loc, accType);
+      NVVM::WGMMATypes inType = isa<BFloat16Type>(bType.getElementType())
+                                    ? NVVM::WGMMATypes::bf16
+                                    : NVVM::WGMMATypes::f16;
+      auto shape = NVVM::MMAShapeAttr::get(rewriter.getContext(), 64,
+                                           dType.getShape()[1], 16);
+      Value d = NVVM::WgmmaMmaAsyncOp::create(
+          rewriter, loc, accType, acc, adaptor.getA().front(), descB, shape,
+          inType, inType, NVVM::WGMMATypes::f32,
+          hasC ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          aType.getMnMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+          bType.getMnMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          /*satfinite=*/NVVM::MMAIntOverflowAttr());
+      rewriter.replaceOp(op, d);
+      return success();
+    }
+
+    ImplicitLocOpBuilder b(loc, rewriter);
+    SmallVector<Value> accIn;
+    if (hasC) {
+      for (int64_t i = 0, e = dType.getNumRegisters(); i < e; ++i)
+        accIn.push_back(
+            LLVM::ExtractValueOp::create(b, adaptor.getC().front(), i));
+    } else {
+      accIn.assign(dType.getNumRegisters(),
+                   LLVM::UndefOp::create(b, b.getF32Type()));
+    }
+    Value scaleD = entryConstantI32(rewriter, op, hasC ? 1 : 0);
+    SmallVector<Value> aRegs(adaptor.getA());
+    Value d =
+        createWgmmaRegA(b, accType, bType.getElementType(), dType.getShape()[1],
+                        aRegs, descB, bType.getMnMajor(), accIn, scaleD);
+    rewriter.replaceOp(op, d);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::flash::wg_lowering::populateMmaPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<MmaOpLowering>(converter, patterns.getContext());
+}

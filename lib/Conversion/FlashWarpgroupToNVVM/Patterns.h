@@ -1,0 +1,28 @@
+//===- Patterns.h - the pattern families of flash.wg lowering -*- C++ -*-===//
+//
+// One populate function per file of this folder; the pass and the public
+// populateFlashWarpgroupToNVVMPatterns collect them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_CONVERSION_FLASHWARPGROUPTONVVM_PATTERNS_H
+#define FLASHC_LIB_CONVERSION_FLASHWARPGROUPTONVVM_PATTERNS_H
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::flash::wg_lowering {
+
+/// MmaToNVVM.cpp: flash.wg.mma.
+void populateMmaPatterns(const TypeConverter &converter,
+                         RewritePatternSet &patterns);
+/// FragmentToLLVM.cpp: flash.wg.fragment_from_values and fragment_values.
+void populateFragmentPatterns(const TypeConverter &converter,
+                              RewritePatternSet &patterns);
+/// SmemDescriptorToLLVM.cpp: flash.wg.smem_descriptor.
+void populateSmemDescriptorPatterns(const TypeConverter &converter,
+                                    RewritePatternSet &patterns);
+
+} // namespace mlir::flash::wg_lowering
+
+#endif // FLASHC_LIB_CONVERSION_FLASHWARPGROUPTONVVM_PATTERNS_H

@@ -1,0 +1,30 @@
+//===- InlinePtx.h - every inline PTX use of flashc's lowerings -*- C++ -*-===//
+//
+// The only `llvm.inline_asm` flashc emits, named in one place
+// (InlinePtx.cpp): the GPU kernel's emitter and the warpgroup patterns
+// both call these. Everything else is an upstream op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_CONVERSION_INLINEPTX_H
+#define FLASHC_LIB_CONVERSION_INLINEPTX_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir::flash {
+
+/// wgmma.mma_async m64n{N}k16 with A from registers (4 x b32) and B from a
+/// shared-memory descriptor, accumulating into `accIn` (returned as a
+/// struct of `accType`); `transposeB` for an MN-major B, `scaleD` an i32
+/// constant (0: ignore `accIn`).
+Value createWgmmaRegA(ImplicitLocOpBuilder &b, Type accType, Type elementType,
+                      int64_t n, ArrayRef<Value> aRegs, Value descB,
+                      bool transposeB, ValueRange accIn, Value scaleD);
+/// CUTLASS's warpgroup_fence_operand: an empty asm that pins `v` in a
+/// register at this point.
+Value fenceOperand(ImplicitLocOpBuilder &b, Value v);
+
+} // namespace mlir::flash
+
+#endif // FLASHC_LIB_CONVERSION_INLINEPTX_H

@@ -1,0 +1,31 @@
+// The kernel's warpgroup MMAs as -convert-flash-to-gpu writes them, before
+// the warpgroup patterns lower them: S = Q K^T from two K-major shared
+// descriptors, O += P V with P in registers and V MN-major.
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s
+
+// Lowering those parts with -convert-flash-wg-to-nvvm gives exactly the
+// kernel -convert-flash-to-gpu gives.
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" \
+// RUN:   | flash-opt -convert-flash-wg-to-nvvm > %t.parts
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu > %t.whole
+// RUN: diff %t.parts %t.whole
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" \
+// RUN:   | flash-opt -convert-flash-wg-to-nvvm > %t.parts64
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu > %t.whole64
+// RUN: diff %t.parts64 %t.whole64
+
+// CHECK-LABEL: gpu.func @attention
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: %[[Q0:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK: %[[K0:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK: %[[S0:.*]] = flash.wg.mma %[[Q0]], %[[K0]] : !flash.smem_descriptor<bf16, major = k, {{.*}}>, !flash.smem_descriptor<bf16, major = k, {{.*}}> -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK: flash.wg.mma %{{.*}}, %{{.*}}, %[[S0]] : {{.*}} -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: flash.wg.fragment_values %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK: %[[O:.*]] = flash.wg.fragment_from_values {{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK: %[[P:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
+// CHECK: %[[V:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16384, sbo = 1024>
+// CHECK: flash.wg.mma %[[P]], %[[V]], %[[O]] : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>, !flash.smem_descriptor<bf16, major = mn, {{.*}}> -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK-NOT: wgmma.mma_async.sync.aligned
