@@ -65,7 +65,7 @@ struct Entries {
         else
           entry.keyword = keyword;
       } else {
-        int64_t value;
+        int64_t value = 0;
         if (parser.parseInteger(value))
           return failure();
         entry.integer = value;
