@@ -29,3 +29,13 @@ func.func @claimed_without_mask(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128
       : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16> -> memref<?x?x?x128xbf16>
   return
 }
+
+// -----
+
+// The grid is the program's: a sections grid belongs to a causal program.
+// expected-error @+1 {{flash-to-gpu: the schedule's grid = sections is not this program's (tiles)}}
+func.func @sections_without_mask(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>) attributes {flash.schedule = #flash.schedule<overlap = true, pingpong = true, split_release = true, persistent = false, tma_store_o = true, dynamic_schedule = false, speculative_exp = false, consumers = 2, producer_regs = 24, consumer_regs = 240, q_buffers = 1, grid = sections, lag_max = true, remat_q_descriptors = false, serial_masked_tiles = false, prefetch_next_block = false, probe_stamps = false>} {
+  flash.attention %q, %k, %v -> %o {config = #flash.config<block_m = 128, block_n = 128, warpgroups = 2>}
+      : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16> -> memref<?x?x?x128xbf16>
+  return
+}

@@ -65,12 +65,9 @@ void mlir::flash::gpu_lowering::applySchedule(KernelSpec &spec,
 
 ScheduleAttr mlir::flash::gpu_lowering::scheduleAttrOf(MLIRContext *ctx,
                                                        const KernelSpec &spec) {
-  GridKind grid = spec.sw.persistent ? GridKind::Persistent
-                  : spec.sectionsGrid() ? GridKind::Sections
-                                        : GridKind::Tiles;
   return ScheduleAttr::get(ctx, spec.sw, spec.warpgroups,
                            spec.producerRegCount, spec.consumerRegCount,
-                           spec.qBuffers, grid, spec.lagMax,
+                           spec.qBuffers, spec.gridKind(), spec.lagMax,
                            spec.rematQDescriptors, spec.serialMaskedTiles,
                            spec.prefetchNextBlock, spec.probeStamps);
 }
@@ -169,11 +166,12 @@ struct FlashGpuSchedulePass
         continue;
       }
       choose(*spec);
-      if (failed(verifySchedule(func, *spec, spec->warpgroups))) {
+      ScheduleAttr schedule = scheduleAttrOf(&getContext(), *spec);
+      if (failed(verifySchedule(func, *spec, schedule))) {
         failedAny = true;
         continue;
       }
-      func->setAttr(kScheduleAttrName, scheduleAttrOf(&getContext(), *spec));
+      func->setAttr(kScheduleAttrName, schedule);
     }
     if (failedAny)
       signalPassFailure();

@@ -81,13 +81,14 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
       entries.push_back({info.key, i64(spec.sw.*info.member)});
     return dict(entries);
   };
+  StringAttr gridKind = str(stringifyGridKind(spec.gridKind()));
   DictionaryAttr grid =
-      spec.sw.persistent ? dict({{"kind", str("persistent")}})
-      : spec.sectionsGrid()
-          ? dict({{"kind", str("sections")},
+      spec.gridKind() == GridKind::Persistent ? dict({{"kind", gridKind}})
+      : spec.gridKind() == GridKind::Sections
+          ? dict({{"kind", gridKind},
                   {"block_m", i64(spec.blockM)},
                   {"section_keys", i64(spec.sectionKeys())}})
-          : dict({{"kind", str("tiles")}, {"block_m", i64(spec.blockM)}});
+          : dict({{"kind", gridKind}, {"block_m", i64(spec.blockM)}});
 
   return dict(
       {{"dtype", str(isa<BFloat16Type>(spec.elementType) ? "bf16" : "f16")},
@@ -167,7 +168,7 @@ struct ConvertFlashToGPUPass
         continue;
       }
       applySchedule(*spec, schedule);
-      if (failed(verifySchedule(func, *spec, schedule.getConsumers()))) {
+      if (failed(verifySchedule(func, *spec, schedule))) {
         failedAny = true;
         continue;
       }
@@ -198,13 +199,17 @@ bool mlir::flash::gpu_lowering::holdsFlashOps(func::FuncOp func) {
 LogicalResult
 mlir::flash::gpu_lowering::verifySchedule(func::FuncOp func,
                                           const KernelSpec &spec,
-                                          int64_t consumers) {
+                                          ScheduleAttr schedule) {
   // A schedule written by hand (or for another program) must still fit the
   // program and the target.
-  if (consumers != spec.warpgroups)
+  if (schedule.getConsumers() != spec.warpgroups)
     return func.emitError("flash-to-gpu: the schedule's ")
-           << consumers << " consumers disagree with the config's "
-           << spec.warpgroups << " warpgroups";
+           << schedule.getConsumers() << " consumers disagree with the "
+           << "config's " << spec.warpgroups << " warpgroups";
+  if (schedule.getGrid() != spec.gridKind())
+    return func.emitError("flash-to-gpu: the schedule's grid = ")
+           << stringifyGridKind(schedule.getGrid()) << " is not this "
+           << "program's (" << stringifyGridKind(spec.gridKind()) << ")";
   if (spec.sw.dynamicSchedule && !spec.causal)
     return func.emitError("flash-to-gpu: the schedule's dynamic_schedule "
                           "needs the causal mask");

@@ -94,13 +94,19 @@ struct KernelSpec {
   /// Keys whose K and V fill kSectionBytes: a section holds
   /// max(1, sectionKeys() / seq_k) heads.
   int64_t sectionKeys() const { return kSectionBytes / (headDim * 2 * 2); }
-  /// A causal kernel with one block per tile launches a "sections" grid
-  /// (x: head in section, y: query block from the last, z: section), so
-  /// the hardware's x-fastest block order is the persistent one.
-  bool sectionsGrid() const { return causal && !sw.persistent; }
-  /// Without the mask, one block per tile: the "tiles" grid (x: query
-  /// block, y: batch*head).
-  bool tilesGrid() const { return !causal && !sw.persistent; }
+  /// How blocks map onto tiles. A persistent kernel: one block per SM. A
+  /// causal kernel with one block per tile launches a "sections" grid (x:
+  /// head in section, y: query block from the last, z: section), so the
+  /// hardware's x-fastest block order is the persistent one. Without the
+  /// mask, one block per tile: the "tiles" grid (x: query block, y:
+  /// batch*head).
+  GridKind gridKind() const {
+    if (sw.persistent)
+      return GridKind::Persistent;
+    return causal ? GridKind::Sections : GridKind::Tiles;
+  }
+  bool sectionsGrid() const { return gridKind() == GridKind::Sections; }
+  bool tilesGrid() const { return gridKind() == GridKind::Tiles; }
   /// 64-column (128-byte) boxes per tile row.
   int64_t boxesPerRow() const { return headDim / 64; }
   int64_t qBoxBytes() const { return blockM * 128; }
@@ -167,11 +173,11 @@ bool holdsFlashOps(func::FuncOp func);
 void applySchedule(KernelSpec &spec, ScheduleAttr schedule);
 /// The #flash.schedule that records what `spec` applies.
 ScheduleAttr scheduleAttrOf(MLIRContext *ctx, const KernelSpec &spec);
-/// Checks that the schedule in `spec` (with `consumers` consumer
-/// warpgroups) fits its program and the target (shared memory, registers,
-/// the switches' preconditions), with an error on `func` otherwise.
+/// Checks that `schedule`, applied in `spec`, fits its program and the
+/// target (consumers, grid, shared memory, registers, the switches'
+/// preconditions), with an error on `func` otherwise.
 LogicalResult verifySchedule(func::FuncOp func, const KernelSpec &spec,
-                             int64_t consumers);
+                             ScheduleAttr schedule);
 
 /// The kernel's launch contract (`flash.launch`).
 DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
