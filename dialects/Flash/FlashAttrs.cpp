@@ -10,6 +10,7 @@
 
 #include "Flash/FlashAttrs.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
@@ -37,7 +38,7 @@ struct Entry {
   SMLoc loc;
   std::optional<int64_t> integer;
   std::optional<bool> flag;
-  StringRef keyword;
+  std::optional<StringRef> keyword;
 };
 
 /// The `<key = value, ...>` body of an attribute, by key, or failure after a
@@ -46,6 +47,8 @@ struct Entries {
   AsmParser &parser;
   llvm::StringMap<Entry> byKey;
   SmallVector<StringRef> order;
+  /// Every key the attribute asked for, in order: what finish() lists.
+  SmallVector<StringRef> asked;
 
   explicit Entries(AsmParser &parser) : parser(parser) {}
 
@@ -85,6 +88,7 @@ struct Entries {
   template <typename T>
   ParseResult take(StringRef key, T &out, std::optional<T> dflt,
                    std::optional<T> Entry::*get, StringRef kind) {
+    asked.push_back(key);
     auto it = byKey.find(key);
     if (it == byKey.end()) {
       if (dflt) {
@@ -111,6 +115,28 @@ struct Entries {
     return take(key, out, dflt, &Entry::flag, "'true' or 'false'");
   }
 
+  /// Takes `key`'s keyword, the name (`name`) of one of `choices`
+  /// (required).
+  template <typename E>
+  ParseResult choice(StringRef key, E &out, ArrayRef<E> choices,
+                     StringRef (*name)(E)) {
+    auto it = byKey.find(key);
+    SMLoc loc = it == byKey.end() ? SMLoc() : it->second.loc;
+    std::string kinds;
+    for (auto [i, c] : llvm::enumerate(choices))
+      kinds += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") +
+               name(c).str();
+    StringRef keyword;
+    if (take<StringRef>(key, keyword, std::nullopt, &Entry::keyword, kinds))
+      return failure();
+    for (E c : choices)
+      if (name(c) == keyword) {
+        out = c;
+        return success();
+      }
+    return parser.emitError(loc) << "'" << key << "' takes " << kinds;
+  }
+
   /// Takes every schedule switch (each defaulting to the table's default
   /// when `required` is false).
   ParseResult switches(flashc::ScheduleSwitches &out, bool required) {
@@ -124,12 +150,12 @@ struct Entries {
   }
 
   /// Fails on the first key nobody took.
-  ParseResult finish(StringRef known) {
+  ParseResult finish() {
     for (StringRef key : order)
       if (byKey.count(key))
         return parser.emitError(byKey[key].loc)
-               << "unknown key '" << key << "' (expected one of " << known
-               << ")";
+               << "unknown key '" << key << "' (expected one of "
+               << llvm::join(asked, ", ") << ")";
     return success();
   }
 };
@@ -149,8 +175,7 @@ Attribute ConfigAttr::parse(AsmParser &parser, Type) {
       entries.integer("stages", stages, 2) ||
       entries.integer("warpgroups", warpgroups, 1) ||
       entries.switches(switches, /*required=*/false) ||
-      entries.finish("block_m, block_n, stages, warpgroups, " +
-                     flashc::scheduleSwitchNames()))
+      entries.finish())
     return {};
   return ConfigAttr::getChecked(
       [&] { return parser.emitError(parser.getNameLoc()); },
@@ -209,44 +234,27 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
   Entries entries(parser);
   flashc::ScheduleSwitches switches;
   int64_t consumers, producerRegs, consumerRegs, qBuffers;
+  GridKind grid = GridKind::Tiles;
   bool lagMax, rematQ, serialMasked, prefetch, probe;
   if (entries.parse() || entries.switches(switches, /*required=*/true) ||
       entries.integer("consumers", consumers) ||
       entries.integer("producer_regs", producerRegs) ||
       entries.integer("consumer_regs", consumerRegs) ||
-      entries.integer("q_buffers", qBuffers))
-    return {};
-  auto gridIt = entries.byKey.find("grid");
-  if (gridIt == entries.byKey.end()) {
-    parser.emitError(parser.getNameLoc()) << "missing 'grid'";
-    return {};
-  }
-  std::optional<GridKind> grid;
-  for (GridKind kind :
-       {GridKind::Tiles, GridKind::Sections, GridKind::Persistent})
-    if (gridIt->second.keyword == stringifyGridKind(kind))
-      grid = kind;
-  if (!grid) {
-    parser.emitError(gridIt->second.loc)
-        << "'grid' takes tiles, sections or persistent";
-    return {};
-  }
-  entries.byKey.erase(gridIt);
-  if (entries.flag("lag_max", lagMax) ||
+      entries.integer("q_buffers", qBuffers) ||
+      entries.choice<GridKind>(
+          "grid", grid,
+          {GridKind::Tiles, GridKind::Sections, GridKind::Persistent},
+          stringifyGridKind) ||
+      entries.flag("lag_max", lagMax) ||
       entries.flag("remat_q_descriptors", rematQ) ||
       entries.flag("serial_masked_tiles", serialMasked) ||
       entries.flag("prefetch_next_block", prefetch) ||
-      entries.flag("probe_stamps", probe) ||
-      entries.finish(flashc::scheduleSwitchNames() +
-                     ", consumers, producer_regs, consumer_regs, q_buffers, "
-                     "grid, lag_max, remat_q_descriptors, "
-                     "serial_masked_tiles, prefetch_next_block, "
-                     "probe_stamps"))
+      entries.flag("probe_stamps", probe) || entries.finish())
     return {};
   return ScheduleAttr::getChecked(
       [&] { return parser.emitError(parser.getNameLoc()); },
       parser.getContext(), switches, consumers, producerRegs, consumerRegs,
-      qBuffers, *grid, lagMax, rematQ, serialMasked, prefetch, probe);
+      qBuffers, grid, lagMax, rematQ, serialMasked, prefetch, probe);
 }
 
 void ScheduleAttr::print(AsmPrinter &printer) const {

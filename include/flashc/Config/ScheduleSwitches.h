@@ -82,17 +82,6 @@ inline const ScheduleSwitchInfo *findScheduleSwitch(llvm::StringRef name,
   return nullptr;
 }
 
-/// "overlap, pingpong, ..." (keys, or with `byFlag` flags), for messages.
-inline std::string scheduleSwitchNames(bool byFlag = false) {
-  std::string names;
-  for (const ScheduleSwitchInfo &info : scheduleSwitchInfos()) {
-    if (!names.empty())
-      names += ", ";
-    names += (byFlag ? info.flag : info.key).str();
-  }
-  return names;
-}
-
 /// The switches that differ from their defaults, as " label" (on) or
 /// " -label" (off) each: "" for the default schedule.
 inline std::string scheduleSwitchLabels(const ScheduleSwitches &switches) {
