@@ -26,12 +26,14 @@ std::string printModule(ModuleOp module) {
 
 } // namespace
 
+bool flashc::isKernelLevel(ModuleOp module) {
+  return module.walk([](flash::AttentionOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 llvm::Expected<flashc::CompiledKernel>
 flashc::compileKernel(ModuleOp module, const KernelCompileOptions &options) {
-  bool kernelLevel =
-      module.walk([](flash::AttentionOp) { return WalkResult::interrupt(); })
-          .wasInterrupted();
-  if (kernelLevel) {
+  if (isKernelLevel(module)) {
     PassManager pm(module.getContext());
     if (options.stage == KernelStage::Tile)
       buildTilePipeline(pm, options.overrides);

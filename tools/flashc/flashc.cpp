@@ -169,11 +169,6 @@ lookupTuningEntry(llvm::StringRef sourceHash) {
   return std::optional<flashc::tune::TuningEntry>(**entry);
 }
 
-bool hasKernelLevelOps(ModuleOp module) {
-  return module.walk([](flash::AttentionOp) { return WalkResult::interrupt(); })
-      .wasInterrupted();
-}
-
 /// Writes `contents` to `path` ("-" or empty: stdout).
 int writeOutput(llvm::StringRef path, llvm::StringRef contents) {
   std::string error;
@@ -247,7 +242,7 @@ int main(int argc, char **argv) {
                   std::to_string(*flag));
     value = *flag;
   }
-  if (!hasKernelLevelOps(*module)) {
+  if (!flashc::isKernelLevel(*module)) {
     if (emit == KernelStage::Tile)
       return fail("--emit=tile needs a kernel-level input (flash.attention)");
     if (*tuned)

@@ -47,6 +47,10 @@ struct CompiledKernel {
   std::string resourceReport;
 };
 
+/// Whether `module` is kernel level (holds flash.attention), which the
+/// flash passes lower, rather than a module they already lowered.
+bool isKernelLevel(mlir::ModuleOp module);
+
 /// A failure whose diagnostics were already emitted on the module's
 /// context: the caller has nothing more to print.
 class DiagnosedFailure : public llvm::ErrorInfo<DiagnosedFailure> {
