@@ -50,21 +50,8 @@ void buildTilePipeline(OpPassManager &pm, const TileOverrides &overrides) {
   options.blockN = overrides.blockN;
   options.stages = overrides.stages;
   options.warpgroups = overrides.warpgroups;
-  std::unique_ptr<Pass> tile = flash::createFlashTile(options);
-  // The switch options are declared from ScheduleSwitches.def in the pass
-  // itself, so they are set through the pass's option string.
-  std::string switches;
-  for (auto [info, value] : llvm::zip_equal(scheduleSwitchInfos(),
-                                            overrides.switches.values))
-    if (value >= 0)
-      switches += (info.flag + "=" + llvm::Twine(value) + " ").str();
-  if (!switches.empty() &&
-      failed(tile->initializeOptions(switches, [](const llvm::Twine &msg) {
-        llvm::report_fatal_error(msg);
-        return failure();
-      })))
-    llvm::report_fatal_error("flash-tile rejected its schedule switches");
-  pm.addNestedPass<func::FuncOp>(std::move(tile));
+  pm.addNestedPass<func::FuncOp>(
+      flash::createFlashTile(options, overrides.switches));
   pm.addNestedPass<func::FuncOp>(flash::createFlashFuse());
 }
 

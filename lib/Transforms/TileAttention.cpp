@@ -112,11 +112,19 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
 
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
   using Base::Base;
-  // The switch options below are declared here, not in Passes.td, so the
-  // copy a pass manager clones gets them afresh; clonePass copies their
-  // values.
+  // The switch options below are members of this class, not of Passes.td's
+  // base, and options cannot be copied: a clone builds them afresh and
+  // clonePass copies their values.
   FlashTilePass() = default;
   FlashTilePass(const FlashTilePass &other) : Base(other) {}
+  FlashTilePass(const FlashTileOptions &options,
+                const flashc::ScheduleOverrides &switches)
+      : Base(options) {
+    size_t i = 0;
+#define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label, summary)     \
+  override##Name = switches.values[i++];
+#include "flashc/Config/ScheduleSwitches.def"
+  }
 
   // One option per schedule switch (ScheduleSwitches.def).
 #define FLASH_SCHEDULE_SWITCH(Name, field, key, flag, dflt, tune, label, summary)     \
@@ -208,3 +216,9 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+mlir::flash::createFlashTile(const FlashTileOptions &options,
+                             const flashc::ScheduleOverrides &switches) {
+  return std::make_unique<FlashTilePass>(options, switches);
+}

@@ -14,6 +14,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
+#include "flashc/Config/ScheduleSwitches.h"
+
 namespace mlir::flash {
 
 #define GEN_PASS_DECL
@@ -21,6 +23,11 @@ namespace mlir::flash {
 
 #define GEN_PASS_REGISTRATION
 #include "flashc/Transforms/Passes.h.inc"
+
+/// -flash-tile with its schedule-switch options (declared from
+/// ScheduleSwitches.def in the pass, not in Passes.td) set too.
+std::unique_ptr<Pass> createFlashTile(const FlashTileOptions &options,
+                                      const flashc::ScheduleOverrides &switches);
 
 } // namespace mlir::flash
 

@@ -77,9 +77,9 @@ namespace {
 struct FlashGpuSchedulePass
     : public mlir::flash::impl::FlashGpuScheduleBase<FlashGpuSchedulePass> {
   using Base::Base;
-  // The switch options below are declared here, not in Passes.td, so the
-  // copy a pass manager clones gets them afresh; clonePass copies their
-  // values.
+  // The switch options below are members of this class, not of Passes.td's
+  // base, and options cannot be copied: a clone builds them afresh and
+  // clonePass copies their values.
   FlashGpuSchedulePass() = default;
   FlashGpuSchedulePass(const FlashGpuSchedulePass &other) : Base(other) {}
 
