@@ -46,6 +46,16 @@ void FragmentType::print(AsmPrinter &printer) const {
 LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> shape, Type elementType,
                                    Attribute layout) {
+  if (isa<WgmmaRowsLayoutAttr, WgmmaRowPartialsLayoutAttr>(layout)) {
+    if (shape.size() != 1 || shape[0] != 64)
+      return emitError() << "a row vector of a warpgroup accumulator must be "
+                            "64 (one value per row), got "
+                         << shape.size() << "-d";
+    if (!elementType.isF32() && !elementType.isInteger(32))
+      return emitError() << "a row vector must be f32 or i32, got "
+                         << elementType;
+    return success();
+  }
   if (shape.size() != 2)
     return emitError() << "fragment must be 2-d, got rank " << shape.size();
   if (shape[0] != 64)
@@ -63,9 +73,9 @@ LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
     return success();
   }
   if (isa<WgmmaOperandALayoutAttr>(layout)) {
-    if (shape[1] != 16)
-      return emitError() << "wgmma register A operand must be 64x16 (one k16 "
-                            "step), got 64x"
+    if (shape[1] < 16 || shape[1] > 256 || shape[1] % 16 != 0)
+      return emitError() << "wgmma register A operand must be 64xK, K a "
+                            "multiple of 16 (k16 steps) in [16, 256], got 64x"
                          << shape[1];
     if (!isWgmmaOperandElement(elementType))
       return emitError() << "wgmma register A operand must be bf16 or f16, "
@@ -74,11 +84,14 @@ LogicalResult FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
     return success();
   }
   return emitError() << "unknown fragment layout " << layout
-                     << " (expected #flash.wgmma_accumulator or "
-                        "#flash.wgmma_operand_a)";
+                     << " (expected #flash.wgmma_accumulator, "
+                        "#flash.wgmma_operand_a, #flash.wgmma_rows or "
+                        "#flash.wgmma_row_partials)";
 }
 
 int64_t FragmentType::getNumRegisters() const {
+  if (isRows())
+    return 2;
   // 64 x cols elements over 128 threads, two 16-bit values per A register.
   int64_t perThread = 64 * getShape()[1] / 128;
   return isOperandA() ? perThread / 2 : perThread;
@@ -252,6 +265,9 @@ LogicalResult WgMmaOp::verify() {
       return emitOpError("A in registers must be a #flash.wgmma_operand_a "
                          "fragment, got ")
              << aFragment;
+    if (aFragment.getShape()[1] != 16)
+      return emitOpError("A in registers must be one k16 step (64x16), got ")
+             << aFragment;
     aElement = aFragment.getElementType();
   } else {
     aElement = cast<SmemDescriptorType>(getA().getType()).getElementType();
@@ -259,5 +275,136 @@ LogicalResult WgMmaOp::verify() {
   if (aElement != b.getElementType())
     return emitOpError("A and B element types differ: ")
            << aElement << " and " << b.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The online softmax on accumulator fragments
+//===----------------------------------------------------------------------===//
+
+/// Checks that `type` is an accumulator fragment; `what` names the operand.
+static LogicalResult expectAccumulator(Operation *op, Type type,
+                                       StringRef what) {
+  auto fragment = cast<FragmentType>(type);
+  if (!fragment.isAccumulator())
+    return op->emitOpError() << what
+                             << " must be a #flash.wgmma_accumulator "
+                                "fragment, got "
+                             << type;
+  return success();
+}
+
+/// Checks that `type` is a #flash.wgmma_rows vector of `element`.
+static LogicalResult expectRows(Operation *op, Type type, Type element,
+                                StringRef what) {
+  auto fragment = cast<FragmentType>(type);
+  if (!isa<WgmmaRowsLayoutAttr>(fragment.getLayout()) ||
+      fragment.getElementType() != element)
+  {
+    std::string shape;
+    llvm::raw_string_ostream(shape) << "64x" << element;
+    return op->emitOpError() << what << " must be a " << shape
+                             << " #flash.wgmma_rows vector, got " << type;
+  }
+  return success();
+}
+
+LogicalResult WgMaskColumnsOp::verify() {
+  if (failed(expectAccumulator(*this, getScores().getType(), "scores")))
+    return failure();
+  return expectRows(*this, getLimit().getType(),
+                    IntegerType::get(getContext(), 32), "limit");
+}
+
+/// row_max and row_sum: accumulator -> rows or row partials, and (sum only)
+/// row partials -> rows.
+static LogicalResult verifyRowReduce(Operation *op, FragmentType input,
+                                     FragmentType result, bool fromPartials) {
+  if (!result.isRows() || !result.getElementType().isF32())
+    return op->emitOpError("result must be a 64xf32 #flash.wgmma_rows or "
+                           "#flash.wgmma_row_partials vector, got ")
+           << result;
+  if (input.isAccumulator())
+    return success();
+  if (fromPartials && isa<WgmmaRowPartialsLayoutAttr>(input.getLayout()) &&
+      input.getElementType().isF32() &&
+      isa<WgmmaRowsLayoutAttr>(result.getLayout()))
+    return success();
+  return op->emitOpError(fromPartials
+                             ? "reduces a #flash.wgmma_accumulator fragment, "
+                               "or #flash.wgmma_row_partials to "
+                               "#flash.wgmma_rows; got "
+                             : "reduces a #flash.wgmma_accumulator fragment; "
+                               "got ")
+         << input << " -> " << result;
+}
+
+LogicalResult WgRowMaxOp::verify() {
+  return verifyRowReduce(*this, cast<FragmentType>(getInput().getType()),
+                         cast<FragmentType>(getResult().getType()),
+                         /*fromPartials=*/false);
+}
+
+LogicalResult WgRowSumOp::verify() {
+  return verifyRowReduce(*this, cast<FragmentType>(getInput().getType()),
+                         cast<FragmentType>(getResult().getType()),
+                         /*fromPartials=*/true);
+}
+
+LogicalResult WgScaledExp2Op::verify() {
+  if (failed(expectAccumulator(*this, getScores().getType(), "scores")))
+    return failure();
+  return expectRows(*this, getBias().getType(), Float32Type::get(getContext()),
+                    "bias");
+}
+
+LogicalResult WgScaleRowsOp::verify() {
+  if (failed(expectAccumulator(*this, getInput().getType(), "input")))
+    return failure();
+  return expectRows(*this, getFactor().getType(),
+                    Float32Type::get(getContext()), "factor");
+}
+
+LogicalResult WgTruncFOp::verify() {
+  auto input = cast<FragmentType>(getInput().getType());
+  auto result = cast<FragmentType>(getResult().getType());
+  if (failed(expectAccumulator(*this, input, "input")))
+    return failure();
+  if (!result.isOperandA() || result.getShape() != input.getShape())
+    return emitOpError("result must be a #flash.wgmma_operand_a fragment of "
+                       "the input's shape, got ")
+           << result << " for " << input;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The epilogue
+//===----------------------------------------------------------------------===//
+
+LogicalResult WgStoreGlobalOp::verify() {
+  auto value = cast<FragmentType>(getValue().getType());
+  if (value.isOperandA())
+    return success();
+  if (isa<WgmmaRowsLayoutAttr>(value.getLayout()) &&
+      value.getElementType().isF32())
+    return success();
+  return emitOpError("stores a 16-bit #flash.wgmma_operand_a fragment or a "
+                     "64xf32 #flash.wgmma_rows vector, got ")
+         << value;
+}
+
+LogicalResult WgStoreSharedOp::verify() {
+  auto value = cast<FragmentType>(getValue().getType());
+  if (!value.isOperandA())
+    return emitOpError("stores a 16-bit #flash.wgmma_operand_a fragment, got ")
+           << value;
+  if (value.getShape()[1] % 64 != 0)
+    return emitOpError("writes whole 64-column (128-byte) boxes: K must be a "
+                       "multiple of 64, got ")
+           << value;
+  if (getBoxStride() % 1024 != 0)
+    return emitOpError("box_stride must keep every box 1024-byte aligned (the "
+                       "128-byte swizzle's period), got ")
+           << getBoxStride();
   return success();
 }

@@ -69,6 +69,48 @@ def Flash_WgmmaOperandALayoutAttr
   }];
 }
 
+def Flash_WgmmaRowsLayoutAttr
+    : AttrDef<Flash_Dialect, "WgmmaRowsLayout"> {
+  let mnemonic = "wgmma_rows";
+  let summary = "One value per row of a warpgroup accumulator";
+  let description = [{
+    A 64-vector laid out as the rows of a `#flash.wgmma_accumulator`: the
+    thread that holds row r of the accumulator holds element r. Thread t of
+    warp w holds rows 16w + t/4 and 16w + t/4 + 8, so each thread has 2
+    registers, and the four threads of a quad (t/4 equal) hold the same
+    values. Row statistics of the online softmax (the running max, the
+    rescale factor, a mask's per-row column limit) have this layout, so an
+    op that combines a row value with every element of that row (for example
+    `flash.wg.scale_rows`) needs no data movement.
+
+    Example:
+
+    ```mlir
+    !flash.fragment<64xf32, #flash.wgmma_rows>
+    !flash.fragment<64xi32, #flash.wgmma_rows>
+    ```
+  }];
+}
+
+def Flash_WgmmaRowPartialsLayoutAttr
+    : AttrDef<Flash_Dialect, "WgmmaRowPartialsLayout"> {
+  let mnemonic = "wgmma_row_partials";
+  let summary = "Each thread's part of a row reduction of an accumulator";
+  let description = [{
+    A 64-vector of which each thread holds, for its two rows, the reduction
+    over only the columns it holds (a quarter of them); the row's value is
+    the reduction of its quad's four parts. The online softmax keeps its row
+    sums this way through the key loop and combines the quad once, after
+    it, with `flash.wg.row_sum`.
+
+    Example:
+
+    ```mlir
+    !flash.fragment<64xf32, #flash.wgmma_row_partials>
+    ```
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Types
 //===----------------------------------------------------------------------===//
@@ -81,21 +123,25 @@ class Flash_Type<string name, string typeMnemonic>
 def Flash_FragmentType : Flash_Type<"Fragment", "fragment"> {
   let summary = "A tile held in the registers of one warpgroup";
   let description = [{
-    A `rows x cols` tile of `elementType` spread over the 128 threads of a
-    warpgroup as `layout` says (`#flash.wgmma_accumulator` or
-    `#flash.wgmma_operand_a`). The layout fixes how many registers each
-    thread holds and of which type; the verifier checks that the shape and
-    element type are ones `wgmma` has:
+    A tile of `elementType` spread over the 128 threads of a warpgroup as
+    `layout` says. The layout fixes how many registers each thread holds and
+    of which type; the verifier checks that the shape and element type are
+    ones `wgmma` and the row ops have:
 
     - `#flash.wgmma_accumulator`: 64 x N f32, N a multiple of 8 in
       [8, 256]; N/2 f32 per thread.
-    - `#flash.wgmma_operand_a`: 64 x 16 bf16 or f16; 4 x i32 per thread.
+    - `#flash.wgmma_operand_a`: 64 x K bf16 or f16, K a multiple of 16 in
+      [16, 256]; K/4 x i32 per thread (K/16 k-steps of 4). `flash.wg.mma`
+      takes one k-step, 64 x 16.
+    - `#flash.wgmma_rows`, `#flash.wgmma_row_partials`: a 64-vector of f32
+      or i32 (the rows of an accumulator); 2 registers per thread.
 
     Example:
 
     ```mlir
     !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
     !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
+    !flash.fragment<64xf32, #flash.wgmma_rows>
     ```
   }];
   let parameters = (ins
@@ -112,6 +158,15 @@ def Flash_FragmentType : Flash_Type<"Fragment", "fragment"> {
     bool isOperandA() const {
       return ::mlir::isa<WgmmaOperandALayoutAttr>(getLayout());
     }
+    /// One value per accumulator row (`#flash.wgmma_rows` or
+    /// `#flash.wgmma_row_partials`).
+    bool isRows() const {
+      return ::mlir::isa<WgmmaRowsLayoutAttr, WgmmaRowPartialsLayoutAttr>(
+          getLayout());
+    }
+    /// Lowered to its registers one by one (1:N), not to a struct: only the
+    /// accumulator is a struct, the form nvvm.wgmma.mma_async carries.
+    bool isRegisterList() const { return !isAccumulator(); }
     /// Registers each thread of the warpgroup holds.
     int64_t getNumRegisters() const;
     /// The type of each register: f32 for an accumulator, i32 (a packed
@@ -296,6 +351,251 @@ def Flash_WgMmaOp : Flash_WgOp<"mma", [
       return ::mlir::isa<SmemDescriptorType>(getA().getType());
     }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// The online softmax on accumulator fragments
+//===----------------------------------------------------------------------===//
+
+def Flash_WgMaskColumnsOp : Flash_WgOp<"mask_columns", [Pure,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "Sets the scores at or past a per-row column limit to -inf";
+  let description = [{
+    `result[r, c] = scores[r, c]` where `first + c < limit[r]`, else -inf:
+    `first` is the key index of the tile's column 0 and `limit` (a
+    `#flash.wgmma_rows` vector of i32) the first key row r may not see.
+    The key-length bound and the causal diagonal are both such a limit
+    (`min(seq_k, row + seq_k - seq_q + 1)`), so one compare and one select
+    per score apply both; tiles that need neither do not carry the op.
+    Lowered with each register's column from the accumulator layout and the
+    thread index.
+
+    Example:
+
+    ```mlir
+    %masked = flash.wg.mask_columns %s, %limit, %first
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
+          !flash.fragment<64xi32, #flash.wgmma_rows>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$limit,
+                   I32:$first);
+  let results = (outs Flash_FragmentType:$result);
+  let assemblyFormat = [{
+    $scores `,` $limit `,` $first attr-dict `:` qualified(type($scores)) `,`
+    qualified(type($limit))
+  }];
+  let hasVerifier = 1;
+}
+
+class Flash_WgRowReduceOp<string mnemonic, string what>
+    : Flash_WgOp<mnemonic, [Pure]> {
+  let summary = "The " # what # " of each row of an accumulator fragment";
+  let arguments = (ins Flash_FragmentType:$input);
+  let results = (outs Flash_FragmentType:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgRowMaxOp : Flash_WgRowReduceOp<"row_max", "maximum"> {
+  let description = [{
+    The maximum of each row of a `#flash.wgmma_accumulator` fragment (NaN
+    ignored, as `arith.maxnumf`), as a `#flash.wgmma_rows` vector: a tree
+    over the thread's registers of the row, then two butterfly shuffles
+    across its quad. With a `#flash.wgmma_row_partials` result the shuffles
+    are left out.
+
+    Example:
+
+    ```mlir
+    %m = flash.wg.row_max %s
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+        -> !flash.fragment<64xf32, #flash.wgmma_rows>
+    ```
+  }];
+}
+
+def Flash_WgRowSumOp : Flash_WgRowReduceOp<"row_sum", "sum"> {
+  let description = [{
+    The sum of each row, in three forms given by the types:
+
+    - accumulator -> `#flash.wgmma_row_partials`: each thread sums its own
+      registers of the row (a tree of adds, no shuffle). The online softmax
+      keeps its row sums this way through the key loop.
+    - accumulator -> `#flash.wgmma_rows`: the same, then two butterfly
+      shuffles across the quad.
+    - `#flash.wgmma_row_partials` -> `#flash.wgmma_rows`: only the quad's
+      shuffles, once, after the key loop.
+
+    Example:
+
+    ```mlir
+    %part = flash.wg.row_sum %p
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+        -> !flash.fragment<64xf32, #flash.wgmma_row_partials>
+    %l = flash.wg.row_sum %part
+        : !flash.fragment<64xf32, #flash.wgmma_row_partials>
+        -> !flash.fragment<64xf32, #flash.wgmma_rows>
+    ```
+  }];
+}
+
+def Flash_WgScaledExp2Op : Flash_WgOp<"scaled_exp2", [Pure,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "p = 2^(s * scale + bias[row]) for each score";
+  let description = [{
+    The exponentials of the base-2 online softmax on an accumulator
+    fragment: one fma and one `ex2.approx.ftz` per score. `bias` is a
+    `#flash.wgmma_rows` vector (the negated running max, in log2 units),
+    `scale` the softmax scale times log2(e). Inputs below 2^-126 of the row
+    maximum flush to 0 (they add nothing to an f32 row sum); a score of
+    -inf gives 0.
+
+    Example:
+
+    ```mlir
+    %p = flash.wg.scaled_exp2 %s, %neg_m, %scale_log2
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
+          !flash.fragment<64xf32, #flash.wgmma_rows>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$bias,
+                   F32:$scale);
+  let results = (outs Flash_FragmentType:$result);
+  let assemblyFormat = [{
+    $scores `,` $bias `,` $scale attr-dict `:` qualified(type($scores)) `,`
+    qualified(type($bias))
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgScaleRowsOp : Flash_WgOp<"scale_rows", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Multiplies each row of an accumulator by a row factor";
+  let description = [{
+    `result[r, c] = input[r, c] * factor[r]`, `factor` a `#flash.wgmma_rows`
+    vector: the online softmax's rescale of O by alpha = 2^(m_old - m_new),
+    and the epilogue's division of O by the row sums.
+
+    Example:
+
+    ```mlir
+    %o2 = flash.wg.scale_rows %o, %alpha
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
+          !flash.fragment<64xf32, #flash.wgmma_rows>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$input, Flash_FragmentType:$factor);
+  let results = (outs Flash_FragmentType:$result);
+  let assemblyFormat = [{
+    $input `,` $factor attr-dict `:` qualified(type($input)) `,`
+    qualified(type($factor))
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgTruncFOp : Flash_WgOp<"truncf", [Pure]> {
+  let summary = "Rounds an accumulator to 16-bit pairs: the A operand layout";
+  let description = [{
+    Rounds each f32 of a 64 x N `#flash.wgmma_accumulator` fragment to the
+    result's element type (bf16 or f16, round to nearest even) and packs
+    neighbouring columns in pairs: a 64 x N `#flash.wgmma_operand_a`
+    fragment, one `cvt.rn.{bf16,f16}x2.f32` per pair. Its N/16 k-steps are
+    the register A operands of `flash.wg.mma` (P of O += P V), and the same
+    words are what the epilogue stores of O.
+
+    Example:
+
+    ```mlir
+    %p16 = flash.wg.truncf %p
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+        -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$input);
+  let results = (outs Flash_FragmentType:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The epilogue: fragments to memory
+//===----------------------------------------------------------------------===//
+
+def Flash_LLVMPointer : Type<
+    CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self)">,
+    "LLVM pointer", "::mlir::LLVM::LLVMPointerType">;
+
+def Flash_WgStoreGlobalOp : Flash_WgOp<"store_global"> {
+  let summary = "Stores a fragment's rows into a row-major global tensor";
+  let description = [{
+    Writes the rows of `value` into the row-major tensor at `base` whose
+    rows are `num_rows` long blocks per `head`: fragment row r goes to row
+    `first_row + r` of block `head`, and rows outside `[0, num_rows)` are
+    not written (a tile's rows past the sequence's end, or before its
+    start).
+
+    - A 64 x K 16-bit `#flash.wgmma_operand_a` fragment (an accumulator
+      rounded by `flash.wg.truncf`): `base` holds K 16-bit elements per row;
+      each thread stores its pairs as 4-byte words.
+    - A 64 x f32 `#flash.wgmma_rows` vector: `base` holds one f32 per row,
+      written by the first thread of each quad (the log-sum-exp of the
+      softmax).
+
+    Example:
+
+    ```mlir
+    flash.wg.store_global %o16, %out[%head, %first_row], %seq_q
+        : !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>, !llvm.ptr<1>
+    flash.wg.store_global %lse, %lse_out[%head, %first_row], %seq_q
+        : !flash.fragment<64xf32, #flash.wgmma_rows>, !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$value, Flash_LLVMPointer:$base,
+                   I32:$head, I32:$first_row, I32:$num_rows);
+  let assemblyFormat = [{
+    $value `,` $base `[` $head `,` $first_row `]` `,` $num_rows attr-dict `:`
+    qualified(type($value)) `,` qualified(type($base))
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgStoreSharedOp : Flash_WgOp<"store_shared"> {
+  let summary = "Writes a fragment into 128B-swizzled TMA boxes in shared memory";
+  let description = [{
+    Writes a 64 x K 16-bit `#flash.wgmma_operand_a` fragment into shared
+    memory laid out as a TMA load or store with the 128-byte swizzle sees
+    it: K/64 boxes of 64-column (128-byte) rows, box b at byte
+    `offset + b * box_stride` of `buffer`, fragment row r at row r of each
+    box, and in row r the 16-byte chunk c stored at chunk c ^ (r % 8).
+    `offset` must be 1024-byte aligned relative to the swizzle's pattern
+    (the boxes start on 1024-byte boundaries), as TMA requires. A warp's
+    32 stores of one column group then fall into 32 different banks.
+
+    The stores are ordinary shared-memory stores: a TMA store that reads
+    the boxes needs a `nvvm.fence.proxy` (async shared) and a barrier of
+    the writing threads first.
+
+    Example:
+
+    ```mlir
+    flash.wg.store_shared %o16, %smem[%offset] {box_stride = 16384}
+        : !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>,
+          memref<?xi8, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$value,
+                   MemRefRankOf<[I8], [1]>:$buffer, Index:$offset,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$box_stride);
+  let assemblyFormat = [{
+    $value `,` $buffer `[` $offset `]` attr-dict `:` qualified(type($value))
+    `,` qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // FLASH_WARPGROUP_TD

@@ -25,8 +25,8 @@ func.func private @acc_element(!flash.fragment<64x64xf16, #flash.wgmma_accumulat
 
 // -----
 
-// expected-error @+1 {{wgmma register A operand must be 64x16 (one k16 step), got 64x32}}
-func.func private @a_shape(!flash.fragment<64x32xbf16, #flash.wgmma_operand_a>)
+// expected-error @+1 {{wgmma register A operand must be 64xK, K a multiple of 16 (k16 steps) in [16, 256], got 64x272}}
+func.func private @a_shape(!flash.fragment<64x272xbf16, #flash.wgmma_operand_a>)
 
 // -----
 
@@ -35,7 +35,7 @@ func.func private @a_element(!flash.fragment<64x16xf32, #flash.wgmma_operand_a>)
 
 // -----
 
-// expected-error @+1 {{unknown fragment layout 1 : i32 (expected #flash.wgmma_accumulator or #flash.wgmma_operand_a)}}
+// expected-error @+1 {{unknown fragment layout 1 : i32 (expected #flash.wgmma_accumulator, #flash.wgmma_operand_a, #flash.wgmma_rows or #flash.wgmma_row_partials)}}
 func.func private @layout(!flash.fragment<64x16xbf16, 1 : i32>)
 
 // -----
@@ -128,5 +128,132 @@ func.func @mma_c_type(%a: !flash.smem_descriptor<bf16, major = k, swizzle = 128,
                       %c: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>) {
   // expected-error @+1 {{'flash.wg.mma' op failed to verify that C has D's type}}
   %d = "flash.wg.mma"(%a, %a, %c) : (!flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>, !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>, !flash.fragment<64x32xf32, #flash.wgmma_accumulator>) -> !flash.fragment<64x64xf32, #flash.wgmma_accumulator>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a row vector of a warpgroup accumulator must be 64 (one value per row), got 2-d}}
+func.func private @rows_2d(!flash.fragment<64x2xf32, #flash.wgmma_rows>)
+
+// -----
+
+// expected-error @+1 {{a row vector must be f32 or i32, got 'bf16'}}
+func.func private @rows_bf16(!flash.fragment<64xbf16, #flash.wgmma_row_partials>)
+
+// -----
+
+// expected-error @+1 {{wgmma register A operand must be 64xK, K a multiple of 16 (k16 steps) in [16, 256], got 64x24}}
+func.func private @operand_a_k(!flash.fragment<64x24xbf16, #flash.wgmma_operand_a>)
+
+// -----
+
+func.func @mma_two_k_steps(%a: !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>, %b: !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16, sbo = 1024>) {
+  // expected-error @+1 {{'flash.wg.mma' op A in registers must be one k16 step (64x16), got '!flash.fragment<64x32xbf16, #flash.wgmma_operand_a>'}}
+  %d = flash.wg.mma %a, %b : !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>, !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16, sbo = 1024> -> !flash.fragment<64x64xf32, #flash.wgmma_accumulator>
+  return
+}
+
+// -----
+
+func.func @mask_limit_f32(%s: !flash.fragment<64x8xf32, #flash.wgmma_accumulator>, %l: !flash.fragment<64xf32, #flash.wgmma_rows>, %f: i32) {
+  // expected-error @+1 {{'flash.wg.mask_columns' op limit must be a 64xi32 #flash.wgmma_rows vector, got '!flash.fragment<64xf32, #flash.wgmma_rows>'}}
+  %m = flash.wg.mask_columns %s, %l, %f : !flash.fragment<64x8xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
+  return
+}
+
+// -----
+
+func.func @mask_operand_a(%s: !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>, %l: !flash.fragment<64xi32, #flash.wgmma_rows>, %f: i32) {
+  // expected-error @+1 {{'flash.wg.mask_columns' op scores must be a #flash.wgmma_accumulator fragment, got '!flash.fragment<64x16xbf16, #flash.wgmma_operand_a>'}}
+  %m = flash.wg.mask_columns %s, %l, %f : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>, !flash.fragment<64xi32, #flash.wgmma_rows>
+  return
+}
+
+// -----
+
+func.func @row_max_of_partials(%p: !flash.fragment<64xf32, #flash.wgmma_row_partials>) {
+  // expected-error @+1 {{'flash.wg.row_max' op reduces a #flash.wgmma_accumulator fragment; got '!flash.fragment<64xf32, #flash.wgmma_row_partials>' -> '!flash.fragment<64xf32, #flash.wgmma_rows>'}}
+  %m = flash.wg.row_max %p : !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64xf32, #flash.wgmma_rows>
+  return
+}
+
+// -----
+
+func.func @row_sum_rows_to_partials(%r: !flash.fragment<64xf32, #flash.wgmma_rows>) {
+  // expected-error @+1 {{'flash.wg.row_sum' op reduces a #flash.wgmma_accumulator fragment, or #flash.wgmma_row_partials to #flash.wgmma_rows; got '!flash.fragment<64xf32, #flash.wgmma_rows>' -> '!flash.fragment<64xf32, #flash.wgmma_row_partials>'}}
+  %m = flash.wg.row_sum %r : !flash.fragment<64xf32, #flash.wgmma_rows> -> !flash.fragment<64xf32, #flash.wgmma_row_partials>
+  return
+}
+
+// -----
+
+func.func @row_sum_into_i32(%s: !flash.fragment<64x8xf32, #flash.wgmma_accumulator>) {
+  // expected-error @+1 {{'flash.wg.row_sum' op result must be a 64xf32 #flash.wgmma_rows or #flash.wgmma_row_partials vector, got '!flash.fragment<64xi32, #flash.wgmma_rows>'}}
+  %m = flash.wg.row_sum %s : !flash.fragment<64x8xf32, #flash.wgmma_accumulator> -> !flash.fragment<64xi32, #flash.wgmma_rows>
+  return
+}
+
+// -----
+
+func.func @exp2_bias_partials(%s: !flash.fragment<64x8xf32, #flash.wgmma_accumulator>, %b: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %c: f32) {
+  // expected-error @+1 {{'flash.wg.scaled_exp2' op bias must be a 64xf32 #flash.wgmma_rows vector, got '!flash.fragment<64xf32, #flash.wgmma_row_partials>'}}
+  %p = flash.wg.scaled_exp2 %s, %b, %c : !flash.fragment<64x8xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_row_partials>
+  return
+}
+
+// -----
+
+func.func @scale_rows_i32(%s: !flash.fragment<64x8xf32, #flash.wgmma_accumulator>, %f: !flash.fragment<64xi32, #flash.wgmma_rows>) {
+  // expected-error @+1 {{'flash.wg.scale_rows' op factor must be a 64xf32 #flash.wgmma_rows vector, got '!flash.fragment<64xi32, #flash.wgmma_rows>'}}
+  %o = flash.wg.scale_rows %s, %f : !flash.fragment<64x8xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows>
+  return
+}
+
+// -----
+
+func.func @truncf_shape(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>) {
+  // expected-error @+1 {{'flash.wg.truncf' op result must be a #flash.wgmma_operand_a fragment of the input's shape, got '!flash.fragment<64x16xbf16, #flash.wgmma_operand_a>' for '!flash.fragment<64x32xf32, #flash.wgmma_accumulator>'}}
+  %p = flash.wg.truncf %s : !flash.fragment<64x32xf32, #flash.wgmma_accumulator> -> !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
+  return
+}
+
+// -----
+
+func.func @store_global_partials(%p: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %out: !llvm.ptr<1>, %i: i32) {
+  // expected-error @+1 {{'flash.wg.store_global' op stores a 16-bit #flash.wgmma_operand_a fragment or a 64xf32 #flash.wgmma_rows vector, got '!flash.fragment<64xf32, #flash.wgmma_row_partials>'}}
+  flash.wg.store_global %p, %out[%i, %i], %i : !flash.fragment<64xf32, #flash.wgmma_row_partials>, !llvm.ptr<1>
+  return
+}
+
+// -----
+
+func.func @store_global_not_pointer(%p: !flash.fragment<64xf32, #flash.wgmma_rows>, %out: i64, %i: i32) {
+  // expected-error @+1 {{'flash.wg.store_global' op operand #1 must be LLVM pointer, but got 'i64'}}
+  "flash.wg.store_global"(%p, %out, %i, %i, %i) : (!flash.fragment<64xf32, #flash.wgmma_rows>, i64, i32, i32, i32) -> ()
+  return
+}
+
+// -----
+
+func.func @store_shared_accumulator(%o: !flash.fragment<64x64xf32, #flash.wgmma_accumulator>, %smem: memref<?xi8, #gpu.address_space<workgroup>>, %off: index) {
+  // expected-error @+1 {{'flash.wg.store_shared' op stores a 16-bit #flash.wgmma_operand_a fragment, got '!flash.fragment<64x64xf32, #flash.wgmma_accumulator>'}}
+  flash.wg.store_shared %o, %smem[%off] {box_stride = 8192} : !flash.fragment<64x64xf32, #flash.wgmma_accumulator>, memref<?xi8, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @store_shared_partial_box(%o: !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>, %smem: memref<?xi8, #gpu.address_space<workgroup>>, %off: index) {
+  // expected-error @+1 {{'flash.wg.store_shared' op writes whole 64-column (128-byte) boxes: K must be a multiple of 64, got '!flash.fragment<64x32xbf16, #flash.wgmma_operand_a>'}}
+  flash.wg.store_shared %o, %smem[%off] {box_stride = 8192} : !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>, memref<?xi8, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @store_shared_unaligned_boxes(%o: !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>, %smem: memref<?xi8, #gpu.address_space<workgroup>>, %off: index) {
+  // expected-error @+1 {{'flash.wg.store_shared' op box_stride must keep every box 1024-byte aligned (the 128-byte swizzle's period), got 8320}}
+  flash.wg.store_shared %o, %smem[%off] {box_stride = 8320} : !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>, memref<?xi8, #gpu.address_space<workgroup>>
   return
 }
