@@ -78,3 +78,10 @@ Value mlir::flash::fenceOperand(ImplicitLocOpBuilder &b, Value v) {
                                                       : "=r,0";
   return createAsm(b, v.getType(), v, "", constraints).getResult(0);
 }
+
+Value mlir::flash::exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, x.getType(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+             ValueRange{x})
+      .getResult(0);
+}

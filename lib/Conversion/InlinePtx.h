@@ -1,8 +1,9 @@
 //===- InlinePtx.h - every inline PTX use of flashc's lowerings -*- C++ -*-===//
 //
-// The only `llvm.inline_asm` flashc emits, named in one place
-// (InlinePtx.cpp): the GPU kernel's emitter and the warpgroup patterns
-// both call these. Everything else is an upstream op.
+// The only `llvm.inline_asm` flashc emits, and the one NVVM intrinsic it
+// calls by name, in one place (InlinePtx.cpp): the GPU kernel's emitter and
+// the warpgroup patterns both call these. Everything else is an upstream
+// op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,12 @@ namespace mlir::flash {
 Value createWgmmaRegA(ImplicitLocOpBuilder &b, Type accType, Type elementType,
                       int64_t n, ArrayRef<Value> aRegs, Value descB,
                       bool transposeB, ValueRange accIn, Value scaleD);
+/// 2^x as one MUFU.EX2 (llvm.nvvm.ex2.approx.ftz.f32, which upstream has
+/// no op for). math.exp2 becomes `ex2.approx.f32`, which ptxas wraps in a
+/// denormal guard (compare, two predicated multiplies); the softmax's
+/// flushed inputs lie below 2^-126 of the row max and add nothing to a row
+/// sum.
+Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x);
 /// CUTLASS's warpgroup_fence_operand: an empty asm that pins `v` in a
 /// register at this point.
 Value fenceOperand(ImplicitLocOpBuilder &b, Value v);

@@ -116,15 +116,21 @@ def ConvertFlashWarpgroupToNVVM : Pass<"convert-flash-wg-to-nvvm"> {
     Lowers every `flash.wg` op by its own pattern
     (lib/Conversion/FlashWarpgroupToNVVM/, one file per op family):
     `flash.wg.mma` with A in shared memory to `nvvm.wgmma.mma_async`, with A
-    in registers to the inline PTX wgmma; fragments to the registers they
-    stand for (an accumulator to the LLVM struct of f32 wgmma carries, a
-    register A operand to its four i32); descriptors to their i64. Other
-    ops are left alone. `-convert-flash-to-gpu` runs the same patterns on
-    the kernel it emits.
+    in registers to the inline PTX wgmma; the online softmax's row
+    reductions (a register tree and quad shuffles), its per-row ops (mask,
+    exp2, rescale) and the rounding of P to the A operand to arithmetic on
+    each thread's registers; fragments to the registers they stand for (an
+    accumulator to the LLVM struct of f32 wgmma carries, a register A
+    operand or a row vector to its list of registers); descriptors to their
+    i64; the epilogue's stores of fragments to global memory (bound-checked
+    rows) and to 128B-swizzled shared memory. Other ops are left alone. `-convert-flash-to-gpu` runs the same
+    patterns on the kernel it emits.
   }];
   let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::NVVM::NVVMDialect"
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 

@@ -12,8 +12,12 @@
 #include "flashc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::flash {
 #define GEN_PASS_DEF_CONVERTFLASHWARPGROUPTONVVM
@@ -33,9 +37,10 @@ void mlir::flash::populateFlashWarpgroupTypeConversions(
   converter.addConversion([](FragmentType type, SmallVectorImpl<Type> &results)
                               -> std::optional<LogicalResult> {
     SmallVector<Type> registers(type.getNumRegisters(), type.getRegisterType());
-    // The A operand's registers go straight into the wgmma asm; the
-    // accumulator is the struct nvvm.wgmma.mma_async carries.
-    if (type.isOperandA())
+    // The A operand's registers go straight into the wgmma asm, a row
+    // vector's into scalar arithmetic; the accumulator is the struct
+    // nvvm.wgmma.mma_async carries.
+    if (type.isRegisterList())
       results.append(registers);
     else
       results.push_back(
@@ -49,6 +54,11 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateSmemDescriptorPatterns(converter, patterns);
   wg_lowering::populateFragmentPatterns(converter, patterns);
   wg_lowering::populateMmaPatterns(converter, patterns);
+  wg_lowering::populateRowReducePatterns(converter, patterns);
+  wg_lowering::populateRowwisePatterns(converter, patterns);
+  wg_lowering::populateTruncFPatterns(converter, patterns);
+  wg_lowering::populateStoreGlobalPatterns(converter, patterns);
+  wg_lowering::populateStoreSharedPatterns(converter, patterns);
 }
 
 LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
@@ -60,6 +70,9 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
   ConversionTarget target(*ctx);
   target.addIllegalOp<WgSmemDescriptorOp, WgFragmentFromValuesOp,
                       WgFragmentValuesOp, WgMmaOp>();
+  target.addIllegalOp<WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
+                      WgScaleRowsOp, WgTruncFOp, WgStoreGlobalOp,
+                      WgStoreSharedOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   return applyPartialConversion(root, target, std::move(patterns));
 }

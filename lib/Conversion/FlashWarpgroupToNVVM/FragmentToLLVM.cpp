@@ -2,10 +2,10 @@
 //
 // An accumulator fragment is the LLVM struct of f32 that
 // nvvm.wgmma.mma_async takes and returns, so entering and leaving it is an
-// insertvalue / extractvalue per register. A register A fragment converts
-// 1:N to its four i32 (nothing reads them as a struct, and a struct would
-// leave an insert/extract pair per register before each MMA), so entering
-// and leaving it emits nothing.
+// insertvalue / extractvalue per register. A register A fragment and a row
+// vector convert 1:N to their registers (nothing reads them as a struct, and
+// a struct would leave an insert/extract pair per register before each
+// MMA), so entering and leaving them emits nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +31,7 @@ struct FragmentFromValuesOpLowering
     for (ValueRange v : adaptor.getValues())
       llvm::append_range(values, v);
     auto type = cast<FragmentType>(op.getResult().getType());
-    if (type.isOperandA()) {
+    if (type.isRegisterList()) {
       rewriter.replaceOpWithMultiple(op, {values});
       return success();
     }
@@ -56,7 +56,7 @@ struct FragmentValuesOpLowering
                   ConversionPatternRewriter &rewriter) const override {
     ValueRange converted = adaptor.getFragment();
     auto type = cast<FragmentType>(op.getFragment().getType());
-    if (type.isOperandA()) {
+    if (type.isRegisterList()) {
       rewriter.replaceOp(op, converted);
       return success();
     }

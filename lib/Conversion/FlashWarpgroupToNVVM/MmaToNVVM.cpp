@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
+#include "RegisterUtils.h"
 
 #include "../InlinePtx.h"
 #include "Flash/FlashOps.h"
@@ -19,22 +20,7 @@
 
 using namespace mlir;
 using namespace mlir::flash;
-
-/// The i32 constant `value` from the entry block of the enclosing function,
-/// where the kernel's emitter keeps one of each constant: reusing it there
-/// leaves the kernel's IR what it was when the emitter wrote the asm itself.
-static Value entryConstantI32(ConversionPatternRewriter &rewriter,
-                              Operation *op, int64_t value) {
-  Operation *scope = op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
-  Block &entry = scope->getRegion(0).front();
-  IntegerAttr attr = rewriter.getI32IntegerAttr(value);
-  for (auto constant : entry.getOps<arith::ConstantOp>())
-    if (constant.getValue() == attr)
-      return constant;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(&entry);
-  return arith::ConstantOp::create(rewriter, op->getLoc(), attr);
-}
+using namespace mlir::flash::wg_lowering;
 
 namespace {
 
@@ -83,7 +69,8 @@ struct MmaOpLowering : public OpConversionPattern<WgMmaOp> {
       accIn.assign(dType.getNumRegisters(),
                    LLVM::UndefOp::create(b, b.getF32Type()));
     }
-    Value scaleD = entryConstantI32(rewriter, op, hasC ? 1 : 0);
+    Value scaleD =
+        entryConstant(rewriter, op, rewriter.getI32IntegerAttr(hasC ? 1 : 0));
     SmallVector<Value> aRegs(adaptor.getA());
     Value d =
         createWgmmaRegA(b, accType, bType.getElementType(), dType.getShape()[1],

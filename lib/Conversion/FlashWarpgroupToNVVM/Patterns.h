@@ -23,6 +23,23 @@ void populateFragmentPatterns(const TypeConverter &converter,
 void populateSmemDescriptorPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns);
 
+/// RowReduceToNVVM.cpp: flash.wg.row_max and flash.wg.row_sum.
+void populateRowReducePatterns(const TypeConverter &converter,
+                               RewritePatternSet &patterns);
+/// RowwiseToLLVM.cpp: flash.wg.mask_columns, scaled_exp2 and scale_rows.
+void populateRowwisePatterns(const TypeConverter &converter,
+                             RewritePatternSet &patterns);
+/// TruncFToLLVM.cpp: flash.wg.truncf.
+void populateTruncFPatterns(const TypeConverter &converter,
+                            RewritePatternSet &patterns);
+
+/// StoreGlobalToLLVM.cpp: flash.wg.store_global.
+void populateStoreGlobalPatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+/// StoreSharedToLLVM.cpp: flash.wg.store_shared.
+void populateStoreSharedPatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+
 } // namespace mlir::flash::wg_lowering
 
 #endif // FLASHC_LIB_CONVERSION_FLASHWARPGROUPTONVVM_PATTERNS_H
