@@ -4,8 +4,9 @@
 // tensor map of O with 64-row boxes). Off (the config, flashc's
 // --tma-store-o=0 or -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu), the kernel
 // takes the O pointer and stores 4-byte pairs from the registers.
-// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s
-// RUN: flashc %kernels/attention.mlir --tma-store-o=1 --emit=mlir -o - | FileCheck %s
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=LOWERED
+// RUN: flashc %kernels/attention.mlir --tma-store-o=1 --emit=mlir -o - | FileCheck %s --check-prefix=LOWERED
 // RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
 // RUN: flash-opt %kernels/attention.mlir -flash-tile="tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
 // RUN: flashc %kernels/attention.mlir --tma-store-o=0 --emit=mlir -o - | FileCheck %s --check-prefix=OFF --implicit-check-not=nvgpu.tma.async.store
@@ -32,50 +33,26 @@
 // CHECK-SAME: {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "o"}, {kind = "ptr", tensor = "lse"}
 // CHECK: %[[TMO:.*]] = builtin.unrealized_conversion_cast %[[OARG]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
 // The epilogue: once every warp of the warpgroup (named barrier 3 + cw,
-// 128 threads) is past its last wgmma, the Q buffer as words; this
-// consumer's rows start 64 rows (2048 words) in per consumer; chunk c of a
-// row goes to c ^ (row % 8).
+// 128 threads) is past its last wgmma, O, normalised and rounded, goes into
+// this consumer's rows of the Q buffer (64 rows, 8192 bytes, in per
+// consumer; the boxes 128 rows, 16384 bytes, apart) in TMA's swizzle
+// (flash.wg.store_shared; its lowering: flash-wg-epilogue-to-nvvm.mlir).
 // CHECK: %[[BID:.*]] = arith.addi %[[CW:.*]], %c3_i32 : i32
 // CHECK-NEXT: nvvm.barrier id = %[[BID]] number_of_threads = %c128_i32
-// CHECK-NEXT: %[[WORDS:.*]] = memref.view %{{.*}}[%[[SHIFT:.*]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xi32, #gpu.address_space<workgroup>>
-// CHECK-NEXT: %[[BASE:.*]] = arith.muli %[[CW]], %c2048_i32 : i32
-// CHECK: %[[SWZ0:.*]] = arith.xori %[[LANEROW:.*]], %c0_i32 : i32
-// CHECK: %[[SWZ0W:.*]] = arith.muli %[[SWZ0]], %c4_i32 : i32
-// CHECK: %[[SWZ1:.*]] = arith.xori %[[LANEROW]], %c1_i32 : i32
-// CHECK: %[[SWZ1W:.*]] = arith.muli %[[SWZ1]], %c4_i32 : i32
-// Row r: 32 words per 128-byte row, then the thread's quad.
-// CHECK: %[[R0:.*]] = arith.addi %[[ROWIN:.*]], %c0_i32 : i32
-// CHECK: %[[R0W:.*]] = arith.muli %[[R0]], %c32_i32 : i32
-// CHECK: %[[RB0:.*]] = arith.addi %[[BASE]], %[[R0W]] : i32
-// CHECK: %[[ROWBASE:.*]] = arith.addi %[[RB0]], %[[QUAD:.*]] : i32
-// Word 0 (columns 0-7: box 0, chunk 0), then word 1 (chunk 1).
-// CHECK: %[[W0:.*]] = llvm.bitcast %{{.*}} : vector<2xbf16> to i32
-// CHECK: %[[A0:.*]] = arith.addi %[[ROWBASE]], %c0_i32 : i32
-// CHECK: %[[A0S:.*]] = arith.addi %[[A0]], %[[SWZ0W]] : i32
-// CHECK: %[[I0:.*]] = arith.index_cast %[[A0S]] : i32 to index
-// CHECK: memref.store %[[W0]], %[[WORDS]][%[[I0]]]
-// CHECK: %[[A1:.*]] = arith.addi %[[ROWBASE]], %c0_i32 : i32
-// CHECK: arith.addi %[[A1]], %[[SWZ1W]] : i32
-// Word 8 (columns 64-71) is in the second box, 128 rows x 128 B further.
-// CHECK-COUNT-7: memref.store
-// CHECK: %[[A8:.*]] = arith.addi %[[ROWBASE]], %c4096_i32 : i32
-// CHECK: arith.addi %[[A8]], %[[SWZ0W]] : i32
-// 32 words per thread in all (2 rows x 16).
-// CHECK-COUNT-24: memref.store
-// CHECK-NOT: memref.store
-// The stores reach the async proxy, the warpgroup (named barrier 3 + cw,
-// 128 threads) has written, and thread 0 of it stores two boxes at
-// (64 c, m0 + 64 cw, head), then waits until TMA has read the buffer.
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: %[[BYTES:.*]] = arith.muli %[[CW]], %c8192_i32 : i32
+// CHECK-NEXT: %[[BYTESI:.*]] = arith.index_cast %[[BYTES]] : i32 to index
+// CHECK-NEXT: %[[B0:.*]] = arith.addi %[[SHIFT:.*]], %[[BYTESI]] : index
+// CHECK-NEXT: flash.wg.store_shared %{{.*}}, %{{.*}}[%[[B0]]] {box_stride = 16384 : i64} : !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>, memref<?xi8, #gpu.address_space<workgroup>>
+// The stores reach the async proxy, the warpgroup has written, and thread
+// 0 of it stores two boxes at (64 c, m0 + 64 cw, head), then waits until
+// TMA has read the buffer.
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: nvvm.barrier id = %[[BID]] number_of_threads = %c128_i32
 // CHECK: %[[ELECT:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32 : i32
 // CHECK: scf.if %[[ELECT]] {
 // CHECK: %[[ROWS:.*]] = arith.muli %[[CW]], %c64_i32 : i32
 // CHECK: %[[ROWSI:.*]] = arith.index_cast %[[ROWS]] : i32 to index
 // CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %[[ROWSI]] : index
-// CHECK: %[[BYTES:.*]] = arith.muli %[[CW]], %c8192_i32 : i32
-// CHECK: %[[BYTESI:.*]] = arith.index_cast %[[BYTES]] : i32 to index
-// CHECK: %[[B0:.*]] = arith.addi %[[SHIFT]], %[[BYTESI]] : index
 // CHECK: %[[B00:.*]] = arith.addi %[[B0]], %c0 : index
 // CHECK: %[[BOX0:.*]] = memref.view %{{.*}}[%[[B00]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.tma.async.store %[[BOX0]] to %[[TMO]][%c0, %[[FIRST]], %[[HEAD:.*]]] :
@@ -85,10 +62,23 @@
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
-// Only LSE goes to global memory from the registers (f32, quad 0).
-// CHECK-NOT: llvm.store %{{.*}} : i32
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
-// CHECK-NOT: llvm.store %{{.*}} : i32
+// Only LSE goes to global memory from the registers.
+// CHECK-NOT: flash.wg.store_global
+// CHECK: flash.wg.store_global %{{.*}}, %[[LSE]][%{{.*}}, %{{.*}}], %[[NQ]] : !flash.fragment<64xf32, #flash.wgmma_rows>, !llvm.ptr<1>
+// CHECK-NOT: flash.wg.store_global
+
+// Lowered: the 32 words per thread (2 rows x 16) as shared stores, then
+// the fence, the barrier and the two TMA stores; only LSE (f32) from the
+// registers to global memory.
+// LOWERED: gpu.func @attention(
+// LOWERED: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// LOWERED-COUNT-32: memref.store
+// LOWERED-NOT: memref.store
+// LOWERED: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// LOWERED-COUNT-2: nvgpu.tma.async.store
+// LOWERED-NOT: llvm.store %{{.*}} : i32
+// LOWERED: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// LOWERED-NOT: llvm.store %{{.*}} : i32
 
 // OFF: gpu.func @{{attention[a-z0-9_]*}}(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>,
 // OFF-SAME: {kind = "ptr", tensor = "o"}
@@ -104,8 +94,8 @@
 // PERSIST-NOT: arith.addi %{{.*}}, %c10 : index
 // PERSIST: %[[BUFOFF:.*]] = arith.muli %[[QBUF:.*]], %c32768 : index
 // PERSIST-NEXT: %[[BUFSTART:.*]] = arith.addi %[[SHIFT:.*]], %[[BUFOFF]] : index
-// PERSIST-NEXT: memref.view %{{.*}}[%[[BUFSTART]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xi32, #gpu.address_space<workgroup>>
-// PERSIST: arith.addi %[[BUFSTART]], %{{.*}} : index
+// PERSIST: %[[ROWSTART:.*]] = arith.addi %[[BUFSTART]], %{{.*}} : index
+// PERSIST: memref.view %{{.*}}[%[[ROWSTART]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<6144xi32, #gpu.address_space<workgroup>>
 // PERSIST: nvgpu.tma.async.store
 // PERSIST: nvgpu.tma.async.store
 // PERSIST-NEXT: nvvm.cp.async.bulk.commit.group

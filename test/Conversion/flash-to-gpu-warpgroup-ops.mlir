@@ -1,6 +1,7 @@
-// The kernel's warpgroup MMAs as -convert-flash-to-gpu writes them, before
+// The kernel's warpgroup ops as -convert-flash-to-gpu writes them, before
 // the warpgroup patterns lower them: S = Q K^T from two K-major shared
-// descriptors, O += P V with P in registers and V MN-major.
+// descriptors, the online softmax on S's fragment, O += P V with P in
+// registers and V MN-major, O rescaled by its rows' alpha.
 // RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s
 
 // Lowering those parts with -convert-flash-wg-to-nvvm gives exactly the
@@ -23,9 +24,23 @@
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: flash.wg.fragment_values %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
-// CHECK: %[[O:.*]] = flash.wg.fragment_from_values {{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// Tile 0's softmax, unmasked when a key tile is full, else masked.
+// CHECK: %[[S:.*]] = flash.wg.fragment_from_values {{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK: flash.wg.row_max %[[S]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator> -> !flash.fragment<64xf32, #flash.wgmma_rows>
+// CHECK: %[[P0:.*]] = flash.wg.scaled_exp2 %[[S]], %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
+// CHECK: flash.wg.row_sum %[[P0]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator> -> !flash.fragment<64xf32, #flash.wgmma_row_partials>
+// CHECK: flash.wg.truncf %[[P0]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator> -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
+// CHECK: } else {
+// CHECK: %[[LIMIT:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}} : !flash.fragment<64xi32, #flash.wgmma_rows>
+// CHECK: %[[MASKED:.*]] = flash.wg.mask_columns %{{.*}}, %[[LIMIT]], %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows>
+// CHECK: flash.wg.row_max %[[MASKED]]
+// CHECK: flash.wg.scaled_exp2 %[[MASKED]]
+// The steady state: S_j and PV_{j-1}, O from the loop's registers.
+// CHECK: scf.for
+// CHECK: %[[O:.*]] = flash.wg.fragment_from_values %arg{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
 // CHECK: %[[P:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
 // CHECK: %[[V:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16384, sbo = 1024>
 // CHECK: flash.wg.mma %[[P]], %[[V]], %[[O]] : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>, !flash.smem_descriptor<bf16, major = mn, {{.*}}> -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK-NOT: wgmma.mma_async.sync.aligned
+// CHECK: flash.wg.scale_rows %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>

@@ -139,7 +139,7 @@
 // OVPPS: %[[ANY:.*]] = nvvm.vote.sync  any %c-1_i32, %{{.*}} -> i1
 // OVPPS-NEXT: scf.if %[[ANY]] -> (f32
 // OVPPS-COUNT-64: arith.mulf
-// OVPPS-NEXT: scf.yield
+// OVPPS: scf.yield
 // OVPPS-NEXT: } else {
 // OVPPS-NEXT: scf.yield
 // OVPPS: scf.for

@@ -18,6 +18,7 @@
 
 #include "../InlinePtx.h"
 #include "Flash/FlashAttrs.h"
+#include "Flash/FlashTypes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -342,10 +343,11 @@ public:
   /// KernelSpec::speculativeExp: P against the old reference; the tile's
   /// max and P again (a warp-uniform branch) only when a thread's row sum
   /// passes a bound or a row saw no key yet.
-  SoftmaxResult speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
+  SoftmaxResult speculativeSoftmax(Value scores, ArrayRef<Value> mOld,
                                    ArrayRef<Value> lOld);
-  /// Row r's max over the tile (quad-reduced), times scale * log2(e).
-  Value rowMaxLog2(ArrayRef<Value> s, int64_t r);
+  /// Each of this thread's rows' max over the tile (flash.wg.row_max),
+  /// times scale * log2(e).
+  SmallVector<Value> rowMaxLog2(Value scores);
   /// Moving a row's reference from mOld to mNew: alpha = 2^(mOld - mNew)
   /// scales its l and O, mNeg = -mNew offsets its exps (with 0 for a
   /// reference still at -inf, so nothing becomes NaN).
@@ -354,27 +356,25 @@ public:
   };
   Rebased rebase(Value mOld, Value mNew);
   Value zeroIfNegInf(Value m);
-  /// p = 2^(s * scale * log2(e) + mNeg[row]) for each score.
-  SmallVector<Value> expScores(ArrayRef<Value> s, ArrayRef<Value> mNeg);
-  /// This thread's part of row r's sum of p (quad-reduced in the epilogue).
-  Value rowSum(ArrayRef<Value> p, int64_t r);
-  SmallVector<Value> packScores(ArrayRef<Value> p);
+  /// P = 2^(S * scale * log2(e) + mNeg[row]) (flash.wg.scaled_exp2).
+  Value expScores(Value scores, ArrayRef<Value> mNeg);
+  /// This thread's parts of its two rows' sums of p (quad-reduced in the
+  /// epilogue).
+  SmallVector<Value> rowSums(Value p);
+  /// P rounded to 16-bit pairs (flash.wg.truncf): the A operand registers
+  /// of O += P V.
+  SmallVector<Value> packScores(Value p);
   /// O *= alpha; with lagMax skipped (a warp-uniform branch) when no row of
   /// the warp moved its running max.
   SmallVector<Value> scaleAcc(ArrayRef<Value> acc, ArrayRef<Value> alpha,
                               Value moved);
-  /// Two f32 -> one i32 holding two 16-bit floats (cvt.rn.{bf16,f16}x2.f32).
-  Value packPair(Value lo, Value hi);
 
   //===--- Epilogue.cpp -----------------------------------------------===//
   void emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
                     ArrayRef<Value> accFinal);
-  /// Word g (columns 8g + 2 quad, +1) of this thread's row r of O = acc *
-  /// inv, as a 16-bit pair.
-  Value oWord(ArrayRef<Value> accFinal, ArrayRef<Value> inv, int64_t r,
-              int64_t g);
-  /// O through this warpgroup's rows of the Q buffer and TMA (tmaStoreO).
-  void storeOViaTma(ArrayRef<Value> accFinal, ArrayRef<Value> inv);
+  /// O through this warpgroup's rows of the Q buffer and TMA (tmaStoreO);
+  /// `o16` is O normalised and rounded (flash.wg.truncf).
+  void storeOViaTma(Value o16);
 
   //===--- KernelBody.cpp: roles and the consumer main loop ---------------===//
   void emitConsumer(Value consumerIdx, Value threadInGroup);
@@ -408,6 +408,9 @@ public:
 
   // Types.
   Type f32, i32, i64, i1, indexTy;
+  // The fragments of the warp-specialised level: S (64 x block_n) and O
+  // (64 x D) accumulators, the row vectors of their statistics.
+  FragmentType sType, oType, rowsF32Type, rowsI32Type, rowPartialsType;
   nvgpu::MBarrierGroupType barType;
   nvgpu::TensorMapDescriptorType tmQType, tmKVType, tmOType;
   MemRefType qBoxType, kvBoxType, oBoxType;
@@ -438,11 +441,11 @@ public:
   // The probe's stack slots, one i64 per ProbePoint (probeStamps only).
   Value probeSlots;
   // Consumer thread geometry and descriptors.
-  // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer.
-  // laneRow (0..7) and rowInGroup (its row of the warpgroup's 64) place the
-  // thread's accumulator rows; threadInGroup elects the TMA store's thread.
-  Value consumerIdx, threadInGroup, laneRow, rowInGroup, quad, row0, row1, col0,
-      qDescBuffer0, qDesc, kDesc0, vDesc0;
+  // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer. row0 and
+  // row1 are the query rows of this thread's accumulator registers;
+  // threadInGroup elects the TMA store's thread.
+  Value consumerIdx, threadInGroup, row0, row1, qDescBuffer0, qDesc, kDesc0,
+      vDesc0;
 };
 
 } // namespace mlir::flash::gpu_lowering

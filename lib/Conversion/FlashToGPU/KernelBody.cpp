@@ -28,6 +28,7 @@
 #include <limits>
 
 using namespace mlir;
+using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
 KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
@@ -38,6 +39,18 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   i64 = b.getI64Type();
   i1 = b.getI1Type();
   indexTy = b.getIndexType();
+  auto accumulator = [&](int64_t n) {
+    return FragmentType::get(ctx, {64, n}, f32,
+                             WgmmaAccumulatorLayoutAttr::get(ctx));
+  };
+  sType = accumulator(spec.blockN);
+  oType = accumulator(spec.headDim);
+  rowsF32Type =
+      FragmentType::get(ctx, {64}, f32, WgmmaRowsLayoutAttr::get(ctx));
+  rowsI32Type =
+      FragmentType::get(ctx, {64}, i32, WgmmaRowsLayoutAttr::get(ctx));
+  rowPartialsType =
+      FragmentType::get(ctx, {64}, f32, WgmmaRowPartialsLayoutAttr::get(ctx));
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   barType = nvgpu::MBarrierGroupType::get(ctx, workgroup, spec.numBarriers());
@@ -183,14 +196,14 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
   consumerIdx = consumer;
   threadInGroup = thread;
   probeStamp(ConsumerStart);
-  // Accumulator layout coordinates of this thread (see Softmax.cpp).
+  // The rows this thread holds in the accumulator layout
+  // (#flash.wgmma_accumulator): the mask's limits are per row.
   Value lane = arith::RemUIOp::create(b, threadInGroup, cI32(32));
   Value warp = arith::DivUIOp::create(b, threadInGroup, cI32(32));
-  quad = arith::RemUIOp::create(b, lane, cI32(4));
-  laneRow = arith::DivUIOp::create(b, lane, cI32(4));
+  Value laneRow = arith::DivUIOp::create(b, lane, cI32(4));
   Value w16 = arith::MulIOp::create(b, warp, cI32(16));
   Value cw64 = arith::MulIOp::create(b, consumerIdx, cI32(64));
-  rowInGroup = arith::AddIOp::create(b, w16, laneRow);
+  Value rowInGroup = arith::AddIOp::create(b, w16, laneRow);
   Value rowInBlock = arith::AddIOp::create(b, rowInGroup, cw64);
   auto setRows = [&] {
     row0 = arith::AddIOp::create(b, rowInBlock, m0);
@@ -198,7 +211,6 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
   };
   if (!spec.sw.persistent)
     setRows();
-  col0 = arith::MulIOp::create(b, quad, cI32(2));
   emitDescriptors(consumerIdx);
 
   auto waitQ = [&] {

@@ -1,24 +1,26 @@
 //===- Softmax.cpp - the online softmax on the wgmma accumulator layout ---===//
 //
 // flash.mask, flash.softmax_update (base2) and flash.rescale for one S tile
-// held in registers. In the m64nNk16 accumulator layout thread t of a
-// warpgroup holds rows warp*16 + lane/4 (r = 0) and +8 (r = 1), columns
-// 8i + 2(lane%4) + {0,1}: register i belongs to row (i/2)%2, column
-// 8(i/4) + i%2 of the thread's 8-column group. A row is spread over the four
-// threads of a quad, so row reductions are a register tree plus two
-// butterfly shuffles. The running max m is kept in log2 units and
-// p = exp2(s * scale_log2 - m) is one fma plus ex2.approx.ftz; the row sum
-// l is kept per thread and quad-reduced once, in the epilogue. A row that
-// saw no key yet (m = -inf) subtracts 0 instead, so nothing becomes NaN.
-// With KernelSpec::lagMax m is a reference that trails the true max by up
-// to kMaxLag, and O is rescaled only in tiles where it moved.
+// held in registers, written with the fragment ops of the warp-specialised
+// level (flash.wg.mask_columns, row_max, scaled_exp2, row_sum, scale_rows,
+// truncf; lowered in lib/Conversion/FlashWarpgroupToNVVM/). A thread holds
+// two rows of the tile; their statistics are #flash.wgmma_rows vectors, of
+// which the schedule's arithmetic (the running max, its rebase, the lagging
+// reference, the speculative branch) reads the two registers. The running
+// max m is kept in log2 units and p = exp2(s * scale_log2 - m); the row sum
+// l is kept per thread (#flash.wgmma_row_partials) and quad-reduced once,
+// in the epilogue. A row that saw no key yet (m = -inf) subtracts 0
+// instead, so nothing becomes NaN. With KernelSpec::lagMax m is a
+// reference that trails the true max by up to kMaxLag, and O is rescaled
+// only in tiles where it moved.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"
 
+#include "Flash/FlashOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -26,17 +28,8 @@
 #include <limits>
 
 using namespace mlir;
+using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
-
-/// 2^x as one MUFU.EX2. math.exp2 becomes `ex2.approx.f32`, which ptxas
-/// wraps in a denormal guard (compare, two predicated multiplies); the flushed
-/// inputs lie below 2^-126 of the row max and add nothing to the row sum.
-static Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
-  return LLVM::CallIntrinsicOp::create(
-             b, x.getType(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
-             ValueRange{x})
-      .getResult(0);
-}
 
 /// How far (log2 units) a row's running max may lag the true max before it
 /// moves (KernelSpec::lagMax). Any reference gives the same O / l and LSE; a
@@ -45,35 +38,18 @@ static Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
 /// fits a bf16 or fp16 P and an f32 row sum.
 static constexpr float kMaxLag = 8.0f;
 
-/// Pairwise tree reduction of `xs` with `combine`, level by level in place:
-/// (x0 op x1), (x2 op x3), ..., an odd last element carried up.
-template <typename OpTy>
-static Value treeReduce(ImplicitLocOpBuilder &b, SmallVector<Value> xs) {
-  if (xs.empty())
-    llvm_unreachable("a row holds at least one accumulator register");
-  for (size_t width = xs.size(); width > 1; width = (width + 1) / 2) {
-    for (size_t a = 0; a < width / 2; ++a)
-      xs[a] = OpTy::create(b, xs[2 * a], xs[2 * a + 1]);
-    if (width % 2)
-      xs[width / 2] = xs[width - 1];
-  }
-  return xs.front();
-}
-
 KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
                                                     ArrayRef<Value> mOld,
                                                     ArrayRef<Value> lOld,
                                                     bool masked, Value j,
                                                     bool firstTile) {
-  const int64_t numS = spec.sRegs();
-  Value negInf = cF32(-std::numeric_limits<float>::infinity());
+  Value scores = WgFragmentFromValuesOp::create(b, sType, s);
   if (masked) {
     // flash.mask: key column c of row i is visible iff c < seq_k and, when
-    // causal, c <= i + seq_k - seq_q. Compared as coff < limit - colBase.
+    // causal, c <= i + seq_k - seq_q: one limit per row.
     Value j32 = arith::IndexCastOp::create(b, i32, j);
-    Value colBase0 = arith::MulIOp::create(b, j32, cI32(spec.blockN));
-    Value colBase = arith::AddIOp::create(b, colBase0, col0);
-    SmallVector<Value, 2> rel;
+    Value first = arith::MulIOp::create(b, j32, cI32(spec.blockN));
+    SmallVector<Value, 2> limits;
     for (Value row : {row0, row1}) {
       Value limit = seqK;
       if (spec.causal) {
@@ -81,48 +57,41 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
         Value a1 = arith::AddIOp::create(b, a, cI32(1));
         limit = arith::MinSIOp::create(b, a1, seqK);
       }
-      rel.push_back(limit);
+      limits.push_back(limit);
     }
-    for (Value &r : rel)
-      r = arith::SubIOp::create(b, r, colBase);
-    for (int64_t i = 0; i < numS; ++i) {
-      int64_t r = (i / 2) % 2;
-      int64_t colOff = 8 * (i / 4) + (i % 2);
-      Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, rel[r],
-                                       cI32(colOff));
-      s[i] = arith::SelectOp::create(b, ok, s[i], negInf);
-    }
+    Value limitRows = WgFragmentFromValuesOp::create(b, rowsI32Type, limits);
+    scores = WgMaskColumnsOp::create(b, sType, scores, limitRows, first);
   }
   if (spec.sw.speculativeExp && !firstTile)
-    return speculativeSoftmax(s, mOld, lOld);
+    return speculativeSoftmax(scores, mOld, lOld);
 
   SoftmaxResult res;
   SmallVector<Value, 2> mNeg;
+  SmallVector<Value> mxScaled = rowMaxLog2(scores);
   for (int64_t r = 0; r < 2; ++r) {
-    Value mxScaled = rowMaxLog2(s, r);
     Value mNew;
     if (spec.lagMax) {
       // The reference moves only when the tile's max passes it by more
       // than kMaxLag (so always from -inf): p stays <= 2^kMaxLag.
       Value bar = arith::AddFOp::create(b, mOld[r], cF32(kMaxLag));
-      Value moves =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, mxScaled, bar);
-      mNew = arith::SelectOp::create(b, moves, mxScaled, mOld[r]);
+      Value moves = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+                                          mxScaled[r], bar);
+      mNew = arith::SelectOp::create(b, moves, mxScaled[r], mOld[r]);
       res.moved = res.moved
                       ? arith::OrIOp::create(b, res.moved, moves).getResult()
                       : moves;
     } else {
-      mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled);
+      mNew = arith::MaxNumFOp::create(b, mOld[r], mxScaled[r]);
     }
     Rebased moved = rebase(mOld[r], mNew);
     res.alpha.push_back(moved.alpha);
     res.mNew.push_back(mNew);
     mNeg.push_back(moved.mNeg);
   }
-  SmallVector<Value> p = expScores(s, mNeg);
+  Value p = expScores(scores, mNeg);
+  SmallVector<Value> sums = rowSums(p);
   for (int64_t r = 0; r < 2; ++r)
-    res.lNew.push_back(
-        math::FmaOp::create(b, lOld[r], res.alpha[r], rowSum(p, r)));
+    res.lNew.push_back(math::FmaOp::create(b, lOld[r], res.alpha[r], sums[r]));
   res.packedP = packScores(p);
   return res;
 }
@@ -136,7 +105,7 @@ static float speculativeSumBound(Type elementType) {
 }
 
 KernelEmitter::SoftmaxResult
-KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
+KernelEmitter::speculativeSoftmax(Value scores, ArrayRef<Value> mOld,
                                   ArrayRef<Value> lOld) {
   // P against the old reference, with no max of this tile: the row max's
   // tree of FMNMX and two shuffles ran before any exp could start, and with
@@ -151,16 +120,16 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
   SmallVector<Value, 2> mNegOld;
   for (int64_t r = 0; r < 2; ++r)
     mNegOld.push_back(arith::NegFOp::create(b, zeroIfNegInf(mOld[r])));
-  SmallVector<Value> pSpec = expScores(s, mNegOld);
+  Value pSpec = expScores(scores, mNegOld);
   SmallVector<Value> kept = {cF32(1.0f), cF32(1.0f), mOld[0], mOld[1]};
   Value negInf = cF32(-std::numeric_limits<float>::infinity());
   Value bound = cF32(speculativeSumBound(spec.elementType));
   Value rowRedo;
+  SmallVector<Value> sums = rowSums(pSpec);
   for (int64_t r = 0; r < 2; ++r) {
-    Value sum = rowSum(pSpec, r);
-    kept.push_back(sum);
+    kept.push_back(sums[r]);
     Value over =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::UGT, sum, bound);
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UGT, sums[r], bound);
     Value noKeyYet =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mOld[r], negInf);
     Value redo = arith::OrIOp::create(b, over, noKeyYet);
@@ -181,18 +150,17 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
       warpRedo, types,
       [&] {
         SmallVector<Value> alpha, mNew, mNeg;
+        SmallVector<Value> mx = rowMaxLog2(scores);
         for (int64_t r = 0; r < 2; ++r) {
-          Value mx = rowMaxLog2(s, r);
-          mNew.push_back(arith::MaxNumFOp::create(b, mOld[r], mx));
+          mNew.push_back(arith::MaxNumFOp::create(b, mOld[r], mx[r]));
           Rebased moved = rebase(mOld[r], mNew[r]);
           alpha.push_back(moved.alpha);
           mNeg.push_back(moved.mNeg);
         }
-        SmallVector<Value> p = expScores(s, mNeg);
+        Value p = expScores(scores, mNeg);
         SmallVector<Value> yielded = alpha;
         llvm::append_range(yielded, mNew);
-        yielded.push_back(rowSum(p, 0));
-        yielded.push_back(rowSum(p, 1));
+        llvm::append_range(yielded, rowSums(p));
         llvm::append_range(yielded, packScores(p));
         return yielded;
       },
@@ -210,29 +178,19 @@ KernelEmitter::speculativeSoftmax(ArrayRef<Value> s, ArrayRef<Value> mOld,
   return res;
 }
 
-/// The registers of `xs` (one per score, accumulator layout) in row r.
-static SmallVector<Value> rowValues(ArrayRef<Value> xs, int64_t r) {
-  SmallVector<Value> row;
-  for (auto [i, x] : llvm::enumerate(xs))
-    if ((int64_t(i) / 2) % 2 == r)
-      row.push_back(x);
-  return row;
-}
-
-Value KernelEmitter::rowMaxLog2(ArrayRef<Value> s, int64_t r) {
-  Value mx = treeReduce<arith::MaxNumFOp>(b, rowValues(s, r));
-  for (int64_t off : {1, 2}) {
-    Value sh = NVVM::ShflOp::create(b, f32, cI32(-1), mx, cI32(off), cI32(31),
-                                    NVVM::ShflKind::bfly, UnitAttr());
-    mx = arith::MaxNumFOp::create(b, mx, sh);
-  }
-  return arith::MulFOp::create(b, mx, scaleLog2);
+SmallVector<Value> KernelEmitter::rowMaxLog2(Value scores) {
+  Value mx = WgRowMaxOp::create(b, rowsF32Type, scores);
+  SmallVector<Value> scaled;
+  for (Value m : WgFragmentValuesOp::create(b, mx).getValues())
+    scaled.push_back(arith::MulFOp::create(b, m, scaleLog2));
+  return scaled;
 }
 
 KernelEmitter::Rebased KernelEmitter::rebase(Value mOld, Value mNew) {
   Value mUse = zeroIfNegInf(mNew);
   Value d = arith::SubFOp::create(b, mOld, mUse);
-  return {exp2FlushDenormals(b, d), arith::NegFOp::create(b, mUse)};
+  Value alpha = exp2FlushDenormals(b, d);
+  return {alpha, arith::NegFOp::create(b, mUse)};
 }
 
 Value KernelEmitter::zeroIfNegInf(Value m) {
@@ -243,34 +201,33 @@ Value KernelEmitter::zeroIfNegInf(Value m) {
   return arith::SelectOp::create(b, isNegInf, cF32(0.0f), m);
 }
 
-SmallVector<Value> KernelEmitter::expScores(ArrayRef<Value> s,
-                                            ArrayRef<Value> mNeg) {
-  SmallVector<Value> p;
-  for (auto [i, x] : llvm::enumerate(s)) {
-    Value t = math::FmaOp::create(b, x, scaleLog2, mNeg[(i / 2) % 2]);
-    p.push_back(exp2FlushDenormals(b, t));
-  }
-  return p;
+Value KernelEmitter::expScores(Value scores, ArrayRef<Value> mNeg) {
+  Value bias = WgFragmentFromValuesOp::create(b, rowsF32Type, mNeg);
+  return WgScaledExp2Op::create(b, sType, scores, bias, scaleLog2);
 }
 
-Value KernelEmitter::rowSum(ArrayRef<Value> p, int64_t r) {
-  return treeReduce<arith::AddFOp>(b, rowValues(p, r));
+SmallVector<Value> KernelEmitter::rowSums(Value p) {
+  Value sums = WgRowSumOp::create(b, rowPartialsType, p);
+  auto values = WgFragmentValuesOp::create(b, sums).getValues();
+  return SmallVector<Value>(values.begin(), values.end());
 }
 
-SmallVector<Value> KernelEmitter::packScores(ArrayRef<Value> p) {
-  SmallVector<Value> packed;
-  for (size_t i = 0; i + 1 < p.size(); i += 2)
-    packed.push_back(packPair(p[i], p[i + 1]));
-  return packed;
+SmallVector<Value> KernelEmitter::packScores(Value p) {
+  auto pType = FragmentType::get(ctx, {64, spec.blockN}, spec.elementType,
+                                 WgmmaOperandALayoutAttr::get(ctx));
+  Value packed = WgTruncFOp::create(b, pType, p);
+  auto values = WgFragmentValuesOp::create(b, packed).getValues();
+  return SmallVector<Value>(values.begin(), values.end());
 }
 
 SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,
                                            ArrayRef<Value> alpha, Value moved) {
   auto scaled = [&] {
-    SmallVector<Value> out;
-    for (auto [i, a] : llvm::enumerate(acc))
-      out.push_back(arith::MulFOp::create(b, a, alpha[(i / 2) % 2]));
-    return out;
+    Value o = WgFragmentFromValuesOp::create(b, oType, acc);
+    Value factor = WgFragmentFromValuesOp::create(b, rowsF32Type, alpha);
+    Value out = WgScaleRowsOp::create(b, oType, o, factor);
+    auto values = WgFragmentValuesOp::create(b, out).getValues();
+    return SmallVector<Value>(values.begin(), values.end());
   };
   if (!moved)
     return scaled();
@@ -280,16 +237,4 @@ SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,
       NVVM::VoteSyncOp::create(b, i1, cI32(-1), moved, NVVM::VoteSyncKind::any);
   SmallVector<Type> types(acc.size(), f32);
   return ifThenElse(anyMoved, types, scaled, acc);
-}
-
-Value KernelEmitter::packPair(Value lo, Value hi) {
-  // llvm.fptrunc of a vector<2xf32> becomes one cvt.rn.{bf16,f16}x2.f32;
-  // vector.from_elements/bitcast would not be lowered inside gpu-to-nvvm.
-  auto v2f32 = VectorType::get({2}, f32);
-  auto v2half = VectorType::get({2}, spec.elementType);
-  Value u = LLVM::UndefOp::create(b, v2f32);
-  Value v0 = LLVM::InsertElementOp::create(b, u, lo, cI32(0));
-  Value v1 = LLVM::InsertElementOp::create(b, v0, hi, cI32(1));
-  Value t = LLVM::FPTruncOp::create(b, v2half, v1);
-  return LLVM::BitcastOp::create(b, i32, t);
 }

@@ -41,11 +41,6 @@ static SmemDescriptorType vType(const KernelSpec &spec) {
                                  spec.elementType, /*mnMajor=*/true, 128,
                                  /*lbo=*/spec.kvBoxBytes(), /*sbo=*/1024);
 }
-static FragmentType accumulatorType(MLIRContext *ctx, int64_t n) {
-  return FragmentType::get(ctx, {64, n}, Float32Type::get(ctx),
-                           WgmmaAccumulatorLayoutAttr::get(ctx));
-}
-
 void KernelEmitter::emitDescriptors(Value consumerIdx) {
   // K-major: LBO is unused with the 128B swizzle (conventionally 1).
   const uint64_t kMajor = kSwizzle128 | kSbo1024 | (uint64_t(1) << 16);
@@ -105,7 +100,6 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
 }
 
 Value KernelEmitter::emitS(const SOperands &ops, bool fence) {
-  FragmentType sType = accumulatorType(ctx, spec.blockN);
   SmemDescriptorType descType = kMajorType(spec);
   if (fence)
     NVVM::WgmmaFenceAlignedOp::create(b);
@@ -140,7 +134,6 @@ SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
 
 Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
                             ArrayRef<Value> vDescs, bool fence) {
-  FragmentType oType = accumulatorType(ctx, spec.headDim);
   auto pType = FragmentType::get(ctx, {64, 16}, spec.elementType,
                                  WgmmaOperandALayoutAttr::get(ctx));
   SmemDescriptorType descType = vType(spec);
