@@ -11,6 +11,9 @@ PACKAGES=(
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
   cmake ninja-build g++ libzstd-dev zlib1g-dev libgtest-dev python3
+  # gcc: the `cc` flashc --target=cpu links kernel.so with; numpy: the CPU
+  # path's tests (test/python/test_flashc_cpu_kernel.py).
+  gcc python3-numpy
 )
 
 missing=()
