@@ -94,6 +94,9 @@ CASES = [
          causal=True, hot=3000.0),
     Case("f16_d128_scale_logits_1e3", 1, 2, 77, 190, 128, "f16", scale=0.05,
          hot=3000.0),
+    # The same kernel function name as bf16_d64_ragged's (a scale is no part
+    # of it), loaded into the same process: each library must call its own.
+    Case("bf16_d64_scale", 1, 1, 40, 33, 64, "bf16", scale=0.3),
 ]
 
 
