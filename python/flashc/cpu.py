@@ -41,7 +41,6 @@ _kernels = {}  # (dtype, head_dim, causal, scale) -> CpuKernel
 _loaded = {}   # kernel.so path -> CpuKernel
 
 
-
 def _memref_type(rank):
     class MemRef(ctypes.Structure):
         _fields_ = [("allocated", ctypes.c_void_p),

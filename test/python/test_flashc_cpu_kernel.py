@@ -254,6 +254,32 @@ class CpuKernelTest(unittest.TestCase):
         self.assertEqual(res["o"], 0x3F80)
         self.assertAlmostEqual(res["lse"], 8 + np.log(5), places=4)
 
+    def test_load_a_library_flashc_wrote(self):
+        out = os.path.join(self.tmp, "lib", "kernel.so")
+        os.makedirs(os.path.dirname(out))
+        subprocess.run([COMPILER, os.path.join(ROOT, "kernels",
+                                               "attention_d64.mlir"),
+                        "--target=cpu", "-o", out], check=True)
+        kern = cpu.load(out)
+        self.assertEqual((kern.dtype, kern.head_dim, kern.causal,
+                          kern.has_lse), ("bf16", 64, False, True))
+        case = Case("bf16_d64_loaded", 1, 3, 33, 65, 64, "bf16")
+        (q, k, v), exact = make_inputs(case, 11)
+        o, lse = poisoned_outputs(case)
+        kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
+                 lse.ctypes.data, 1, 3, 33, 65)
+        self.check(case, o, lse, exact)
+        # kernel.json must describe this library.
+        with open(os.path.join(self.tmp, "lib", "kernel.json")) as f:
+            meta = json.load(f)
+        meta["binary_format"] = "cubin"
+        other = os.path.join(self.tmp, "lib", "other.so")
+        shutil.copy(out, other)
+        with open(os.path.join(self.tmp, "lib", "other.json"), "w") as f:
+            json.dump(dict(meta, binary="other.so"), f)
+        with self.assertRaisesRegex(flashc.FlashcError, "host library"):
+            cpu.load(other)
+
     def test_refused_arguments(self):
         q = np.zeros((1, 1, 4, 64), dtype=np.float32)
         with self.assertRaisesRegex(flashc.FlashcError, "dtype float32"):
