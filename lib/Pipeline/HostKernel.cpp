@@ -170,6 +170,7 @@ compileHostKernel(ModuleOp module, const KernelCompileOptions &options) {
   if (!library)
     return library.takeError();
   result.artefact = std::move(*library);
+  (*contract)["host_cpu"] = hostCpu(options.host);
   result.metadata = withProvenance(
       std::move(*contract), entryPoint,
       {options.binaryName, "so", hostTriple(options.host), options.sourceHash});

@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -27,6 +28,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 namespace flashc {
 
@@ -35,7 +37,25 @@ std::string hostTriple(const HostTargetOptions &options) {
                                 : options.triple;
 }
 
+std::string hostCpu(const HostTargetOptions &options) {
+  return options.cpu == "native" ? llvm::sys::getHostCPUName().str()
+                                 : options.cpu;
+}
+
 namespace {
+
+/// The features of `options.cpu`: for "native", those the host reports
+/// (a CPU name alone would also enable what a VM may hide); else the
+/// named CPU's own.
+std::string hostFeatures(const HostTargetOptions &options) {
+  if (options.cpu != "native")
+    return "";
+  llvm::SubtargetFeatures features;
+  for (const llvm::StringMapEntry<bool> &feature :
+       llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature.getKey(), feature.getValue());
+  return features.getString();
+}
 
 llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
   switch (optLevel) {
@@ -64,13 +84,19 @@ createHostTargetMachine(const HostTargetOptions &options) {
     return llvm::createStringError("no LLVM target for '%s': %s",
                                    triple.str().c_str(), error.c_str());
   // Position-independent code: the object goes into a shared library.
+  std::string cpu = hostCpu(options);
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, options.cpu, /*Features=*/"", llvm::TargetOptions(),
+      triple, cpu, hostFeatures(options), llvm::TargetOptions(),
       llvm::Reloc::PIC_, std::nullopt, codeGenLevel(options.optLevel)));
   if (!machine)
     return llvm::createStringError("cannot create a target machine for '%s' "
                                    "(cpu '%s')",
-                                   triple.str().c_str(), options.cpu.c_str());
+                                   triple.str().c_str(), cpu.c_str());
+  if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    return llvm::createStringError("'%s' is no CPU of %s (use 'generic', "
+                                   "'native' or an LLVM CPU name such as "
+                                   "x86-64-v3)",
+                                   cpu.c_str(), triple.str().c_str());
   return machine;
 }
 

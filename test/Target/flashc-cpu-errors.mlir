@@ -5,6 +5,7 @@
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %kernels/attention.mlir --target=cpu --probe-stamps -o %t.so | FileCheck %s --check-prefix=PROBE
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %s --target=cpu -o %t.so | FileCheck %s --check-prefix=EXTRA-ARG
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %S/Inputs/two-kernels.mlir --target=cpu -o %t.so | FileCheck %s --check-prefix=TWO
+// RUN: %python %S/../Tools/Inputs/exit-status.py flashc %kernels/attention.mlir --target=cpu --host-cpu=nonesuch -o %t.so | FileCheck %s --check-prefix=CPU
 
 // PTX: flashc: error: --target=cpu writes --emit=tile, mlir, llvm or so, not PTX or cubin
 // PTX: exit status 1
@@ -18,6 +19,8 @@
 // EXTRA-ARG: exit status 1
 // TWO: error: the CPU target compiles one kernel: expected exactly one flash.attention, found 2
 // TWO: exit status 1
+// CPU: flashc: error: 'nonesuch' is no CPU of {{.*}} (use 'generic', 'native' or an LLVM CPU name such as x86-64-v3)
+// CPU: exit status 1
 
 func.func @extra_argument(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
     %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32>,

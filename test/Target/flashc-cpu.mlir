@@ -22,6 +22,7 @@
 // JSON: "format": "flashc-kernel"
 // JSON: "has_lse": true
 // JSON: "head_dim": 64
+// JSON: "host_cpu": "generic"
 // JSON: "kernel": "_mlir_ciface_attention_d64_causal"
 // JSON: "params": [
 // JSON: "rank": 4

@@ -280,6 +280,24 @@ class CpuKernelTest(unittest.TestCase):
         with self.assertRaisesRegex(flashc.FlashcError, "host library"):
             cpu.load(other)
 
+    def test_native_library(self):
+        """flashc --host-cpu=native: f16 through the host's own
+        conversions (F16C on x86-64) where it has them."""
+        out = os.path.join(self.tmp, "native", "kernel.so")
+        os.makedirs(os.path.dirname(out))
+        subprocess.run([COMPILER, os.path.join(ROOT, "kernels",
+                                               "attention_f16_d64_causal.mlir"),
+                        "--target=cpu", "--host-cpu=native", "-o", out],
+                       check=True)
+        kern = cpu.load(out)
+        case = Case("f16_d64_causal_native", 2, 1, 90, 61, 64, "f16",
+                    causal=True, hot=3000.0)
+        (q, k, v), exact = make_inputs(case, 12)
+        o, lse = poisoned_outputs(case)
+        kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
+                 lse.ctypes.data, 2, 1, 90, 61)
+        self.check(case, o, lse, exact)
+
     def test_refused_arguments(self):
         q = np.zeros((1, 1, 4, 64), dtype=np.float32)
         with self.assertRaisesRegex(flashc.FlashcError, "dtype float32"):

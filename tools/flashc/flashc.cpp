@@ -73,6 +73,12 @@ cl::opt<TargetKind> targetKind(
                           "in a shared library (slow; for tests and "
                           "machines without a GPU)")),
     cl::init(TargetKind::Gpu), cl::cat(category));
+cl::opt<std::string> hostCpu(
+    "host-cpu",
+    cl::desc("The CPU a --target=cpu library is compiled for: generic (the "
+             "triple's baseline, runs on every host), native (this host's "
+             "CPU and features) or an LLVM CPU name"),
+    cl::init("generic"), cl::cat(category));
 cl::opt<std::string> arch("arch", cl::desc("GPU architecture"),
                           cl::init("sm_90a"), cl::cat(category));
 cl::opt<std::string> cudaRoot("cuda-root",
@@ -288,6 +294,7 @@ int main(int argc, char **argv) {
   options.stage = emit;
   options.targetKind = targetKind;
   options.target.arch = arch;
+  options.host.cpu = hostCpu;
   options.target.cudaRoot = cudaRoot;
   options.probeStamps = probeStamps;
   options.binaryName = llvm::sys::path::filename(outputFile).str();

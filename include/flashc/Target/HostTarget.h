@@ -24,7 +24,10 @@ struct HostTargetOptions {
   /// The target triple; empty: the host's (LLVM's default triple).
   std::string triple;
   /// "generic" is the baseline of the triple's architecture (x86-64: SSE2),
-  /// so that one library in a cache shared by several hosts runs on each.
+  /// so that one library in a cache shared by several hosts runs on each;
+  /// "native" is this host's CPU with the features it reports (x86-64: F16C
+  /// makes f16 conversions instructions rather than libgcc calls); else an
+  /// LLVM CPU name.
   std::string cpu = "generic";
   unsigned optLevel = 2;
   /// The C compiler driver that links the object (`<linker> -shared`),
@@ -34,6 +37,9 @@ struct HostTargetOptions {
 
 /// The triple `options` compiles for.
 std::string hostTriple(const HostTargetOptions &options);
+
+/// The LLVM CPU name `options` compiles for ("native" resolved).
+std::string hostCpu(const HostTargetOptions &options);
 
 /// Translates `module` (LLVM dialect only) to LLVM IR in `context` for the
 /// host triple and optimizes it at `options.optLevel`. The result also
