@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """flashc.attention on CPU torch tensors: the CPU path (flashc --target=cpu,
 compiled on first use into the cache) against a float64 reference, bf16
-and f16, causal with seq_q != seq_k; under autograd the custom op runs the
-same kernel and its backward raises. Compiles with $FLASHC_COMPILER (ctest
+and f16, causal with seq_q != seq_k; under torch.compile and autograd the
+custom op runs the same kernel (and its backward raises). Compiles with $FLASHC_COMPILER (ctest
 passes this build's flashc), else build/bin/flashc. Exits 77 (ctest:
 skipped) with a "skipped: ..." line without torch or the compiler.
 """
@@ -99,6 +99,17 @@ class CpuTensorTest(unittest.TestCase):
                 self.assertEqual(tuple(lse.shape), tuple(q.shape[:3]))
                 ref_o, ref_lse = reference(q, k, v, causal, 1 / math.sqrt(64))
                 self.check(o, lse, ref_o, ref_lse, dtype)
+
+    def test_torch_compile_runs_the_kernel(self):
+        q, k, v = self.inputs(50, 70, 64, torch.bfloat16, 10)
+
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v):
+            return flashc.attention(q, k, v, causal=True, return_lse=True)
+
+        o, lse = f(q, k, v)
+        ref_o, ref_lse = reference(q, k, v, True, 0.125)
+        self.check(o, lse, ref_o, ref_lse, torch.bfloat16)
 
     def test_autograd_runs_the_kernel_and_backward_raises(self):
         q, k, v = self.inputs(40, 40, 64, torch.bfloat16, 9)
