@@ -11,6 +11,9 @@ PACKAGES=(
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
   cmake ninja-build g++ libzstd-dev zlib1g-dev libgtest-dev python3
+  # gcc: the `cc` flashc --target=cpu links kernel.so with; numpy: the CPU
+  # path's tests (test/python/test_flashc_cpu_kernel.py).
+  gcc python3-numpy
 )
 
 missing=()
@@ -37,6 +40,17 @@ for tool in lit FileCheck not mlir-opt; do
     exit 1
   fi
 done
+
+# The CPU path's test runs under the python3 CMake finds first on PATH.
+# Debian's python3-numpy (above) serves /usr/bin/python3; another python3
+# (pyenv, a venv) takes numpy from PyPI, else that test reports itself
+# skipped.
+if ! python3 -c 'import numpy' 2>/dev/null; then
+  echo "setup: installing numpy for $(command -v python3) from PyPI"
+  python3 -m pip install --quiet numpy ||
+    echo "setup: warning: no numpy for $(command -v python3):" \
+         "test/python/test_flashc_cpu_kernel.py will be skipped" >&2
+fi
 
 CUDA_ROOT="${CUDA_ROOT:-/usr/local/cuda}"
 if [[ -x "$CUDA_ROOT/bin/ptxas" && -f "$CUDA_ROOT/include/cuda.h" ]]; then

@@ -1,5 +1,6 @@
 # lit configuration of flashc's FileCheck tests.
 import os
+import platform
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -20,6 +21,9 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.flash_tools_dir, config.llvm_tools_dir]
 tools = ["flash-opt", "flashc", "mlir-opt", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The host's architecture, for tests of the CPU target's code.
+config.available_features.add("host-" + platform.machine())
 
 if config.ptxas:
     config.available_features.add("ptxas")

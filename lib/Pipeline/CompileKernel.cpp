@@ -1,6 +1,11 @@
 //===- CompileKernel.cpp - kernel IR -> tile program, MLIR, PTX, cubin ----===//
+//
+// The GPU target; the CPU target's stages are HostKernel.cpp's.
+//
+//===----------------------------------------------------------------------===//
 
 #include "flashc/Pipeline/CompileKernel.h"
+#include "HostKernel.h"
 
 #include "Flash/FlashOps.h"
 #include "flashc/Target/KernelMetadata.h"
@@ -33,6 +38,12 @@ bool flashc::isKernelLevel(ModuleOp module) {
 
 llvm::Expected<flashc::CompiledKernel>
 flashc::compileKernel(ModuleOp module, const KernelCompileOptions &options) {
+  if (options.targetKind == TargetKind::Cpu)
+    return compileHostKernel(module, options);
+  if (options.stage == KernelStage::SharedLibrary)
+    return llvm::createStringError(
+        "a shared library is the CPU target's artefact: the GPU target "
+        "writes PTX or cubin");
   if (isKernelLevel(module)) {
     PassManager pm(module.getContext());
     if (options.stage == KernelStage::Tile)

@@ -84,16 +84,22 @@ buildKernelMetadata(ModuleOp module, const ArtefactInfo &artefact) {
            << "' must be a dictionary of integers, floats, booleans, "
               "strings, arrays and dictionaries";
 
-  llvm::json::Object metadata = std::move(*contract->getAsObject());
-  metadata["format"] = "flashc-kernel";
-  metadata["format_version"] = 1;
-  metadata["flashc_version"] = kFlashcVersion;
-  metadata["source_hash"] = artefact.sourceHash;
-  metadata["kernel"] = kernel.getName().str();
-  metadata["binary"] = artefact.binaryFileName;
-  metadata["binary_format"] = artefact.binaryFormat;
-  metadata["arch"] = artefact.arch;
-  return metadata;
+  return withProvenance(std::move(*contract->getAsObject()), kernel.getName(),
+                        artefact);
+}
+
+llvm::json::Object withProvenance(llvm::json::Object contract,
+                                  llvm::StringRef symbol,
+                                  const ArtefactInfo &artefact) {
+  contract["format"] = "flashc-kernel";
+  contract["format_version"] = 1;
+  contract["flashc_version"] = kFlashcVersion;
+  contract["source_hash"] = artefact.sourceHash;
+  contract["kernel"] = symbol.str();
+  contract["binary"] = artefact.binaryFileName;
+  contract["binary_format"] = artefact.binaryFormat;
+  contract["arch"] = artefact.arch;
+  return contract;
 }
 
 } // namespace flashc

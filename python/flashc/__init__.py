@@ -312,7 +312,7 @@ def load(path, device=None):
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
               out=None):
-    """Attention on CUDA tensors, compiled on first use and cached.
+    """Attention on CUDA or CPU tensors, compiled on first use and cached.
 
     q is B x H x Nq x D, k and v B x H x Nk x D (Nq may differ from Nk),
     bfloat16 or float16, D 64, 128 or 256, laid out as the module docstring
@@ -329,6 +329,13 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     default ~/.cache/flashc), or takes it from a prebuilt library
     (FLASHC_LIBRARY; python -m flashc build-library). Later calls, in this
     process or another, load it from there.
+
+    On CPU tensors the same call compiles the CPU path of the same tiled
+    program (flashc --target=cpu: a host shared library, cached the same
+    way, FLASHC_LIBRARY aside) and runs it: slow, single-threaded loops for
+    tests and machines without a GPU (flashc.cpu; it also takes numpy
+    arrays without torch). Any layout is taken there (inputs are copied to
+    contiguous ones where they are not).
 
     The call is the custom op torch.ops.flashc.attention where
     torch.compile traces it or an input requires grad (whose backward

@@ -1,12 +1,15 @@
 """The on-disk kernel cache: compile on first use through the flashc binary.
 
 Pure Python (no torch). An entry is a directory <cache>/<key>/ holding
-kernel.cubin, kernel.json (the runtime's contract), source.mlir (what was
-compiled) and entry.json (this cache's record: key inputs, config, the
-binary's size and sha256), written last. The key is the sha256 of
-everything that changes the binary: the generated source (which carries the
-config), the config, `flashc --version` and the flashc binary's own sha256
-(its --version names only LLVM's version), `ptxas --version`, the arch.
+kernel.cubin (kernel.so for the CPU target), kernel.json (the kernel's
+contract), source.mlir (what was compiled) and entry.json (this cache's
+record: key inputs, config, the binary's size and sha256), written last.
+The key is the sha256 of everything that changes the binary: the generated
+source (which carries the config), the config, `flashc --version` and the
+flashc binary's own sha256 (its --version names only LLVM's version),
+`ptxas --version` (for the CPU target the linker's, `cc --version`), the
+arch: an sm_* GPU arch, or CPU_ARCH for the CPU target (`flashc
+--target=cpu`: the same tile program as a host shared library).
 
 Writes are atomic: an entry is built in a temporary directory beside it,
 every file fsynced, and renamed into place, so a reader sees a whole entry
@@ -26,7 +29,7 @@ FLASHC_CUDA_ROOT (the CUDA toolkit whose ptxas is used; default CUDA_HOME,
 CUDA_PATH, CUDA_ROOT, /usr/local/cuda, then ptxas on PATH), FLASHC_DUMP
 (comma list of tile, mlir, llvm, ptx, or "all": also write those stages
 beside the entry as kernel.tile.mlir, kernel.gpu.mlir, kernel.ll,
-kernel.ptx).
+kernel.ptx; a CPU entry has no ptx and its lowered MLIR is kernel.cpu.mlir).
 """
 
 import contextlib
@@ -46,6 +49,25 @@ ENTRY = "entry.json"
 SOURCE = "source.mlir"
 DUMP_FILES = {"tile": "kernel.tile.mlir", "mlir": "kernel.gpu.mlir",
               "llvm": "kernel.ll", "ptx": "kernel.ptx"}
+
+# The CPU target: its arch in keys and entries, its binary and stages.
+CPU_ARCH = "cpu"
+CPU_BINARY = "kernel.so"
+CPU_DUMP_FILES = {"tile": "kernel.tile.mlir", "mlir": "kernel.cpu.mlir",
+                  "llvm": "kernel.ll"}
+
+
+def is_cpu(arch):
+    return arch == CPU_ARCH
+
+
+def binary_name(arch):
+    """The binary an entry for `arch` holds."""
+    return CPU_BINARY if is_cpu(arch) else BINARY
+
+
+def dump_files(arch):
+    return CPU_DUMP_FILES if is_cpu(arch) else DUMP_FILES
 
 
 from . import FlashcError
@@ -129,14 +151,26 @@ def file_sha256(path):
 
 
 class Toolchain:
-    """The compiler and ptxas a key is computed for."""
+    """The compiler and ptxas a key is computed for; with cpu=True the
+    compiler and the C compiler driver flashc links the library with (cc on
+    PATH, as flashc finds it) instead of ptxas."""
 
-    def __init__(self, compiler=None, cuda_root=None, ptxas=None):
+    def __init__(self, compiler=None, cuda_root=None, ptxas=None, cpu=False):
         self.compiler = compiler or find_compiler()
         if self.compiler is None:
             raise CompileError(
                 "no flashc compiler found (set FLASHC_COMPILER, or build it "
                 "with scripts/build.sh)")
+        self.cpu = cpu
+        if cpu:
+            self.cuda_root, self.ptxas = None, None
+            self.linker = shutil.which("cc")
+            if self.linker is None:
+                raise CompileError("no C compiler driver (cc) on PATH: flashc "
+                                   "--target=cpu links the kernel's shared "
+                                   "library with it")
+            return
+        self.linker = None
         if cuda_root is None:
             cuda_root, ptxas = find_cuda_root()
         elif ptxas is None:
@@ -148,9 +182,13 @@ class Toolchain:
         self.cuda_root, self.ptxas = cuda_root, ptxas
 
     def key_inputs(self):
-        return {"flashc_version": tool_version(self.compiler),
-                "flashc_sha256": file_sha256(self.compiler),
-                "ptxas_version": tool_version(self.ptxas)}
+        inputs = {"flashc_version": tool_version(self.compiler),
+                  "flashc_sha256": file_sha256(self.compiler)}
+        if self.cpu:
+            inputs["cc_version"] = tool_version(self.linker)
+        else:
+            inputs["ptxas_version"] = tool_version(self.ptxas)
+        return inputs
 
 
 def cache_key(source, config, arch, toolchain_inputs):
@@ -168,26 +206,30 @@ def cache_dir():
     return os.path.join(os.path.expanduser("~"), ".cache", "flashc")
 
 
-def dump_stages():
-    """The stages FLASHC_DUMP asks for."""
+def dump_stages(arch=None):
+    """The stages FLASHC_DUMP asks for (those `arch`'s target has: a CPU
+    entry has no PTX)."""
     raw = os.environ.get("FLASHC_DUMP", "").strip()
     if not raw or raw == "0":
         return []
     if raw in ("1", "all"):
-        return list(DUMP_FILES)
-    stages = [s.strip() for s in raw.split(",") if s.strip()]
+        stages = list(DUMP_FILES)
+    else:
+        stages = [s.strip() for s in raw.split(",") if s.strip()]
     bad = [s for s in stages if s not in DUMP_FILES]
     if bad:
         raise CompileError(f"FLASHC_DUMP={raw}: unknown stage(s) "
                            f"{', '.join(bad)}; use {','.join(DUMP_FILES)} "
                            "or all")
-    return stages
+    return [s for s in stages if s in dump_files(arch)]
 
 
 # --- entries -----------------------------------------------------------------
 
-def validate_entry(path, key=None):
-    """None if `path` holds a whole entry (for `key`), else why not."""
+def validate_entry(path, key=None, binary=None):
+    """None if `path` holds a whole entry (for `key`, with the binary
+    `binary`: kernel.cubin or kernel.so; default: the one entry.json
+    names), else why not."""
     try:
         with open(os.path.join(path, ENTRY)) as f:
             entry = json.load(f)
@@ -199,25 +241,30 @@ def validate_entry(path, key=None):
         return f"{ENTRY} is not a flashc cache entry"
     if key is not None and entry.get("key") != key:
         return f"{ENTRY} is for key {entry.get('key')}"
+    name = binary or entry.get("binary")
+    if name not in (BINARY, CPU_BINARY):
+        return f"{ENTRY} names no kernel binary"
+    if entry.get("binary") != name:
+        return f"{ENTRY} names {entry.get('binary')}, not {name}"
     try:
         with open(os.path.join(path, METADATA)) as f:
             meta = json.load(f)
     except (OSError, ValueError) as e:
         return f"{METADATA} unreadable: {e}"
-    if not isinstance(meta, dict) or meta.get("binary") != BINARY:
-        return f"{METADATA} does not name {BINARY}"
-    binary = os.path.join(path, BINARY)
+    if not isinstance(meta, dict) or meta.get("binary") != name:
+        return f"{METADATA} does not name {name}"
+    binary_path = os.path.join(path, name)
     try:
-        size = os.path.getsize(binary)
+        size = os.path.getsize(binary_path)
     except OSError:
-        return f"{BINARY} missing"
+        return f"{name} missing"
     if size != entry.get("binary_size"):
-        return f"{BINARY} is {size} bytes, not {entry.get('binary_size')}"
+        return f"{name} is {size} bytes, not {entry.get('binary_size')}"
     h = hashlib.sha256()
-    with open(binary, "rb") as f:
+    with open(binary_path, "rb") as f:
         h.update(f.read())
     if h.hexdigest() != entry.get("binary_sha256"):
-        return f"{BINARY}'s sha256 differs from {ENTRY}'s"
+        return f"{name}'s sha256 differs from {ENTRY}'s"
     return None
 
 
@@ -283,6 +330,9 @@ def _run(cmd, what):
 
 
 def _flashc_cmd(toolchain, src, out, arch, emit):
+    if is_cpu(arch):
+        return [toolchain.compiler, src, "-o", out, f"--emit={emit}",
+                "--target=cpu"]
     return [toolchain.compiler, src, "-o", out, f"--emit={emit}",
             f"--arch={arch}", f"--cuda-root={toolchain.cuda_root}"]
 
@@ -291,13 +341,14 @@ def _write_dumps(toolchain, entry_dir, src, arch, stages, scratch_parent):
     """Writes the FLASHC_DUMP stages missing from entry_dir (each file
     atomically; flashc --emit=ptx writes its own kernel.json, so each stage
     is compiled in a scratch directory and only the stage file moved)."""
+    files = dump_files(arch)
     for stage in stages:
-        dest = os.path.join(entry_dir, DUMP_FILES[stage])
+        dest = os.path.join(entry_dir, files[stage])
         if os.path.exists(dest):
             continue
         scratch = tempfile.mkdtemp(prefix=".dump-", dir=scratch_parent)
         try:
-            out = os.path.join(scratch, DUMP_FILES[stage])
+            out = os.path.join(scratch, files[stage])
             _run(_flashc_cmd(toolchain, src, out, arch, stage),
                  f"flashc --emit={stage}")
             with open(out, "rb") as f:
@@ -309,18 +360,24 @@ def _write_dumps(toolchain, entry_dir, src, arch, stages, scratch_parent):
 def get_entry(source, config, arch, toolchain=None, info=None, root=None):
     """The path of a valid cache entry for (source, config, arch), compiling
     it first if there is none. `info` (JSON-able) is recorded in entry.json.
-    Returns (path, compiled: bool)."""
-    toolchain = toolchain or Toolchain()
+    `arch` CPU_ARCH compiles for the CPU (`flashc --target=cpu`) with a
+    Toolchain(cpu=True). Returns (path, compiled: bool)."""
+    toolchain = toolchain or Toolchain(cpu=is_cpu(arch))
+    if toolchain.cpu != is_cpu(arch):
+        raise CompileError(f"arch {arch} with a toolchain for the "
+                           f"{'CPU' if toolchain.cpu else 'GPU'}")
     root = root or cache_dir()
-    stages = dump_stages()
+    stages = dump_stages(arch)
+    binary = binary_name(arch)
+    files = dump_files(arch)
     key = cache_key(source, config, arch, toolchain.key_inputs())
     path = os.path.join(root, key)
-    if validate_entry(path, key) is None and all(
-            os.path.exists(os.path.join(path, DUMP_FILES[s])) for s in stages):
+    if validate_entry(path, key, binary) is None and all(
+            os.path.exists(os.path.join(path, files[s])) for s in stages):
         return path, False
     os.makedirs(root, exist_ok=True)
     with key_lock(root, key) as locked:
-        if validate_entry(path, key) is None:
+        if validate_entry(path, key, binary) is None:
             if stages:
                 _write_dumps(toolchain, path, os.path.join(path, SOURCE), arch,
                              stages, root)
@@ -332,7 +389,8 @@ def get_entry(source, config, arch, toolchain=None, info=None, root=None):
                 if (name.startswith(f".tmp-{key}-")
                         or name.startswith(f".old-{key}-")):
                     _remove(os.path.join(root, name))
-        if os.path.lexists(path) and validate_entry(path, key) is not None:
+        if os.path.lexists(path) and validate_entry(path, key,
+                                                    binary) is not None:
             aside = os.path.join(root, f".old-{key}-{uuid.uuid4().hex}")
             with contextlib.suppress(FileNotFoundError):  # unlocked racers
                 os.rename(path, aside)
@@ -346,7 +404,7 @@ def get_entry(source, config, arch, toolchain=None, info=None, root=None):
             except OSError:
                 # Only without a working lock: another builder renamed its
                 # entry into place first (a directory is not replaced).
-                if validate_entry(path, key) is not None:
+                if validate_entry(path, key, binary) is not None:
                     raise
                 _remove(tmp)
                 return path, False
@@ -368,11 +426,12 @@ def _remove(path):
 def _build(toolchain, tmp, key, source, config, arch, info, stages, root):
     src = os.path.join(tmp, SOURCE)
     write_atomic(src, source)
+    name = binary_name(arch)
     t0 = time.monotonic()
-    _run(_flashc_cmd(toolchain, src, os.path.join(tmp, BINARY), arch, "cubin"),
-         "flashc")
+    _run(_flashc_cmd(toolchain, src, os.path.join(tmp, name), arch,
+                     "so" if is_cpu(arch) else "cubin"), "flashc")
     seconds = time.monotonic() - t0
-    binary = os.path.join(tmp, BINARY)
+    binary = os.path.join(tmp, name)
     meta = os.path.join(tmp, METADATA)
     for p in (binary, meta):
         if not os.path.exists(p):
@@ -387,7 +446,8 @@ def _build(toolchain, tmp, key, source, config, arch, info, stages, root):
              "key": key, "arch": arch, "config": config,
              "toolchain": toolchain.key_inputs(),
              "compiler": toolchain.compiler, "ptxas": toolchain.ptxas,
-             "binary": BINARY, "binary_size": len(data),
+             "linker": toolchain.linker,
+             "binary": name, "binary_size": len(data),
              "binary_sha256": hashlib.sha256(data).hexdigest(),
              "compile_seconds": round(seconds, 3), "info": info}
     write_atomic(os.path.join(tmp, ENTRY), json.dumps(entry, indent=2) + "\n")

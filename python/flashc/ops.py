@@ -96,9 +96,13 @@ def kernel_for(q, k, causal, scale):
 
 
 def _launch(q, k, v, causal, scale, out):
+    if q.device.type == "cpu":
+        _check(q, k, v)
+        from . import cpu
+        return cpu.torch_attention(q, k, v, causal, scale, out)
     if q.device.type != "cuda":
         raise FlashcError(4, f"q is on {q.device}; flashc kernels take CUDA "
-                          "tensors")
+                          "or CPU tensors")
     _check(q, k, v)
     return kernel_for(q, k, causal, scale)._launch(q, k, v, out, None)
 
@@ -118,7 +122,7 @@ _TAGS = ((torch.Tag.cudagraph_unsafe,)
 
 
 @torch.library.custom_op("flashc::attention", mutates_args=(),
-                         device_types="cuda", tags=_TAGS)
+                         device_types=("cuda", "cpu"), tags=_TAGS)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   causal: bool, scale: Optional[float]
                   ) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -131,7 +135,7 @@ def _(q, k, v, causal, scale):
 
 
 @torch.library.custom_op("flashc::attention_out", mutates_args=("out",),
-                         device_types="cuda", tags=_TAGS)
+                         device_types=("cuda", "cpu"), tags=_TAGS)
 def _attention_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       out: torch.Tensor, causal: bool, scale: Optional[float]
                       ) -> torch.Tensor:

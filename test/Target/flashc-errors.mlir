@@ -12,7 +12,7 @@
 // MISSING: exit status 1
 // ARCH: flashc: error: unsupported arch 'sm_80': flashc generates Hopper code (wgmma, TMA, setmaxnreg) and supports only sm_90a
 // ARCH: exit status 1
-// NO-OUTPUT: flashc: error: -o <file> is required for --emit=ptx and --emit=cubin: kernel.json is written beside it
+// NO-OUTPUT: flashc: error: -o <file> is required for --emit=ptx, cubin and so: kernel.json is written beside it
 // NO-OUTPUT: exit status 1
 // VERIFY: head-dim-mismatch.mlir:2:3: error: 'flash.attention' op head dim mismatch: 'v' has 64 but 'q' has 128
 // VERIFY: exit status 1

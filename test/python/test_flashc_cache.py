@@ -3,7 +3,8 @@
 
 Variant naming and the generated source, the tuning look-up, the cache key,
 hits and misses (also across processes), corrupt and partial entries,
-concurrent builders, FLASHC_DUMP, and the prebuilt library, all against
+concurrent builders, FLASHC_DUMP, the prebuilt library, and the CPU
+target's entries (kernel.so, keyed apart from the GPU's), all against
 stub_flashc.py (a stand-in compiler writing fake cubins) and a stub ptxas.
 RealCompilerTest runs the real flashc: $FLASHC_COMPILER, else build/bin/flashc
 of this checkout; skipped where there is none (or no ptxas).
@@ -24,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import flashc  # noqa: E402
-from flashc import cache, library, variants  # noqa: E402
+from flashc import cache, cpu, library, variants  # noqa: E402
 from flashc.variants import Variant, parse_variant  # noqa: E402
 
 ENV_VARS = ("FLASHC_CACHE_DIR", "FLASHC_COMPILER", "FLASHC_CUDA_ROOT",
@@ -430,6 +431,56 @@ class DumpTest(StubEnv):
         os.environ["FLASHC_DUMP"] = "tile,sass"
         with self.assertRaisesRegex(cache.CompileError, "sass"):
             self.entry()
+
+
+class CpuEntryTest(StubEnv):
+    """The CPU target's entries (flashc --target=cpu, kernel.so) in the same
+    cache: keyed apart from the GPU entry of the same source."""
+
+    def test_apart_from_the_gpu_entry(self):
+        v = parse_variant("bf16-d64-causal")
+        gpu_path, _ = library.compile_variant(v)
+        cpu_path, compiled = cpu.compile_variant(v)
+        self.assertTrue(compiled)
+        self.assertNotEqual(gpu_path, cpu_path)
+        self.assertEqual(sorted(os.listdir(cpu_path)), [
+            "entry.json", "kernel.json", "kernel.so", "source.mlir"])
+        for path in (gpu_path, cpu_path):
+            with open(os.path.join(path, "source.mlir")) as f:
+                self.assertEqual(f.read(), v.source())
+        with open(os.path.join(cpu_path, "entry.json")) as f:
+            entry = json.load(f)
+        self.assertEqual(entry["arch"], cache.CPU_ARCH)
+        self.assertIn("cc_version", entry["toolchain"])
+        self.assertNotIn("ptxas_version", entry["toolchain"])
+        self.assertEqual((self.compiles("cubin"), self.compiles("so")), (1, 1))
+        self.assertIsNone(cache.validate_entry(cpu_path, binary="kernel.so"))
+        self.assertIsNotNone(cache.validate_entry(cpu_path,
+                                                  binary="kernel.cubin"))
+        self.assertEqual(cpu.compile_variant(v), (cpu_path, False))
+        self.assertEqual(self.compiles("so"), 1)
+
+    def test_corrupt_library_is_rebuilt(self):
+        v = parse_variant("f16-d128")
+        path, _ = cpu.compile_variant(v)
+        with open(os.path.join(path, "kernel.so"), "r+b") as f:
+            f.truncate(10)
+        self.assertEqual(cpu.compile_variant(v), (path, True))
+        self.assertIsNone(cache.validate_entry(path))
+        self.assertEqual(self.compiles("so"), 2)
+
+    def test_dumps_have_no_ptx(self):
+        os.environ["FLASHC_DUMP"] = "all"
+        path, _ = cpu.compile_variant(parse_variant("bf16-d128"))
+        for f in ("kernel.tile.mlir", "kernel.cpu.mlir", "kernel.ll"):
+            self.assertTrue(os.path.exists(os.path.join(path, f)), f)
+        self.assertFalse(os.path.exists(os.path.join(path, "kernel.ptx")))
+        self.assertEqual(self.compiles("ptx"), 0)
+
+    def test_toolchain_mismatch(self):
+        with self.assertRaisesRegex(cache.CompileError, "toolchain for the"):
+            cache.get_entry("src", {}, cache.CPU_ARCH,
+                            toolchain=cache.Toolchain())
 
 
 class LibraryTest(StubEnv):

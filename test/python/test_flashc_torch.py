@@ -249,9 +249,13 @@ class EagerTest(unittest.TestCase):
         self.assertEqual(seen, [(True, 0.5, None)])
         self.assertEqual(CALLS, before)
 
-    def test_cpu_tensors_refused(self):
-        q, k, v = inputs()
-        with self.assertRaisesRegex(flashc.FlashcError, "CUDA tensors"):
+    def test_other_devices_refused(self):
+        # CPU tensors run the CPU path (test_flashc_cpu_torch.py); a device
+        # that is neither is refused by name.
+        q, k, v = (t.to("meta") for t in inputs())
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "on meta; flashc kernels take CUDA or "
+                                    "CPU tensors"):
             flashc.attention(q, k, v)
 
 

@@ -3,7 +3,8 @@
 // flashc and flash-tune compile through flashc::compileKernel: the stages it
 // stops at, the schedule it records, and how each kind of failure comes
 // back (diagnosed by a pass, or a message of its own). The stages up to MLIR
-// need no CUDA toolkit.
+// need no CUDA toolkit; the CPU target's shared library needs only a C
+// compiler driver (cc) to link.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,8 @@
 #include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 using namespace mlir;
 
@@ -124,6 +127,52 @@ TEST_F(CompileKernelTest, TileStageNeedsKernelLevelInput) {
   std::string message;
   EXPECT_EQ(stageOf(compiled.takeError(), message), "");
   EXPECT_NE(message.find("kernel-level input"), std::string::npos) << message;
+}
+
+TEST_F(CompileKernelTest, CpuTargetWritesASharedLibrary) {
+  OwningOpRef<ModuleOp> module = parse(kKernel);
+  ASSERT_TRUE(module);
+  flashc::KernelCompileOptions options;
+  options.targetKind = flashc::TargetKind::Cpu;
+  options.stage = flashc::KernelStage::SharedLibrary;
+  options.binaryName = "kernel.so";
+  llvm::Expected<flashc::CompiledKernel> compiled =
+      flashc::compileKernel(*module, options);
+  ASSERT_TRUE(static_cast<bool>(compiled)) << toString(compiled.takeError());
+  EXPECT_TRUE(llvm::StringRef(compiled->artefact).starts_with("\177ELF"));
+  ASSERT_TRUE(compiled->metadata);
+  const llvm::json::Object &metadata = *compiled->metadata;
+  EXPECT_EQ(metadata.getString("kernel"), "_mlir_ciface_attention");
+  EXPECT_EQ(metadata.getString("binary"), "kernel.so");
+  EXPECT_EQ(metadata.getString("binary_format"), "so");
+  EXPECT_EQ(metadata.getString("dtype"), "bf16");
+  EXPECT_EQ(metadata.getInteger("head_dim"), 128);
+  EXPECT_EQ(metadata.getBoolean("causal"), true);
+  EXPECT_EQ(metadata.getBoolean("has_lse"), false);
+  const llvm::json::Array *params = metadata.getArray("params");
+  ASSERT_TRUE(params);
+  ASSERT_EQ(params->size(), 4u);
+  EXPECT_EQ((*params)[3].getAsObject()->getString("tensor"), "o");
+}
+
+TEST_F(CompileKernelTest, TargetsRefuseEachOthersArtefacts) {
+  std::string message;
+  for (auto [target, stage, expected] :
+       {std::tuple{flashc::TargetKind::Cpu, flashc::KernelStage::Ptx,
+                   "PTX and cubin are GPU artefacts"},
+        std::tuple{flashc::TargetKind::Gpu, flashc::KernelStage::SharedLibrary,
+                   "a shared library is the CPU target's artefact"}}) {
+    OwningOpRef<ModuleOp> module = parse(kKernel);
+    ASSERT_TRUE(module);
+    flashc::KernelCompileOptions options;
+    options.targetKind = target;
+    options.stage = stage;
+    llvm::Expected<flashc::CompiledKernel> compiled =
+        flashc::compileKernel(*module, options);
+    ASSERT_FALSE(static_cast<bool>(compiled));
+    EXPECT_EQ(stageOf(compiled.takeError(), message), "");
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
 }
 
 } // namespace

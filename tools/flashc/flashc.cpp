@@ -3,8 +3,10 @@
 // flashc attention.mlir -o kernel.ptx: parses a kernel (kernel level, or an
 // already lowered gpu.module), runs the shared pipelines of lib/Pipeline (the
 // NVVM lowering included), and writes the artefact with lib/Target (ptxas,
-// kernel.json beside it). With --tuning-db tuning.json --shape B,H,N,D it
-// compiles the config flash-tune chose for that shape (lib/Autotune).
+// kernel.json beside it). With --target=cpu -o kernel.so it writes the same
+// tile program compiled for the host CPU as a shared library. With
+// --tuning-db tuning.json --shape B,H,N,D it compiles the config flash-tune
+// chose for that shape (lib/Autotune).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +39,7 @@ namespace cl = llvm::cl;
 namespace {
 
 using flashc::KernelStage;
+using flashc::TargetKind;
 
 cl::OptionCategory category("flashc options");
 
@@ -48,15 +51,34 @@ cl::opt<std::string> outputFile("o",
                                 cl::value_desc("file"), cl::init(""),
                                 cl::cat(category));
 cl::opt<KernelStage> emitKind(
-    "emit", cl::desc("What to write (default: from -o's extension, else ptx)"),
+    "emit",
+    cl::desc("What to write (default: from -o's extension, else ptx, or so "
+             "for --target=cpu)"),
     cl::values(clEnumValN(KernelStage::Tile, "tile", "the fused tile program"),
                clEnumValN(KernelStage::Mlir, "mlir", "the GPU kernel in MLIR"),
                clEnumValN(KernelStage::LlvmIr, "llvm",
                           "the kernel's LLVM IR (NVVM)"),
                clEnumValN(KernelStage::Ptx, "ptx", "PTX assembly"),
                clEnumValN(KernelStage::Cubin, "cubin",
-                          "a cubin, through ptxas")),
+                          "a cubin, through ptxas"),
+               clEnumValN(KernelStage::SharedLibrary, "so",
+                          "a host shared library (--target=cpu)")),
     cl::cat(category));
+cl::opt<TargetKind> targetKind(
+    "target", cl::desc("What the kernel runs on"),
+    cl::values(clEnumValN(TargetKind::Gpu, "gpu",
+                          "the GPU (--arch); PTX or cubin"),
+               clEnumValN(TargetKind::Cpu, "cpu",
+                          "the host CPU: the same tile program as loops, "
+                          "in a shared library (slow; for tests and "
+                          "machines without a GPU)")),
+    cl::init(TargetKind::Gpu), cl::cat(category));
+cl::opt<std::string> hostCpu(
+    "host-cpu",
+    cl::desc("The CPU a --target=cpu library is compiled for: generic (the "
+             "triple's baseline, runs on every host), native (this host's "
+             "CPU and features) or an LLVM CPU name"),
+    cl::init("generic"), cl::cat(category));
 cl::opt<std::string> arch("arch", cl::desc("GPU architecture"),
                           cl::init("sm_90a"), cl::cat(category));
 cl::opt<std::string> cudaRoot("cuda-root",
@@ -119,9 +141,12 @@ KernelStage inferEmit() {
   llvm::StringRef extension = llvm::sys::path::extension(outputFile);
   return llvm::StringSwitch<KernelStage>(extension)
       .Case(".cubin", KernelStage::Cubin)
+      .Case(".ptx", KernelStage::Ptx)
       .Case(".ll", KernelStage::LlvmIr)
       .Case(".mlir", KernelStage::Mlir)
-      .Default(KernelStage::Ptx);
+      .Case(".so", KernelStage::SharedLibrary)
+      .Default(targetKind == TargetKind::Cpu ? KernelStage::SharedLibrary
+                                             : KernelStage::Ptx);
 }
 
 /// The --tuning-db entry for --shape, or nothing without --tuning-db.
@@ -200,14 +225,28 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "flashc: compile a flash attention kernel to PTX or cubin for Hopper\n");
+      "flashc: compile a flash attention kernel to PTX or cubin for Hopper, "
+      "or to a host shared library (--target=cpu)\n");
 
   KernelStage emit = inferEmit();
-  if (llvm::Error error = flashc::checkSupportedArch(arch))
-    return fail(llvm::toString(std::move(error)));
-  bool binary = emit == KernelStage::Ptx || emit == KernelStage::Cubin;
+  bool cpu = targetKind == TargetKind::Cpu;
+  if (!cpu) {
+    if (llvm::Error error = flashc::checkSupportedArch(arch))
+      return fail(llvm::toString(std::move(error)));
+  }
+  if (cpu && (emit == KernelStage::Ptx || emit == KernelStage::Cubin))
+    return fail("--target=cpu writes --emit=tile, mlir, llvm or so, not "
+                "PTX or cubin");
+  if (!cpu && emit == KernelStage::SharedLibrary)
+    return fail("a shared library (--emit=so, -o *.so) is built for "
+                "--target=cpu only");
+  if (cpu && probeStamps)
+    return fail("--probe-stamps instruments the GPU kernel: not with "
+                "--target=cpu");
+  bool binary = emit == KernelStage::Ptx || emit == KernelStage::Cubin ||
+                emit == KernelStage::SharedLibrary;
   if (binary && (outputFile.empty() || outputFile == "-"))
-    return fail("-o <file> is required for --emit=ptx and --emit=cubin: "
+    return fail("-o <file> is required for --emit=ptx, cubin and so: "
                 "kernel.json is written beside it");
 
   std::string error;
@@ -253,7 +292,9 @@ int main(int argc, char **argv) {
   options.overrides =
       *tuned ? flashc::tune::toTileOverrides((*tuned)->config) : overrides;
   options.stage = emit;
+  options.targetKind = targetKind;
   options.target.arch = arch;
+  options.host.cpu = hostCpu;
   options.target.cudaRoot = cudaRoot;
   options.probeStamps = probeStamps;
   options.binaryName = llvm::sys::path::filename(outputFile).str();

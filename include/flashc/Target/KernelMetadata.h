@@ -23,8 +23,8 @@ constexpr llvm::StringLiteral kLaunchAttrName = "flash.launch";
 /// What the metadata says about the artefact itself.
 struct ArtefactInfo {
   std::string binaryFileName; ///< e.g. "kernel.cubin", relative to the JSON
-  std::string binaryFormat;   ///< "cubin" or "ptx"
-  std::string arch;           ///< e.g. "sm_90a"
+  std::string binaryFormat;   ///< "cubin", "ptx" or "so" (host library)
+  std::string arch;           ///< e.g. "sm_90a"; a host library's triple
   std::string sourceHash;     ///< hashSource() of the kernel's source text
 };
 
@@ -35,6 +35,15 @@ std::string hashSource(llvm::StringRef source);
 /// `module`; emits a diagnostic and fails when there is none or several.
 mlir::FailureOr<llvm::json::Object>
 buildKernelMetadata(mlir::ModuleOp module, const ArtefactInfo &artefact);
+
+/// `contract` (what the kernel computes and takes) with the provenance
+/// fields every kernel.json has: format, versions, source hash, the entry
+/// `symbol`, the binary and the arch. buildKernelMetadata's last step, and
+/// the whole metadata of a host (CPU) library, whose contract the CPU path
+/// reads from the kernel-level op.
+llvm::json::Object withProvenance(llvm::json::Object contract,
+                                  llvm::StringRef symbol,
+                                  const ArtefactInfo &artefact);
 
 /// Any attribute flash.launch may hold, as JSON (ints, floats, bools,
 /// strings, arrays, dictionaries); fails on anything else.

@@ -1,0 +1,180 @@
+//===- HostKernel.cpp - kernel IR -> host shared library (the CPU path) ---===//
+//
+// The CPU path runs the tile program the GPU path lowers (-flash-tile,
+// -flash-fuse) as loops on the host: slow, but it lets compile-on-first-use,
+// the cache and the dispatch run end to end on machines without a GPU. The
+// kernel's function keeps its signature and gets MLIR's C interface, so the
+// library's entry point is `_mlir_ciface_<function>`, taking one pointer to
+// a memref descriptor per argument.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostKernel.h"
+
+#include "Flash/FlashOps.h"
+#include "flashc/Target/HostTarget.h"
+#include "flashc/Target/KernelMetadata.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace flashc {
+
+namespace {
+
+llvm::Error diagnosed(llvm::StringRef stage) {
+  return llvm::make_error<DiagnosedFailure>(stage.str());
+}
+
+std::string printOperation(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
+/// The kernel function and its attention op, before lowering.
+struct HostKernel {
+  func::FuncOp function;
+  flash::AttentionOp attention;
+};
+
+/// The one function holding flash.attention: the library exports one entry
+/// point, so the module must say which function that is.
+FailureOr<HostKernel> findHostKernel(ModuleOp module) {
+  SmallVector<flash::AttentionOp> ops;
+  module.walk([&](flash::AttentionOp op) { ops.push_back(op); });
+  if (ops.size() != 1)
+    return module.emitError()
+           << "the CPU target compiles one kernel: expected exactly one "
+              "flash.attention, found "
+           << ops.size();
+  auto function = ops.front()->getParentOfType<func::FuncOp>();
+  if (!function)
+    return ops.front().emitOpError()
+           << "must be inside a func.func for the CPU target";
+  return HostKernel{function, ops.front()};
+}
+
+/// What the library's entry point computes and takes, for kernel.json: the
+/// GPU kernel's fields that still mean something on the host, and its
+/// arguments in order, each named after the attention operand it is.
+FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
+                                           const TileOverrides &overrides) {
+  flash::AttentionOp op = kernel.attention;
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  llvm::json::Object contract{
+      {"dtype", isa<BFloat16Type>(element) ? "bf16" : "f16"},
+      {"head_dim", op.getHeadDim()},
+      {"causal", op.getCausal()},
+      {"scale", static_cast<double>(op.getEffectiveScale())},
+      {"has_lse", static_cast<bool>(op.getLse())},
+  };
+  if (flash::ConfigAttr config = op.getConfigAttr()) {
+    contract["config"] = llvm::json::Object{
+        {"block_m", overrides.blockM ? overrides.blockM : config.getBlockM()},
+        {"block_n", overrides.blockN ? overrides.blockN : config.getBlockN()}};
+  }
+
+  std::pair<Value, llvm::StringLiteral> operands[] = {{op.getQ(), "q"},
+                                                      {op.getK(), "k"},
+                                                      {op.getV(), "v"},
+                                                      {op.getO(), "o"},
+                                                      {op.getLse(), "lse"}};
+  llvm::json::Array params;
+  for (BlockArgument argument : kernel.function.getArguments()) {
+    const auto *operand = llvm::find_if(
+        operands, [&](auto &entry) { return entry.first == argument; });
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (operand == std::end(operands) || !type)
+      return kernel.function.emitOpError()
+             << "argument " << argument.getArgNumber()
+             << " is not an operand of its flash.attention: the CPU "
+                "target's entry point takes exactly the attention's memrefs";
+    params.push_back(llvm::json::Object{{"kind", "memref"},
+                                        {"tensor", operand->second},
+                                        {"rank", type.getRank()}});
+  }
+  if (params.size() != static_cast<size_t>(op->getNumOperands()))
+    return kernel.function.emitOpError()
+           << "takes " << params.size() << " arguments but its flash.attention "
+           << op->getNumOperands()
+           << " operands: the CPU target's entry point takes each operand as "
+              "an argument";
+  contract["params"] = std::move(params);
+  return contract;
+}
+
+} // namespace
+
+llvm::Expected<CompiledKernel>
+compileHostKernel(ModuleOp module, const KernelCompileOptions &options) {
+  if (options.stage == KernelStage::Ptx || options.stage == KernelStage::Cubin)
+    return llvm::createStringError(
+        "PTX and cubin are GPU artefacts: the CPU target writes the tile "
+        "program, the lowered MLIR, LLVM IR or a shared library");
+  if (!isKernelLevel(module))
+    return llvm::createStringError(
+        "the CPU target needs a kernel-level input (flash.attention)");
+
+  CompiledKernel result;
+  if (options.stage == KernelStage::Tile) {
+    PassManager pm(module.getContext());
+    buildTilePipeline(pm, options.overrides);
+    if (failed(pm.run(module)))
+      return diagnosed("conversion");
+    result.artefact = printOperation(module);
+    return result;
+  }
+
+  FailureOr<HostKernel> kernel = findHostKernel(module);
+  if (failed(kernel))
+    return diagnosed("metadata");
+  FailureOr<llvm::json::Object> contract =
+      hostContract(*kernel, options.overrides);
+  if (failed(contract))
+    return diagnosed("metadata");
+  std::string entryPoint = ("_mlir_ciface_" + kernel->function.getName()).str();
+  kernel->function->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                            UnitAttr::get(module.getContext()));
+
+  PassManager pm(module.getContext());
+  buildCpuReferencePipeline(pm, options.overrides);
+  if (failed(pm.run(module)))
+    return diagnosed("conversion");
+  if (options.stage == KernelStage::Mlir) {
+    result.artefact = printOperation(module);
+    return result;
+  }
+
+  llvm::LLVMContext llvmContext;
+  llvm::Expected<std::unique_ptr<llvm::Module>> llvmModule =
+      translateForHost(module, llvmContext, options.host);
+  if (!llvmModule)
+    return llvmModule.takeError();
+  if (options.stage == KernelStage::LlvmIr) {
+    llvm::raw_string_ostream os(result.artefact);
+    (*llvmModule)->print(os, nullptr);
+    return result;
+  }
+
+  llvm::Expected<std::string> object =
+      emitHostObject(**llvmModule, options.host);
+  if (!object)
+    return object.takeError();
+  llvm::Expected<std::string> library =
+      linkSharedLibrary(*object, options.host);
+  if (!library)
+    return library.takeError();
+  result.artefact = std::move(*library);
+  (*contract)["host_cpu"] = hostCpu(options.host);
+  result.metadata = withProvenance(
+      std::move(*contract), entryPoint,
+      {options.binaryName, "so", hostTriple(options.host), options.sourceHash});
+  return result;
+}
+
+} // namespace flashc

@@ -1,0 +1,281 @@
+"""The CPU path: attention on host memory, compiled on first use. No torch.
+
+`flashc --target=cpu` compiles a variant's generated source (the same
+source, config and tile program as the GPU kernel's) into a host shared
+library, kernel.so, whose entry point is the kernel function's MLIR C
+interface (`_mlir_ciface_<kernel>`, kernel.json's "kernel"): it takes one
+pointer per argument to a memref descriptor {allocated pointer, aligned
+pointer, offset, sizes[rank], strides[rank]} (offset and strides in
+elements), for q, k, v, o (B x H x N x D) and lse (B x H x Nq, float32),
+in that order. The library goes into the on-disk cache like a cubin
+(cache.py; arch "cpu", so keys never collide with a GPU entry; the key
+includes `cc --version`, which links it), found there by later calls in any
+process. FLASHC_CACHE_DIR and FLASHC_COMPILER work as for the GPU path;
+FLASHC_LIBRARY (prebuilt cubins) does not apply.
+
+It is slow: the tile program runs as scalar loops on one core, built for
+the architecture's baseline CPU (x86-64: SSE2) so that a cache shared by
+hosts serves all of them. It exists for tests and machines without a GPU.
+
+Three ways in:
+  - attention(q, k, v, ...) on numpy arrays: float16 for f16, uint16
+    holding bfloat16's bits for bf16 (numpy has no bfloat16);
+  - kernel_for(dtype, head_dim, causal, scale).run(...) on raw addresses of
+    contiguous buffers, which flashc.attention uses for CPU torch tensors;
+  - load("kernel.so") for a library flashc --target=cpu wrote.
+"""
+
+import ctypes
+import json
+import os
+import threading
+
+from . import FlashcError
+from . import cache
+from .variants import Variant, VariantError, canonical_config
+
+__all__ = ["attention", "kernel_for", "load", "compile_variant", "CpuKernel"]
+
+_lock = threading.Lock()
+_kernels = {}  # (dtype, head_dim, causal, scale) -> CpuKernel
+_loaded = {}   # kernel.so path -> CpuKernel
+
+
+def _memref_type(rank):
+    class MemRef(ctypes.Structure):
+        _fields_ = [("allocated", ctypes.c_void_p),
+                    ("aligned", ctypes.c_void_p),
+                    ("offset", ctypes.c_int64),
+                    ("sizes", ctypes.c_int64 * rank),
+                    ("strides", ctypes.c_int64 * rank)]
+    MemRef.__name__ = f"MemRef{rank}"
+    return MemRef
+
+
+_MEMREF = {3: _memref_type(3), 4: _memref_type(4)}
+
+
+def _contiguous_memref(address, sizes):
+    """The descriptor of a row-major buffer at `address` with `sizes`."""
+    rank = len(sizes)
+    strides = [1] * rank
+    for i in range(rank - 2, -1, -1):
+        strides[i] = strides[i + 1] * sizes[i + 1]
+    return _MEMREF[rank](address, address, 0, (ctypes.c_int64 * rank)(*sizes),
+                         (ctypes.c_int64 * rank)(*strides))
+
+
+class CpuKernel:
+    """A kernel.so that flashc --target=cpu wrote, with kernel.json beside
+    it (its dtype, head dim, causal, scale, has_lse and parameters)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        meta_path = os.path.splitext(self.path)[0] + ".json"
+        try:
+            with open(meta_path) as f:
+                meta = json.load(f)
+        except (OSError, ValueError) as e:
+            raise FlashcError(None, f"{meta_path}: {e}") from None
+        if (meta.get("format") != "flashc-kernel"
+                or meta.get("binary_format") != "so"
+                or meta.get("binary") != os.path.basename(self.path)):
+            raise FlashcError(None, f"{meta_path} does not describe a host "
+                              f"library {os.path.basename(self.path)} "
+                              "(flashc --target=cpu writes one)")
+        self.name = meta["kernel"]
+        self.dtype = meta["dtype"]
+        self.head_dim = meta["head_dim"]
+        self.causal = bool(meta["causal"])
+        self.scale = meta["scale"]
+        self.has_lse = bool(meta["has_lse"])
+        self.params = [p["tensor"] for p in meta["params"]]
+        expected = ["q", "k", "v", "o"] + (["lse"] if self.has_lse else [])
+        if self.params != expected:
+            raise FlashcError(None, f"{meta_path}: parameters {self.params}, "
+                              f"expected {expected}")
+        if self.dtype not in ("bf16", "f16"):
+            raise FlashcError(None, f"{meta_path}: dtype {self.dtype}")
+        try:
+            self._library = ctypes.CDLL(self.path)
+            self._entry = getattr(self._library, self.name)
+        except (OSError, AttributeError) as e:
+            raise FlashcError(None, f"cannot load {self.path}: {e}") from None
+        self._entry.argtypes = [ctypes.c_void_p] * len(self.params)
+        self._entry.restype = None
+
+    def run(self, q, k, v, o, lse, batch, heads, seq_q, seq_k):
+        """Runs the kernel on row-major buffers given by address (int): q
+        and o batch x heads x seq_q x head_dim, k and v batch x heads x
+        seq_k x head_dim, of the kernel's dtype; lse float32 batch x heads x
+        seq_q (required where has_lse). The caller keeps them alive and
+        checks their sizes; this checks only the shape's numbers."""
+        for name, n in (("batch", batch), ("heads", heads), ("seq_q", seq_q),
+                        ("seq_k", seq_k)):
+            if int(n) < 1:
+                raise FlashcError(4, f"{name} is {n}; flashc takes at least 1")
+        d = self.head_dim
+        descriptors = [
+            _contiguous_memref(q, (batch, heads, seq_q, d)),
+            _contiguous_memref(k, (batch, heads, seq_k, d)),
+            _contiguous_memref(v, (batch, heads, seq_k, d)),
+            _contiguous_memref(o, (batch, heads, seq_q, d))]
+        if self.has_lse:
+            if not lse:
+                raise FlashcError(4, "lse: the kernel writes LSE; give a "
+                                  "float32 batch x heads x seq_q buffer")
+            descriptors.append(_contiguous_memref(lse, (batch, heads, seq_q)))
+        self._entry(*[ctypes.addressof(m) for m in descriptors])
+
+    def __repr__(self):
+        return (f"flashc.cpu.CpuKernel({self.name!r}, {self.dtype}, "
+                f"D={self.head_dim}, causal={self.causal}, "
+                f"lse={self.has_lse})")
+
+
+def load(path):
+    """The CpuKernel of kernel.so (kernel.json beside it), loaded once."""
+    path = os.path.abspath(os.fspath(path))
+    with _lock:
+        kern = _loaded.get(path)
+        if kern is None:
+            kern = CpuKernel(path)
+            _loaded[path] = kern
+        return kern
+
+
+def compile_variant(variant, config=None, toolchain=None):
+    """Compiles (or finds in the cache) the variant's CPU library, from the
+    source the GPU path compiles (default: the shipped kernel's config);
+    returns (entry directory, compiled: bool)."""
+    config = config or variant.default_config()
+    return cache.get_entry(variant.source(config), canonical_config(config),
+                           cache.CPU_ARCH, toolchain=toolchain,
+                           info={"variant": variant.name, "tuning": None})
+
+
+def kernel_for(dtype, head_dim, causal=False, scale=None):
+    """The CpuKernel of the variant (dtype "bf16" or "f16"), compiled on
+    first use through the cache."""
+    try:
+        variant = Variant(dtype, head_dim, causal, scale)
+    except VariantError as e:
+        raise FlashcError(4, str(e)) from None
+    memo = (variant.dtype, variant.head_dim, variant.causal, variant.scale)
+    kern = _kernels.get(memo)
+    if kern is not None:
+        return kern
+    try:
+        toolchain = cache.Toolchain(cpu=True)
+    except cache.CompileError as e:
+        raise cache.CompileError(
+            f"flashc: cannot build the CPU kernel of {variant.name}: {e}"
+        ) from None
+    entry, _ = compile_variant(variant, toolchain=toolchain)
+    kern = load(os.path.join(entry, cache.CPU_BINARY))
+    _kernels[memo] = kern
+    return kern
+
+
+# --- numpy ------------------------------------------------------------------
+
+def _numpy_dtype_name(np, array, name):
+    if array.dtype == np.float16:
+        return "f16"
+    if array.dtype == np.uint16:
+        return "bf16"
+    raise FlashcError(4, f"{name} has dtype {array.dtype}; the CPU path takes "
+                      "float16, or uint16 holding bfloat16's bits")
+
+
+def check_shapes(q_shape, k_shape, v_shape):
+    """What the kernel needs of the shapes; raises FlashcError naming the
+    argument."""
+    for n, s in (("q", q_shape), ("k", k_shape), ("v", v_shape)):
+        if len(s) != 4:
+            raise FlashcError(4, f"{n} has {len(s)} dimensions; flashc takes "
+                              "batch x heads x seq x head_dim")
+        if min(s) < 1:
+            raise FlashcError(4, f"{n} is {tuple(s)}; flashc takes sizes of at "
+                              "least 1")
+    if tuple(k_shape) != tuple(v_shape):
+        raise FlashcError(4, f"k is {tuple(k_shape)} but v is "
+                          f"{tuple(v_shape)}")
+    if (q_shape[0], q_shape[1], q_shape[3]) != (k_shape[0], k_shape[1],
+                                                k_shape[3]):
+        raise FlashcError(4, f"q is {tuple(q_shape)} and k {tuple(k_shape)}: "
+                          "batch, heads and head_dim must agree")
+
+
+def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
+              return_lse=False):
+    """Attention on numpy arrays on the CPU, compiled on first use.
+
+    q is B x H x Nq x D, k and v B x H x Nk x D, all float16, or all uint16
+    holding bfloat16's bits; D 64, 128 or 256. `causal` is aligned to the
+    bottom-right corner when Nq != Nk: a row that sees no key gets O = 0
+    and LSE = -inf. `scale` defaults to 1/sqrt(D). Returns O (q's dtype,
+    B x H x Nq x D), or (O, LSE) with return_lse (float32 B x H x Nq).
+    Inputs of any layout are copied to row-major where they are not;
+    out= and lse= must be C-contiguous of the right shape and dtype."""
+    import numpy as np
+    arrays = []
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, np.ndarray):
+            raise FlashcError(4, f"{n} is a {type(t).__name__}, not a numpy "
+                              "array")
+        arrays.append(t)
+    dtype = _numpy_dtype_name(np, arrays[0], "q")
+    for n, t in zip("kv", arrays[1:]):
+        if t.dtype != arrays[0].dtype:
+            raise FlashcError(4, f"{n} is {t.dtype} but q is {arrays[0].dtype}")
+    check_shapes(q.shape, k.shape, v.shape)
+    q, k, v = (np.ascontiguousarray(t) for t in arrays)
+    b, h, nq, d = q.shape
+    nk = k.shape[2]
+
+    def buffer(given, name, shape, dt):
+        if given is None:
+            return np.empty(shape, dtype=dt)
+        if (not isinstance(given, np.ndarray) or given.shape != shape
+                or given.dtype != dt or not given.flags.c_contiguous
+                or not given.flags.writeable):
+            raise FlashcError(4, f"{name} must be a writeable C-contiguous "
+                              f"{np.dtype(dt).name} array of shape {shape}")
+        return given
+
+    o = buffer(out, "out", q.shape, q.dtype)
+    lse_buf = buffer(lse, "lse", (b, h, nq), np.float32)
+    kern = kernel_for(dtype, d, causal, scale)
+    kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
+             lse_buf.ctypes.data, b, h, nq, nk)
+    return (o, lse_buf) if return_lse else o
+
+
+# --- torch (flashc.attention on CPU tensors) --------------------------------
+
+def torch_attention(q, k, v, causal, scale, out):
+    """flashc.attention's CPU launch: (O, LSE) for CPU torch tensors that
+    ops._check accepted. Inputs are made contiguous (copies where they are
+    not); a non-contiguous out= receives a copy."""
+    import torch
+    dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[q.dtype]
+    for n, t in (("k", k), ("v", v)):
+        if t.device.type != "cpu":
+            raise FlashcError(4, f"{n} is on {t.device} but q is on the CPU")
+    if out is not None and (out.device.type != "cpu" or out.dtype != q.dtype
+                            or tuple(out.shape) != tuple(q.shape)):
+        raise FlashcError(4, f"out must be a CPU {q.dtype} tensor of shape "
+                          f"{tuple(q.shape)}")
+    q, k, v = (t.contiguous() for t in (q, k, v))
+    b, h, nq, d = q.shape
+    kern = kernel_for(dtype, d, causal, scale)
+    o = out if out is not None and out.is_contiguous() else torch.empty(
+        q.shape, dtype=q.dtype)
+    lse = torch.empty((b, h, nq), dtype=torch.float32)
+    kern.run(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+             lse.data_ptr(), b, h, nq, k.shape[2])
+    if out is not None and o is not out:
+        out.copy_(o)
+        o = out
+    return o, lse
