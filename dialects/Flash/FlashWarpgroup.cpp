@@ -12,6 +12,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 using namespace mlir;
 using namespace mlir::flash;
 
@@ -406,5 +408,59 @@ LogicalResult WgStoreSharedOp::verify() {
     return emitOpError("box_stride must keep every box 1024-byte aligned (the "
                        "128-byte swizzle's period), got ")
            << getBoxStride();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Roles
+//===----------------------------------------------------------------------===//
+
+LogicalResult WgWarpSpecializeOp::verify() {
+  for (auto [name, regs] :
+       {std::pair<StringRef, int64_t>{"producer_regs", getProducerRegs()},
+        std::pair<StringRef, int64_t>{"consumer_regs", getConsumerRegs()}})
+    if (regs < 24 || regs > 256 || regs % 8 != 0)
+      return emitOpError() << name
+                           << " must be a multiple of 8 in [24, 256] (what "
+                              "setmaxnreg takes), got "
+                           << regs;
+  // 64K registers per SM, the block alone on it: each warpgroup's 128
+  // threads hold their count.
+  int64_t total =
+      128 * (getProducerRegs() + getConsumers() * getConsumerRegs());
+  if (total > 65536)
+    return emitOpError() << "the roles hold " << total
+                         << " registers, more than an SM's 65536";
+  auto i32 = IntegerType::get(getContext(), 32);
+  auto checkArgs = [&](Region &region,
+                       ArrayRef<StringRef> names) -> LogicalResult {
+    Block &block = region.front();
+    if (block.getNumArguments() != names.size() ||
+        llvm::any_of(block.getArgumentTypes(),
+                     [&](Type t) { return t != i32; }))
+      return emitOpError()
+             << "the " << (names.size() == 1 ? "producer" : "consumer")
+             << " region takes (" << llvm::join(names, ", ")
+             << ") as i32, got " << block.getNumArguments() << " argument(s)";
+    return success();
+  };
+  if (failed(checkArgs(getProducer(), {"thread"})) ||
+      failed(checkArgs(getConsumer(), {"consumer", "thread"})))
+    return failure();
+  for (Region *region : getRegions())
+    if (region->front().getTerminator()->getNumOperands() != 0)
+      return emitOpError("a role's region yields nothing");
+  return success();
+}
+
+LogicalResult WgPingpongTurnOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 0)
+    return emitOpError("the turn's region takes no arguments");
+  TypeRange yielded = body.getTerminator()->getOperandTypes();
+  if (yielded != getResultTypes())
+    return emitOpError("the region yields ")
+           << yielded.size() << " value(s) of other types than the "
+           << getNumResults() << " result(s)";
   return success();
 }

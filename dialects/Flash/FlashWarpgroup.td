@@ -598,4 +598,106 @@ def Flash_WgStoreSharedOp : Flash_WgOp<"store_shared"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Roles
+//===----------------------------------------------------------------------===//
+
+def Flash_WgWarpSpecializeOp : Flash_WgOp<"warp_specialize", [
+    SingleBlockImplicitTerminator<"WgYieldOp">, RecursiveMemoryEffects]> {
+  let summary = "Splits a block into a producer warpgroup and consumer warpgroups";
+  let description = [{
+    The block's warpgroups take roles: warpgroup 0 runs the `producer`
+    region and warpgroups 1 .. `consumers` run the `consumer` region, each
+    after `setmaxnreg` moves its registers to `producer_regs` (released) or
+    `consumer_regs` (claimed) per thread. The block must have
+    128 x (1 + consumers) threads. The producer region's argument is the
+    thread's index within its warpgroup (0..127); the consumer region's are
+    the consumer's index (0 .. consumers - 1, warpgroup - 1) and the same
+    thread index. The regions communicate through shared memory and
+    mbarriers only.
+
+    Register counts are what `setmaxnreg` takes: multiples of 8 in
+    [24, 256], and the block's registers must cover them
+    (producer_regs + consumers x consumer_regs <= 64K / 128 per thread
+    group; `-flash-gpu-schedule` chooses counts that fit).
+
+    Example:
+
+    ```mlir
+    flash.wg.warp_specialize consumers = 2, producer_regs = 24,
+        consumer_regs = 240
+    producer {
+    ^bb0(%thread: i32):
+      // TMA loads into the K/V ring
+    } consumer {
+    ^bb0(%consumer: i32, %thread: i32):
+      // wgmma, the online softmax, the epilogue
+    }
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntPositive]>:$consumers,
+                   I64Attr:$producer_regs, I64Attr:$consumer_regs);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
+  let assemblyFormat = [{
+    `consumers` `=` $consumers `,` `producer_regs` `=` $producer_regs `,`
+    `consumer_regs` `=` $consumer_regs attr-dict-with-keyword
+    `producer` $producer `consumer` $consumer
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgPingpongTurnOp : Flash_WgOp<"pingpong_turn", [
+    SingleBlockImplicitTerminator<"WgYieldOp">, RecursiveMemoryEffects]> {
+  let summary = "Runs its region in this consumer's turn of a two-consumer ping-pong";
+  let description = [{
+    Two consumer warpgroups take turns issuing their wgmmas, so that one's
+    softmax runs while the other's GEMMs hold the tensor cores
+    (FlashAttention-3's ping-pong). The region runs once consumer
+    `consumer` (0 or 1) has the turn, and the turn passes to the other
+    consumer when it ends: a named barrier of both consumers' 256 threads,
+    1 + consumer, waited for before, and the other's, 2 - consumer,
+    arrived at after. Consumer 1 must arrive at barrier 1 once before its
+    first turn, so that consumer 0 goes first. The turns pair up only if
+    both consumers take the same number of them.
+
+    The region yields the values it produces (the wgmma accumulators,
+    which only a later wait makes readable); the op returns them.
+
+    Example:
+
+    ```mlir
+    %s = flash.wg.pingpong_turn %consumer
+        -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator> {
+      nvvm.wgmma.fence.aligned
+      %d = flash.wg.mma %q, %k : ... -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+      nvvm.wgmma.commit.group.sync.aligned
+      flash.wg.yield %d : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+    }
+    ```
+  }];
+  let arguments = (ins I32:$consumer);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $consumer (`->` type($results)^)? $body attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgYieldOp : Flash_WgOp<"yield", [Pure, Terminator,
+    ParentOneOf<["WgWarpSpecializeOp", "WgPingpongTurnOp"]>]> {
+  let summary = "Ends a role's region or a turn";
+  let description = [{
+    The terminator of `flash.wg.warp_specialize`'s regions (no operands,
+    implied in its syntax: a role's threads leave the region and end the
+    kernel) and of `flash.wg.pingpong_turn`'s (the values the turn gives
+    back).
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{
+    build($_builder, $_state, ::mlir::ValueRange());
+  }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
 #endif // FLASH_WARPGROUP_TD

@@ -16,6 +16,13 @@
 // RUN: diff %t.parts64 %t.whole64
 
 // CHECK-LABEL: gpu.func @attention
+// The roles: the producer's TMA loads, then the consumers' work.
+// CHECK: flash.wg.warp_specialize consumers = 2, producer_regs = 24, consumer_regs = 240 producer {
+// CHECK: nvgpu.tma.async.load
+// CHECK: } consumer {
+// CHECK-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: i32):
+// Tile 0's S = Q K^T is issued in this consumer's ping-pong turn.
+// CHECK: flash.wg.pingpong_turn %{{.*}} -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator> {
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: %[[Q0:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
 // CHECK: %[[K0:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>

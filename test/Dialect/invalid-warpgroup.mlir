@@ -257,3 +257,86 @@ func.func @store_shared_unaligned_boxes(%o: !flash.fragment<64x128xbf16, #flash.
   flash.wg.store_shared %o, %smem[%off] {box_stride = 8320} : !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>, memref<?xi8, #gpu.address_space<workgroup>>
   return
 }
+
+// -----
+
+func.func @roles_regs() {
+  // expected-error @+1 {{'flash.wg.warp_specialize' op consumer_regs must be a multiple of 8 in [24, 256] (what setmaxnreg takes), got 250}}
+  flash.wg.warp_specialize consumers = 2, producer_regs = 24, consumer_regs = 250
+  producer {
+  ^bb0(%t: i32):
+  } consumer {
+  ^bb0(%c: i32, %t: i32):
+  }
+  return
+}
+
+// -----
+
+func.func @roles_too_many_registers() {
+  // expected-error @+1 {{'flash.wg.warp_specialize' op the roles hold 101376 registers, more than an SM's 65536}}
+  flash.wg.warp_specialize consumers = 3, producer_regs = 24, consumer_regs = 256
+  producer {
+  ^bb0(%t: i32):
+  } consumer {
+  ^bb0(%c: i32, %t: i32):
+  }
+  return
+}
+
+// -----
+
+func.func @roles_consumer_args() {
+  // expected-error @+1 {{'flash.wg.warp_specialize' op the consumer region takes (consumer, thread) as i32, got 1 argument(s)}}
+  flash.wg.warp_specialize consumers = 2, producer_regs = 24, consumer_regs = 240
+  producer {
+  ^bb0(%t: i32):
+  } consumer {
+  ^bb0(%t: i32):
+  }
+  return
+}
+
+// -----
+
+func.func @roles_producer_index(%x: index) {
+  // expected-error @+1 {{'flash.wg.warp_specialize' op the producer region takes (thread) as i32, got 1 argument(s)}}
+  flash.wg.warp_specialize consumers = 1, producer_regs = 24, consumer_regs = 240
+  producer {
+  ^bb0(%t: index):
+  } consumer {
+  ^bb0(%c: i32, %t: i32):
+  }
+  return
+}
+
+// -----
+
+func.func @yield_outside() {
+  // expected-error @+1 {{'flash.wg.yield' op expects parent op to be one of 'flash.wg.warp_specialize, flash.wg.pingpong_turn'}}
+  flash.wg.yield
+}
+
+// -----
+
+func.func @turn_yields_other_types(%c: i32, %x: f32) {
+  // expected-error @+1 {{'flash.wg.pingpong_turn' op the region yields 1 value(s) of other types than the 1 result(s)}}
+  %r = flash.wg.pingpong_turn %c -> i32 {
+    flash.wg.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @role_yields_values(%x: f32) {
+  // expected-error @+1 {{'flash.wg.warp_specialize' op a role's region yields nothing}}
+  flash.wg.warp_specialize consumers = 1, producer_regs = 24, consumer_regs = 240
+  producer {
+  ^bb0(%t: i32):
+    flash.wg.yield %x : f32
+  } consumer {
+  ^bb0(%c: i32, %t: i32):
+  }
+  return
+}

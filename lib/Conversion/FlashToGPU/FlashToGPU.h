@@ -378,9 +378,14 @@ public:
 
   //===--- KernelBody.cpp: roles and the consumer main loop ---------------===//
   void emitConsumer(Value consumerIdx, Value threadInGroup);
-  /// Ping-pong: wait for this consumer's turn to issue GEMMs / hand it on.
-  void schedSync();
-  void schedArrive();
+  /// Ping-pong (flash.wg.pingpong_turn): `body` runs in this consumer's
+  /// turn and its values are returned; without ping-pong it just runs.
+  SmallVector<Value> inTurn(TypeRange types,
+                            function_ref<SmallVector<Value>()> body);
+  /// A turn with nothing in it, so the two consumers' turns stay paired.
+  void skipTurn() {
+    inTurn(TypeRange(), [] { return SmallVector<Value>(); });
+  }
   /// The key loops, serial (S_j, softmax, PV_j) or overlapped (S_j with
   /// PV_{j-1}); both return (m[2], l[2], acc).
   SmallVector<Value> emitSerialLoops();

@@ -20,6 +20,8 @@
 
 #include "FlashToGPU.h"
 
+#include "Flash/FlashOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -174,20 +176,26 @@ void KernelEmitter::emitKernel() {
   if (!spec.sw.persistent)
     emitTileBounds();
 
-  Value wg = arith::DivUIOp::create(b, tid32, cI32(128));
-  Value thread = arith::RemUIOp::create(b, tid32, cI32(128));
-  Value isProducer =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, wg, cI32(0));
-  auto roles = scf::IfOp::create(b, TypeRange(), isProducer, /*withElse=*/true);
+  // The roles (flash.wg.warp_specialize): warpgroup 0 produces, the others
+  // consume, each with the registers the schedule gave it.
+  auto roles = WgWarpSpecializeOp::create(
+      b, b.getI64IntegerAttr(spec.warpgroups),
+      b.getI64IntegerAttr(spec.producerRegs()),
+      b.getI64IntegerAttr(spec.consumerRegs()));
+  auto roleBody = [&](Region &region, unsigned numArgs) {
+    Block *block = b.createBlock(&region);
+    for (unsigned i = 0; i < numArgs; ++i)
+      block->addArgument(i32, b.getLoc());
+    WgYieldOp::create(b);
+    b.setInsertionPointToStart(block);
+    return block;
+  };
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(roles.thenBlock()->getTerminator());
+    roleBody(roles.getProducer(), 1);
     emitProducer();
-    b.setInsertionPoint(roles.elseBlock()->getTerminator());
-    NVVM::SetMaxRegisterOp::create(b, spec.consumerRegs(),
-                                   NVVM::SetMaxRegisterAction::increase);
-    Value consumerIdx = arith::SubIOp::create(b, wg, cI32(1));
-    emitConsumer(consumerIdx, thread);
+    Block *consumer = roleBody(roles.getConsumer(), 2);
+    emitConsumer(consumer->getArgument(0), consumer->getArgument(1));
   }
   gpu::ReturnOp::create(b);
 }
@@ -258,28 +266,21 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
   });
 }
 
-void KernelEmitter::schedSync() {
-  // Named barrier 1 + cw: this consumer's turn to issue (256 threads: both
-  // consumers take part, the other one arrives).
+SmallVector<Value>
+KernelEmitter::inTurn(TypeRange types,
+                      function_ref<SmallVector<Value>()> body) {
   if (!spec.sw.pingpong)
-    return;
-  Value id = arith::AddIOp::create(b, consumerIdx, cI32(1));
-  NVVM::BarrierOp::create(b, Type(), id, cI32(256),
-                          NVVM::BarrierReductionAttr(), Value());
-}
-
-void KernelEmitter::schedArrive() {
-  // Hand the turn to the other consumer: barrier 1 + (1 - cw).
-  if (!spec.sw.pingpong)
-    return;
-  Value other = arith::SubIOp::create(b, cI32(2), consumerIdx);
-  NVVM::BarrierArriveOp::create(b, other, cI32(256));
+    return body();
+  auto turn = WgPingpongTurnOp::create(b, types, consumerIdx);
+  OpBuilder::InsertionGuard guard(b);
+  b.createBlock(&turn.getBody());
+  WgYieldOp::create(b, body());
+  return SmallVector<Value>(turn.getResults());
 }
 
 SmallVector<Value> KernelEmitter::waitedS(const Slot &s, Value j) {
-  schedSync();
-  Value sAcc = emitS(prepS(s));
-  schedArrive();
+  Value sAcc =
+      inTurn(sType, [&] { return SmallVector<Value>{emitS(prepS(s))}; })[0];
   wgWait(0);
   SmallVector<Value> sv = sValues(sAcc);
   releaseK(s.slot);
@@ -296,10 +297,10 @@ SmallVector<Value> KernelEmitter::serialStep(Value j, ValueRange state,
   SmallVector<Value> sv = waitedS(s, j);
   SoftmaxResult sm = softmax(sv, st.slice(0, 2), st.slice(2, 2), masked, j);
   SmallVector<Value> acc = scaleAcc(st.drop_front(4), sm.alpha, sm.moved);
-  schedSync();
-  SmallVector<Value> vDescs = prepPV(s);
-  Value o = emitPV(sm.packedP, acc, vDescs);
-  schedArrive();
+  Value o = inTurn(oType, [&] {
+    SmallVector<Value> vDescs = prepPV(s);
+    return SmallVector<Value>{emitPV(sm.packedP, acc, vDescs)};
+  })[0];
   wgWait(0);
   SmallVector<Value> acc2 = oValues(o);
   release(s.slot);
@@ -346,13 +347,11 @@ void KernelEmitter::skipUnseenKeyTiles() {
     Slot s = slotInfo(j);
     waitFull(spec.barFullK(), s.slot, s.parity);
     releaseK(s.slot);
-    schedSync();
-    schedArrive();
+    skipTurn();
     waitFull(spec.barFullV(), s.slot, s.parity);
     release(s.slot);
     if (!overlapped) {
-      schedSync();
-      schedArrive();
+      skipTurn();
     }
     return SmallVector<Value>();
   });
@@ -364,8 +363,7 @@ void KernelEmitter::skipUnseenKeyTiles() {
   Value blockHas =
       arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, nHi, cI32(0));
   ifThen(arith::AndIOp::create(b, none, blockHas), [&] {
-    schedSync();
-    schedArrive();
+    skipTurn();
   });
 }
 
@@ -425,11 +423,14 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
       // Waits and descriptors first, then one fence and both GEMMs.
       SOperands sOps = prepS(s);
       SmallVector<Value> vDescs = prepPV(prev);
-      schedSync();
-      NVVM::WgmmaFenceAlignedOp::create(b);
-      Value sAcc = emitS(sOps, /*fence=*/false);
-      Value o = emitPV(pOld, acc, vDescs, /*fence=*/false);
-      schedArrive();
+      SmallVector<Value> products =
+          inTurn(TypeRange{sType, oType}, [&] {
+            NVVM::WgmmaFenceAlignedOp::create(b);
+            Value sAcc = emitS(sOps, /*fence=*/false);
+            Value o = emitPV(pOld, acc, vDescs, /*fence=*/false);
+            return SmallVector<Value>{sAcc, o};
+          });
+      Value sAcc = products[0], o = products[1];
       wgWait(1);
       SmallVector<Value> sv = sValues(sAcc);
       releaseK(s.slot);
@@ -469,10 +470,10 @@ SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
       [&] {
         Value jl = arith::SubIOp::create(b, overlapHiIdx, cIndex(1));
         Slot s = slotInfo(jl);
-        schedSync();
-        SmallVector<Value> vDescs = prepPV(s);
-        Value o = emitPV(pLast, accLast, vDescs);
-        schedArrive();
+        Value o = inTurn(oType, [&] {
+          SmallVector<Value> vDescs = prepPV(s);
+          return SmallVector<Value>{emitPV(pLast, accLast, vDescs)};
+        })[0];
         wgWait(0);
         SmallVector<Value> acc = oValues(o);
         release(s.slot);

@@ -229,8 +229,6 @@ void KernelEmitter::waitQBufferFree() {
 }
 
 void KernelEmitter::emitProducer() {
-  NVVM::SetMaxRegisterOp::create(b, spec.producerRegs(),
-                                 NVVM::SetMaxRegisterAction::decrease);
   // One thread issues every copy; the others of the warpgroup idle.
   ifThen(isThread0, [&] {
     nvgpu::TmaPrefetchOp::create(b, tmK, Value());

@@ -59,6 +59,8 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateTruncFPatterns(converter, patterns);
   wg_lowering::populateStoreGlobalPatterns(converter, patterns);
   wg_lowering::populateStoreSharedPatterns(converter, patterns);
+  wg_lowering::populateWarpSpecializePatterns(converter, patterns);
+  wg_lowering::populatePingpongTurnPatterns(converter, patterns);
 }
 
 LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
@@ -72,7 +74,8 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
                       WgFragmentValuesOp, WgMmaOp>();
   target.addIllegalOp<WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
                       WgScaleRowsOp, WgTruncFOp, WgStoreGlobalOp,
-                      WgStoreSharedOp>();
+                      WgStoreSharedOp, WgWarpSpecializeOp, WgPingpongTurnOp,
+                      WgYieldOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   return applyPartialConversion(root, target, std::move(patterns));
 }

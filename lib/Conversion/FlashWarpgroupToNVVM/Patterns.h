@@ -40,6 +40,13 @@ void populateStoreGlobalPatterns(const TypeConverter &converter,
 void populateStoreSharedPatterns(const TypeConverter &converter,
                                  RewritePatternSet &patterns);
 
+/// PingpongTurnToNVVM.cpp: flash.wg.pingpong_turn.
+void populatePingpongTurnPatterns(const TypeConverter &converter,
+                                  RewritePatternSet &patterns);
+/// WarpSpecializeToSCF.cpp: flash.wg.warp_specialize.
+void populateWarpSpecializePatterns(const TypeConverter &converter,
+                                    RewritePatternSet &patterns);
+
 } // namespace mlir::flash::wg_lowering
 
 #endif // FLASHC_LIB_CONVERSION_FLASHWARPGROUPTONVVM_PATTERNS_H
