@@ -118,13 +118,16 @@ def ConvertFlashWarpgroupToNVVM : Pass<"convert-flash-wg-to-nvvm"> {
     `flash.wg.mma` with A in shared memory to `nvvm.wgmma.mma_async`, with A
     in registers to the inline PTX wgmma; fragments to the registers they
     stand for (an accumulator to the LLVM struct of f32 wgmma carries, a
-    register A operand to its four i32); descriptors to their i64. Other
-    ops are left alone. `-convert-flash-to-gpu` runs the same patterns on
-    the kernel it emits.
+    register A operand to its four i32); descriptors to their i64; a TMA
+    tile to its expect and box loads and the ring ops to the nvgpu mbarrier
+    waits and arrivals their slot arithmetic picks. Other ops are left
+    alone. `-convert-flash-to-gpu` runs the same patterns on the kernel it
+    emits.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::NVVM::NVVMDialect"
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect"
   ];
 }
 

@@ -14,6 +14,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::flash {
 #define GEN_PASS_DEF_CONVERTFLASHWARPGROUPTONVVM
@@ -42,6 +45,15 @@ void mlir::flash::populateFlashWarpgroupTypeConversions(
           LLVM::LLVMStructType::getLiteral(type.getContext(), registers));
     return success();
   });
+  // A ring slot is its index and its phase, computed once where it is
+  // taken (RingToNVGPU.cpp).
+  converter.addConversion(
+      [](RingSlotType type,
+         SmallVectorImpl<Type> &results) -> std::optional<LogicalResult> {
+        results.push_back(IndexType::get(type.getContext()));
+        results.push_back(IntegerType::get(type.getContext(), 1));
+        return success();
+      });
 }
 
 void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
@@ -49,6 +61,8 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateSmemDescriptorPatterns(converter, patterns);
   wg_lowering::populateFragmentPatterns(converter, patterns);
   wg_lowering::populateMmaPatterns(converter, patterns);
+  wg_lowering::populateTmaLoadTilePatterns(converter, patterns);
+  wg_lowering::populateRingPatterns(converter, patterns);
 }
 
 LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
@@ -60,6 +74,9 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
   ConversionTarget target(*ctx);
   target.addIllegalOp<WgSmemDescriptorOp, WgFragmentFromValuesOp,
                       WgFragmentValuesOp, WgMmaOp>();
+  target.addIllegalOp<WgTmaLoadTileOp, WgRingSlotOp, WgRingSlotIndexOp,
+                      WgRingWaitFullOp, WgRingReleaseOp, WgRingWaitEmptyOp,
+                      WgRingWaitReleasedOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   return applyPartialConversion(root, target, std::move(patterns));
 }
