@@ -14,6 +14,8 @@
 
 #include "FlashToGPU.h"
 
+#include "Flash/FlashOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -26,6 +28,7 @@
 #include <limits>
 
 using namespace mlir;
+using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
 void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
@@ -175,7 +178,6 @@ void KernelEmitter::storeOViaTma(ArrayRef<Value> accFinal,
     NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
                                          b.getUnitAttr());
     if (spec.sw.persistent)
-      nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx),
-                                      bar, qBarrier(spec.barQEmpty()));
+      WgRingReleaseOp::create(b, qSlot, bar, spec.barQEmpty());
   });
 }
