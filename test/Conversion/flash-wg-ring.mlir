@@ -11,19 +11,20 @@
 // release empty[slot] (barriers 3..5).
 // CHECK-LABEL: func.func @consumer
 // CHECK-SAME: (%[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[POS:.*]]: index)
-// CHECK: %[[STAGES:.*]] = arith.constant 3 : index
-// CHECK: %[[SLOT:.*]] = arith.remui %[[POS]], %[[STAGES]] : index
-// CHECK: %[[ROUND:.*]] = arith.divui %[[POS]], %[[STAGES]] : index
+// The constants go to the function's entry block, where the kernel keeps
+// them; 3 is both the stage count and the empty barriers' base.
+// CHECK-DAG: %[[THREE:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[TICKS:.*]] = arith.constant 10000000 : index
+// CHECK: %[[SLOT:.*]] = arith.remui %[[POS]], %[[THREE]] : index
+// CHECK: %[[ROUND:.*]] = arith.divui %[[POS]], %[[THREE]] : index
 // CHECK: %[[ROUND32:.*]] = arith.index_cast %[[ROUND]] : index to i32
-// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK: %[[BIT:.*]] = arith.andi %[[ROUND32]], %[[ONE]] : i32
 // CHECK: %[[PHASE:.*]] = arith.trunci %[[BIT]] : i32 to i1
-// CHECK: %[[FULL_BASE:.*]] = arith.constant 0 : index
-// CHECK: %[[FULL:.*]] = arith.addi %[[SLOT]], %[[FULL_BASE]] : index
-// CHECK: %[[TICKS:.*]] = arith.constant 10000000 : index
+// CHECK: %[[FULL:.*]] = arith.addi %[[SLOT]], %[[ZERO]] : index
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[FULL]]], %[[PHASE]], %[[TICKS]]
-// CHECK: %[[EMPTY_BASE:.*]] = arith.constant 3 : index
-// CHECK: %[[EMPTY:.*]] = arith.addi %[[SLOT]], %[[EMPTY_BASE]] : index
+// CHECK: %[[EMPTY:.*]] = arith.addi %[[SLOT]], %[[THREE]] : index
 // CHECK: nvgpu.mbarrier.arrive %[[BARS]][%[[EMPTY]]]
 // CHECK: return %[[SLOT]]
 // CHECK-NOT: flash.wg
@@ -44,20 +45,20 @@ func.func @consumer(%bars: !bars, %pos: index) -> index {
 // previous round's phase ((pos / 2) - 1) & 1 on empty[pos % 2].
 // CHECK-LABEL: func.func @producer
 // CHECK-SAME: (%[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[POS:.*]]: index)
-// CHECK: %[[STAGES:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[STAGES:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[ONE32:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[BASE:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[TICKS:.*]] = arith.constant 10000000 : index
 // CHECK: %[[REUSE:.*]] = arith.cmpi uge, %[[POS]], %[[STAGES]] : index
 // CHECK: scf.if %[[REUSE]] {
 // CHECK:   %[[SLOT:.*]] = arith.remui %[[POS]], %[[STAGES]] : index
 // CHECK:   %[[ROUND:.*]] = arith.divui %[[POS]], %[[STAGES]] : index
-// CHECK:   %[[ONE:.*]] = arith.constant 1 : index
 // CHECK:   %[[PREV:.*]] = arith.subi %[[ROUND]], %[[ONE]] : index
 // CHECK:   %[[PREV32:.*]] = arith.index_cast %[[PREV]] : index to i32
-// CHECK:   %[[ONE32:.*]] = arith.constant 1 : i32
 // CHECK:   %[[BIT:.*]] = arith.andi %[[PREV32]], %[[ONE32]] : i32
 // CHECK:   %[[PARITY:.*]] = arith.trunci %[[BIT]] : i32 to i1
-// CHECK:   %[[BASE:.*]] = arith.constant 4 : index
 // CHECK:   %[[EMPTY:.*]] = arith.addi %[[SLOT]], %[[BASE]] : index
-// CHECK:   %[[TICKS:.*]] = arith.constant 10000000 : index
 // CHECK:   nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[EMPTY]]], %[[PARITY]], %[[TICKS]]
 // CHECK: }
 // CHECK-NOT: flash.wg
@@ -77,19 +78,19 @@ func.func @producer(%bars: !bars, %pos: index) {
 // counts as complete.
 // CHECK-LABEL: func.func @q_buffers
 // CHECK-SAME: (%[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[TILE:.*]]: i32)
-// CHECK: %[[MASK:.*]] = arith.constant 1 : i32
-// CHECK: %[[SLOT32:.*]] = arith.andi %[[TILE]], %[[MASK]] : i32
+// The mask (stages - 1), the shift (log2 stages) and the phase bit are
+// all 1 here.
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[TRUE:.*]] = arith.constant true
+// CHECK-DAG: %[[BASE:.*]] = arith.constant 6 : index
+// CHECK-DAG: %[[TICKS:.*]] = arith.constant 10000000 : index
+// CHECK: %[[SLOT32:.*]] = arith.andi %[[TILE]], %[[ONE]] : i32
 // CHECK: %[[SLOT:.*]] = arith.index_cast %[[SLOT32]] : i32 to index
-// CHECK: %[[SHIFT:.*]] = arith.constant 1 : i32
-// CHECK: %[[ROUND:.*]] = arith.shrui %[[TILE]], %[[SHIFT]] : i32
-// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK: %[[ROUND:.*]] = arith.shrui %[[TILE]], %[[ONE]] : i32
 // CHECK: %[[BIT:.*]] = arith.andi %[[ROUND]], %[[ONE]] : i32
 // CHECK: %[[PHASE:.*]] = arith.trunci %[[BIT]] : i32 to i1
-// CHECK: %[[TRUE:.*]] = arith.constant true
 // CHECK: %[[PREV:.*]] = arith.xori %[[PHASE]], %[[TRUE]] : i1
-// CHECK: %[[BASE:.*]] = arith.constant 6 : index
 // CHECK: %[[EMPTY:.*]] = arith.addi %[[SLOT]], %[[BASE]] : index
-// CHECK: %[[TICKS:.*]] = arith.constant 10000000 : index
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[EMPTY]]], %[[PREV]], %[[TICKS]]
 // CHECK: return %[[SLOT]]
 // CHECK-NOT: flash.wg

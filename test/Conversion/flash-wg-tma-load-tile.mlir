@@ -12,15 +12,17 @@
 // A 128 x 128 tile: two boxes of 16 KiB, 32 KiB expected.
 // CHECK-LABEL: func.func @two_boxes
 // CHECK-SAME: (%[[MAP:.*]]: !nvgpu.tensormap.descriptor<{{.*}}>, %[[SMEM:.*]]: memref<?xi8, #gpu.address_space<workgroup>>, %[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[ROW:.*]]: index, %[[PLANE:.*]]: index, %[[OFF:.*]]: index, %[[BAR:.*]]: index)
-// CHECK: %[[BYTES:.*]] = arith.constant 32768 : index
+// The constants go to the function's entry block, where the kernel keeps
+// them.
+// CHECK-DAG: %[[BYTES:.*]] = arith.constant 32768 : index
+// CHECK-DAG: %[[COL0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[STEP:.*]] = arith.constant 16384 : index
+// CHECK-DAG: %[[COL1:.*]] = arith.constant 64 : index
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[BAR]]], %[[BYTES]] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
 // CHECK: %[[BOX0:.*]] = memref.view %[[SMEM]][%[[OFF]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x128x64xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[COL0:.*]] = arith.constant 0 : index
 // CHECK: nvgpu.tma.async.load %[[MAP]][%[[COL0]], %[[ROW]], %[[PLANE]]], %[[BARS]][%[[BAR]]] to %[[BOX0]]
-// CHECK: %[[STEP:.*]] = arith.constant 16384 : index
 // CHECK: %[[OFF1:.*]] = arith.addi %[[OFF]], %[[STEP]] : index
 // CHECK: %[[BOX1:.*]] = memref.view %[[SMEM]][%[[OFF1]]][]
-// CHECK: %[[COL1:.*]] = arith.constant 64 : index
 // CHECK: nvgpu.tma.async.load %[[MAP]][%[[COL1]], %[[ROW]], %[[PLANE]]], %[[BARS]][%[[BAR]]] to %[[BOX1]]
 // CHECK-NOT: nvgpu.tma.async.load
 // CHECK-NOT: flash.wg
@@ -40,7 +42,7 @@ func.func @two_boxes(%map: !map, %smem: !smem, %bars: !bars, %row: index,
 // A 64 x 64 tile is one box: nothing is added to the offset.
 // CHECK-LABEL: func.func @one_box
 // CHECK-SAME: (%[[MAP:.*]]: !nvgpu.tensormap.descriptor<{{.*}}>, %[[SMEM:.*]]: memref<?xi8, #gpu.address_space<workgroup>>, %[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[I:.*]]: index)
-// CHECK: %[[BYTES:.*]] = arith.constant 8192 : index
+// CHECK-DAG: %[[BYTES:.*]] = arith.constant 8192 : index
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[I]]], %[[BYTES]]
 // CHECK-NOT: arith.addi
 // CHECK: %[[BOX:.*]] = memref.view %[[SMEM]][%[[I]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xf16, #gpu.address_space<workgroup>>
@@ -62,13 +64,16 @@ func.func @one_box(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
 // after the expect, then each box from it.
 // CHECK-LABEL: func.func @buffer
 // CHECK-SAME: (%[[MAP:.*]]: !nvgpu.tensormap.descriptor<{{.*}}>, %[[SMEM:.*]]: memref<?xi8, #gpu.address_space<workgroup>>, %[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[WIN:.*]]: index, %[[BUF:.*]]: index, %[[I:.*]]: index)
-// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[I]]]
-// CHECK: %[[BYTES:.*]] = arith.constant 32768 : index
+// 32768 is both the tile's bytes and the buffers' size.
+// CHECK-DAG: %[[BYTES:.*]] = arith.constant 32768 : index
+// CHECK-DAG: %[[STEP:.*]] = arith.constant 16384 : index
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[I]]], %[[BYTES]]
 // CHECK: %[[MUL:.*]] = arith.muli %[[BUF]], %[[BYTES]] : index
 // CHECK: %[[START:.*]] = arith.addi %[[WIN]], %[[MUL]] : index
 // CHECK: memref.view %[[SMEM]][%[[START]]][]
 // CHECK: nvgpu.tma.async.load
-// CHECK: arith.addi %[[START]], %{{.*}} : index
+// CHECK: %[[OFF1:.*]] = arith.addi %[[START]], %[[STEP]] : index
+// CHECK: memref.view %[[SMEM]][%[[OFF1]]][]
 // CHECK: nvgpu.tma.async.load
 func.func @buffer(%map: !map, %smem: !smem, %bars: !bars, %window: index,
                   %buf: index, %i: index) {
@@ -87,13 +92,13 @@ func.func @buffer(%map: !map, %smem: !smem, %bars: !bars, %window: index,
 // each after the expect.
 // CHECK-LABEL: func.func @slot
 // CHECK-SAME: (%[[MAP:.*]]: !nvgpu.tensormap.descriptor<{{.*}}>, %[[SMEM:.*]]: memref<?xi8, #gpu.address_space<workgroup>>, %[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[WIN:.*]]: index, %[[SLOT:.*]]: index, %[[I:.*]]: index)
+// CHECK-DAG: %[[C0:.*]] = arith.constant 49152 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 59392 : index
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[I]]]
-// CHECK: %[[C0:.*]] = arith.constant 49152 : index
 // CHECK: %[[IN0:.*]] = arith.addi %[[SLOT]], %[[C0]] : index
 // CHECK: %[[OFF0:.*]] = arith.addi %[[IN0]], %[[WIN]] : index
 // CHECK: memref.view %[[SMEM]][%[[OFF0]]][]
 // CHECK: nvgpu.tma.async.load
-// CHECK: %[[C1:.*]] = arith.constant 59392 : index
 // CHECK: %[[IN1:.*]] = arith.addi %[[SLOT]], %[[C1]] : index
 // CHECK: %[[OFF1:.*]] = arith.addi %[[IN1]], %[[WIN]] : index
 // CHECK: memref.view %[[SMEM]][%[[OFF1]]][]

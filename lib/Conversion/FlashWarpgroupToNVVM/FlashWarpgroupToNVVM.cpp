@@ -56,6 +56,18 @@ void mlir::flash::populateFlashWarpgroupTypeConversions(
       });
 }
 
+Value mlir::flash::wg_lowering::entryConstant(
+    ConversionPatternRewriter &rewriter, Operation *op, TypedAttr attr) {
+  Operation *scope = op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
+  Block &entry = scope->getRegion(0).front();
+  for (auto constant : entry.getOps<arith::ConstantOp>())
+    if (constant.getValue() == attr)
+      return constant;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&entry);
+  return arith::ConstantOp::create(rewriter, op->getLoc(), attr);
+}
+
 void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   wg_lowering::populateSmemDescriptorPatterns(converter, patterns);

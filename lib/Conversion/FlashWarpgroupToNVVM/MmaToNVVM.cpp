@@ -20,22 +20,6 @@
 using namespace mlir;
 using namespace mlir::flash;
 
-/// The i32 constant `value` from the entry block of the enclosing function,
-/// where the kernel's emitter keeps one of each constant: reusing it there
-/// leaves the kernel's IR what it was when the emitter wrote the asm itself.
-static Value entryConstantI32(ConversionPatternRewriter &rewriter,
-                              Operation *op, int64_t value) {
-  Operation *scope = op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
-  Block &entry = scope->getRegion(0).front();
-  IntegerAttr attr = rewriter.getI32IntegerAttr(value);
-  for (auto constant : entry.getOps<arith::ConstantOp>())
-    if (constant.getValue() == attr)
-      return constant;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(&entry);
-  return arith::ConstantOp::create(rewriter, op->getLoc(), attr);
-}
-
 namespace {
 
 struct MmaOpLowering : public OpConversionPattern<WgMmaOp> {
@@ -83,7 +67,8 @@ struct MmaOpLowering : public OpConversionPattern<WgMmaOp> {
       accIn.assign(dType.getNumRegisters(),
                    LLVM::UndefOp::create(b, b.getF32Type()));
     }
-    Value scaleD = entryConstantI32(rewriter, op, hasC ? 1 : 0);
+    Value scaleD = wg_lowering::entryConstant(
+        rewriter, op, rewriter.getI32IntegerAttr(hasC ? 1 : 0));
     SmallVector<Value> aRegs(adaptor.getA());
     Value d =
         createWgmmaRegA(b, accType, bType.getElementType(), dType.getShape()[1],

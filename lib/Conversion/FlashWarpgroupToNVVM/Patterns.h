@@ -13,6 +13,12 @@
 
 namespace mlir::flash::wg_lowering {
 
+/// The constant `attr` from the entry block of the function around `op`,
+/// where the kernel's emitter keeps one of each constant: reusing it there
+/// leaves the kernel's IR what it was when the emitter built these ops.
+Value entryConstant(ConversionPatternRewriter &rewriter, Operation *op,
+                    TypedAttr attr);
+
 /// MmaToNVVM.cpp: flash.wg.mma.
 void populateMmaPatterns(const TypeConverter &converter,
                          RewritePatternSet &patterns);

@@ -24,8 +24,9 @@ using namespace mlir::flash;
 /// flips, so this only bounds each try).
 static constexpr int64_t kWaitTicks = 10000000;
 
-static Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
+static Value indexConstant(ConversionPatternRewriter &rewriter, Operation *op,
+                           int64_t v) {
+  return wg_lowering::entryConstant(rewriter, op, rewriter.getIndexAttr(v));
 }
 
 namespace {
@@ -41,14 +42,19 @@ struct RingSlotOpLowering : public OpConversionPattern<WgRingSlotOp> {
     int64_t stages = op.getType().getStages();
     Type i32 = rewriter.getI32Type();
     auto i32Constant = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, i32, v);
+      return wg_lowering::entryConstant(rewriter, op,
+                                        rewriter.getI32IntegerAttr(v));
     };
     Value slot, round32;
     if (position.getType().isIndex()) {
-      Value count = indexConstant(rewriter, loc, stages);
+      Value count = indexConstant(rewriter, op, stages);
       slot = arith::RemUIOp::create(rewriter, loc, position, count);
       Value round = arith::DivUIOp::create(rewriter, loc, position, count);
       round32 = arith::IndexCastOp::create(rewriter, loc, i32, round);
+    } else if (stages == 1) {
+      // One buffer: slot 0, and every position is a round of its own.
+      slot = indexConstant(rewriter, op, 0);
+      round32 = position;
     } else {
       // The verifier asks for a power of two: a mask and a shift.
       Value slot32 = arith::AndIOp::create(rewriter, loc, position,
@@ -78,10 +84,10 @@ struct RingSlotIndexOpLowering : public OpConversionPattern<WgRingSlotIndexOp> {
 };
 
 /// The slot's barrier of the ring whose barriers start at `base`.
-static Value slotBarrier(ConversionPatternRewriter &rewriter, Location loc,
+static Value slotBarrier(ConversionPatternRewriter &rewriter, Operation *op,
                          Value slotIndex, int64_t base) {
-  return arith::AddIOp::create(rewriter, loc, slotIndex,
-                               indexConstant(rewriter, loc, base));
+  return arith::AddIOp::create(rewriter, op->getLoc(), slotIndex,
+                               indexConstant(rewriter, op, base));
 }
 
 struct RingWaitFullOpLowering : public OpConversionPattern<WgRingWaitFullOp> {
@@ -92,10 +98,10 @@ struct RingWaitFullOpLowering : public OpConversionPattern<WgRingWaitFullOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     ValueRange slot = adaptor.getSlot();
-    Value barrier = slotBarrier(rewriter, loc, slot[0], op.getBase());
+    Value barrier = slotBarrier(rewriter, op, slot[0], op.getBase());
     nvgpu::MBarrierTryWaitParityOp::create(
         rewriter, loc, adaptor.getBarriers().front(), slot[1],
-        indexConstant(rewriter, loc, kWaitTicks), barrier);
+        indexConstant(rewriter, op, kWaitTicks), barrier);
     rewriter.eraseOp(op);
     return success();
   }
@@ -109,7 +115,7 @@ struct RingReleaseOpLowering : public OpConversionPattern<WgRingReleaseOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value barrier =
-        slotBarrier(rewriter, loc, adaptor.getSlot()[0], op.getBase());
+        slotBarrier(rewriter, op, adaptor.getSlot()[0], op.getBase());
     nvgpu::MBarrierArriveOp::create(
         rewriter, loc, nvgpu::MBarrierTokenType::get(op.getContext()),
         adaptor.getBarriers().front(), barrier);
@@ -129,11 +135,11 @@ struct RingWaitReleasedOpLowering
     ValueRange slot = adaptor.getSlot();
     Value previous = arith::XOrIOp::create(
         rewriter, loc, slot[1],
-        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI1Type(), 1));
-    Value barrier = slotBarrier(rewriter, loc, slot[0], op.getBase());
+        wg_lowering::entryConstant(rewriter, op, rewriter.getBoolAttr(true)));
+    Value barrier = slotBarrier(rewriter, op, slot[0], op.getBase());
     nvgpu::MBarrierTryWaitParityOp::create(
         rewriter, loc, adaptor.getBarriers().front(), previous,
-        indexConstant(rewriter, loc, kWaitTicks), barrier);
+        indexConstant(rewriter, op, kWaitTicks), barrier);
     rewriter.eraseOp(op);
     return success();
   }
@@ -147,7 +153,7 @@ struct RingWaitEmptyOpLowering : public OpConversionPattern<WgRingWaitEmptyOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value position = adaptor.getPosition();
-    Value stages = indexConstant(rewriter, loc, op.getStages());
+    Value stages = indexConstant(rewriter, op, op.getStages());
     Value reuse = arith::CmpIOp::create(
         rewriter, loc, arith::CmpIPredicate::uge, position, stages);
     auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange(), reuse,
@@ -158,18 +164,19 @@ struct RingWaitEmptyOpLowering : public OpConversionPattern<WgRingWaitEmptyOp> {
     Value slot = arith::RemUIOp::create(rewriter, loc, position, stages);
     Value round = arith::DivUIOp::create(rewriter, loc, position, stages);
     Value previous = arith::SubIOp::create(rewriter, loc, round,
-                                           indexConstant(rewriter, loc, 1));
+                                           indexConstant(rewriter, op, 1));
     Value previous32 = arith::IndexCastOp::create(
         rewriter, loc, rewriter.getI32Type(), previous);
-    Value bit = arith::AndIOp::create(
-        rewriter, loc, previous32,
-        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), 1));
+    Value bit =
+        arith::AndIOp::create(rewriter, loc, previous32,
+                              wg_lowering::entryConstant(
+                                  rewriter, op, rewriter.getI32IntegerAttr(1)));
     Value parity =
         arith::TruncIOp::create(rewriter, loc, rewriter.getI1Type(), bit);
-    Value barrier = slotBarrier(rewriter, loc, slot, op.getBase());
+    Value barrier = slotBarrier(rewriter, op, slot, op.getBase());
     nvgpu::MBarrierTryWaitParityOp::create(
         rewriter, loc, adaptor.getBarriers(), parity,
-        indexConstant(rewriter, loc, kWaitTicks), barrier);
+        indexConstant(rewriter, op, kWaitTicks), barrier);
     rewriter.eraseOp(op);
     return success();
   }

@@ -28,7 +28,7 @@ struct TmaLoadTileOpLowering : public OpConversionPattern<WgTmaLoadTileOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto index = [&](int64_t v) -> Value {
-      return arith::ConstantIndexOp::create(rewriter, loc, v);
+      return wg_lowering::entryConstant(rewriter, op, rewriter.getIndexAttr(v));
     };
     Value barriers = adaptor.getBarriers();
     Value barrier = adaptor.getBarrier();
