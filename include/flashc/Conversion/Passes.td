@@ -92,9 +92,10 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     attribute, which the target layer writes into the kernel's metadata
     JSON. The host function is removed: launching is the runtime's job.
 
-    The warpgroup MMAs are emitted as `flash.wg` ops and lowered here by the
-    patterns of `-convert-flash-wg-to-nvvm`; `lower-warpgroup-ops=0` leaves
-    them in the kernel, to read or test.
+    The warpgroup MMAs, the TMA tile loads and the rings' waits and
+    releases are emitted as `flash.wg` ops and lowered here by the patterns
+    of `-convert-flash-wg-to-nvvm`; `lower-warpgroup-ops=0` leaves them in
+    the kernel, to read or test.
   }];
   let options = [
     Option<"lowerWarpgroupOps", "lower-warpgroup-ops", "bool", "true",
