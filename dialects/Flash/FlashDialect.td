@@ -33,7 +33,11 @@ def Flash_Dialect : Dialect {
     warpgroup of the Hopper kernel issues: `flash.wg.mma` on register
     fragments (`!flash.fragment`, whose layout attribute says how the tile
     is spread over the 128 threads) and shared-memory descriptors
-    (`!flash.smem_descriptor`, whose type is the layout they encode).
+    (`!flash.smem_descriptor`, whose type is the layout they encode), and
+    the producer's side: `flash.wg.tma_load_tile` (a tile of swizzled TMA
+    boxes completing on an mbarrier) and the ring ops on
+    `!flash.ring_slot` (which slot and phase a ring position uses, waiting
+    for a slot to fill or empty, releasing it).
     `-convert-flash-wg-to-nvvm` lowers it, one pattern per op.
   }];
   let useDefaultAttributePrinterParser = 1;

@@ -12,10 +12,27 @@
 #include "Flash/FlashDialect.h"
 #include "Flash/FlashTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::flash {
+class WgTmaLoadTileOp;
+/// The custom<TileStart> syntax of flash.wg.tma_load_tile's destination
+/// (FlashPipeline.cpp).
+ParseResult
+parseTileStart(OpAsmParser &parser, OpAsmParser::UnresolvedOperand &window,
+               std::optional<OpAsmParser::UnresolvedOperand> &offset,
+               std::optional<OpAsmParser::UnresolvedOperand> &buffer,
+               IntegerAttr &offsetBytes, IntegerAttr &bufferBytes);
+void printTileStart(OpAsmPrinter &printer, WgTmaLoadTileOp op, Value window,
+                    Value offset, Value buffer, IntegerAttr offsetBytes,
+                    IntegerAttr bufferBytes);
+} // namespace mlir::flash
 
 #define GET_OP_CLASSES
 #include "Flash/FlashOps.h.inc"

@@ -358,5 +358,6 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
 //===----------------------------------------------------------------------===//
 
 include "FlashWarpgroup.td"
+include "FlashPipeline.td"
 
 #endif // FLASH_OPS_TD

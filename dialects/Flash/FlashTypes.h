@@ -1,7 +1,8 @@
 //===- FlashTypes.h - flash dialect types -----------------------*- C++ -*-===//
 //
 // The warp-specialised level's `!flash.fragment` and
-// `!flash.smem_descriptor` (FlashWarpgroup.td).
+// `!flash.smem_descriptor` (FlashWarpgroup.td) and `!flash.ring_slot`
+// (FlashPipeline.td).
 //
 //===----------------------------------------------------------------------===//
 

@@ -16,10 +16,9 @@
 
 // CHECK: gpu.func @attention(%[[TMQ:[^:]*]]: !llvm.ptr, %[[TMK:[^:]*]]: !llvm.ptr, %[[TMV:[^:]*]]: !llvm.ptr,
 // CHECK: nvvm.setmaxregister decrease 24
-// The producer's K/V loop, then the prefetch.
+// The producer's K/V loop (two boxes of K, two of V), then the prefetch.
 // CHECK: scf.for
-// CHECK: nvgpu.tma.async.load
-// CHECK: nvgpu.tma.async.load
+// CHECK-COUNT-4: nvgpu.tma.async.load
 // CHECK: }
 // CHECK: %[[GX:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: %[[GY:.*]] = arith.index_cast %{{.*}} : index to i32

@@ -18,7 +18,7 @@
 // CHECK-LABEL: gpu.func @attention
 // The roles: the producer's TMA loads, then the consumers' work.
 // CHECK: flash.wg.warp_specialize consumers = 2, producer_regs = 24, consumer_regs = 240 producer {
-// CHECK: nvgpu.tma.async.load
+// CHECK: flash.wg.tma_load_tile
 // CHECK: } consumer {
 // CHECK-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: i32):
 // Tile 0's S = Q K^T is issued in this consumer's ping-pong turn.
@@ -51,3 +51,43 @@
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK-NOT: wgmma.mma_async.sync.aligned
 // CHECK: flash.wg.scale_rows %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
+
+// The producer's side: Q, K and V as TMA tiles on the kernel's one
+// mbarrier group, the K/V ring's waits and releases on its slots.
+// RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=RING
+
+// RING-LABEL: gpu.func @attention
+// RING: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
+// Producer: Q (full barrier 8), then per key tile j the empty waits of
+// split release (K on 6 + slot, V on 4 + slot) before K and V.
+// RING: flash.wg.tma_load_tile %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}], %[[BARS]][%{{.*}}] columns 128 : !nvgpu.tensormap.descriptor<tensor = memref<1x128x64xbf16, #gpu.address_space<workgroup>>, {{.*}}>
+// RING: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// RING: flash.wg.ring_wait_empty %[[J]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
+// RING: %[[PSLOT:.*]] = flash.wg.ring_slot %[[J]] : index -> !flash.ring_slot<stages = 2>
+// RING: flash.wg.ring_slot_index %[[PSLOT]] : !flash.ring_slot<stages = 2>
+// RING: flash.wg.tma_load_tile {{.*}} columns 128
+// RING: flash.wg.ring_wait_empty %[[J]], %[[BARS]][4] : !flash.ring_slot<stages = 2>
+// RING: flash.wg.tma_load_tile {{.*}} columns 128
+// Consumer: its one tile's Q (position 0 of a one-buffer ring), then key
+// tile 0's K wait (full_k = 0) and its K release (empty_k = 6).
+// RING: %[[QSLOT:.*]] = flash.wg.ring_slot %{{.*}} : i32 -> !flash.ring_slot<stages = 1>
+// RING: flash.wg.ring_wait_full %[[QSLOT]], %[[BARS]][8] : !flash.ring_slot<stages = 1>
+// RING: %[[SLOT:.*]] = flash.wg.ring_slot %{{.*}} : index -> !flash.ring_slot<stages = 2>
+// RING: flash.wg.ring_wait_full %[[SLOT]], %[[BARS]][0] : !flash.ring_slot<stages = 2>
+// RING: flash.wg.ring_release %[[SLOT]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
+// RING-NOT: nvgpu.tma.async.load
+// RING-NOT: nvgpu.mbarrier.try_wait.parity
+
+// A persistent kernel with two Q buffers: the producer waits until the
+// tile's buffer was released (q_empty = 6 + buffer) and loads Q into it;
+// the consumers release it after their last S.
+// RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=QBUF
+
+// QBUF-LABEL: gpu.func @attention_d64
+// QBUF: %[[BARS:.*]] = nvgpu.mbarrier.create
+// QBUF: %[[QSLOT:.*]] = flash.wg.ring_slot %{{.*}} : i32 -> !flash.ring_slot<stages = 2>
+// QBUF: %[[BUF:.*]] = flash.wg.ring_slot_index %[[QSLOT]] : !flash.ring_slot<stages = 2>
+// QBUF: flash.wg.ring_wait_released %[[QSLOT]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
+// QBUF: flash.wg.tma_load_tile %{{.*}}, %{{.*}}[%{{.*}} + %[[BUF]] * 32768], %[[BARS]][%{{.*}}] columns 64 : !nvgpu.tensormap.descriptor<tensor = memref<1x256x64xbf16, {{.*}}>
+// QBUF: %[[CSLOT:.*]] = flash.wg.ring_slot %{{.*}} : i32 -> !flash.ring_slot<stages = 2>
+// QBUF: flash.wg.ring_release %[[CSLOT]], %[[BARS]][6] : !flash.ring_slot<stages = 2>

@@ -41,7 +41,8 @@ void populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns);
 
 /// The LLVM types of the warp-specialised level's types: an accumulator
 /// fragment to a struct of f32, a register A fragment 1:N to its i32, a
-/// shared-memory descriptor to i64; any other type unchanged.
+/// shared-memory descriptor to i64, a ring slot 1:N to its index and phase
+/// (index, i1); any other type unchanged.
 void populateFlashWarpgroupTypeConversions(TypeConverter &converter);
 /// The patterns of every flash.wg op (lib/Conversion/FlashWarpgroupToNVVM/).
 void populateFlashWarpgroupToNVVMPatterns(const TypeConverter &converter,

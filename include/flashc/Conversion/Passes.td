@@ -92,9 +92,10 @@ def ConvertFlashToGPU : Pass<"convert-flash-to-gpu", "ModuleOp"> {
     attribute, which the target layer writes into the kernel's metadata
     JSON. The host function is removed: launching is the runtime's job.
 
-    The warpgroup MMAs are emitted as `flash.wg` ops and lowered here by the
-    patterns of `-convert-flash-wg-to-nvvm`; `lower-warpgroup-ops=0` leaves
-    them in the kernel, to read or test.
+    The warpgroup MMAs, the TMA tile loads and the rings' waits and
+    releases are emitted as `flash.wg` ops and lowered here by the patterns
+    of `-convert-flash-wg-to-nvvm`; `lower-warpgroup-ops=0` leaves them in
+    the kernel, to read or test.
   }];
   let options = [
     Option<"lowerWarpgroupOps", "lower-warpgroup-ops", "bool", "true",
@@ -122,15 +123,18 @@ def ConvertFlashWarpgroupToNVVM : Pass<"convert-flash-wg-to-nvvm"> {
     each thread's registers; fragments to the registers they stand for (an
     accumulator to the LLVM struct of f32 wgmma carries, a register A
     operand or a row vector to its list of registers); descriptors to their
-    i64; the epilogue's stores of fragments to global memory (bound-checked
-    rows) and to 128B-swizzled shared memory. Other ops are left alone. `-convert-flash-to-gpu` runs the same
-    patterns on the kernel it emits.
+    i64; a TMA tile to its expect and box loads and the ring ops to the
+    nvgpu mbarrier waits and arrivals their slot arithmetic picks; the
+    epilogue's stores of fragments to global memory (bound-checked rows)
+    and to 128B-swizzled shared memory; the roles and ping-pong turns to
+    the warpgroup branch and named barriers. Other ops are left alone.
+    `-convert-flash-to-gpu` runs the same patterns on the kernel it emits.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect"
   ];
 }
 

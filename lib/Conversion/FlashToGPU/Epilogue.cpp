@@ -117,7 +117,6 @@ void KernelEmitter::storeOViaTma(Value o16) {
     NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
                                          b.getUnitAttr());
     if (spec.sw.persistent)
-      nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx),
-                                      bar, qBarrier(spec.barQEmpty()));
+      WgRingReleaseOp::create(b, qSlot, bar, spec.barQEmpty());
   });
 }

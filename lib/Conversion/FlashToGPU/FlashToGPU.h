@@ -39,9 +39,6 @@ constexpr int64_t kMaxSharedMemory = 232448;
 /// leaving room for Q, O and the next section's first loads.
 constexpr int64_t kSectionBytes = 16 << 20;
 
-/// Spin budget of one mbarrier try_wait (the op loops until the phase flips).
-constexpr int64_t kWaitTicks = 10000000;
-
 /// What the canonical tile program asks for, and the resources the kernel
 /// that implements it uses. Everything the emitters need is derived here.
 struct KernelSpec {
@@ -231,12 +228,12 @@ public:
   /// nHi; otherwise nHi).
   void emitOwnKeyRange();
   /// Producer, persistent: waits until the consumers freed the Q buffer
-  /// (qBuf, qParity) of the tile about to load.
+  /// (qSlot) of the tile about to load.
   void waitQBufferFree();
 
   //===--- TileSchedule.cpp: which tiles a block computes -----------------===//
   /// Runs `body` for each (query block, batch*head) tile of this block, with
-  /// blockX32, blockY, the tile bounds, kvBase, qBuf and qParity set: once, for
+  /// blockX32, blockY, the tile bounds, kvBase, qSlot and qBuf set: once, for
   /// the block's own tile, or (persistent) over the block's share of the
   /// tile schedule. Producer and consumers walk the same tiles.
   /// With dynamicSchedule the producer (`producer`) claims each tile and
@@ -252,7 +249,7 @@ public:
   /// dynamicSchedule: claims items until they run out, `blockOf(t)` giving
   /// item t's (query block, head), and runs `runTile(x, head, kvBase, done)`
   /// on each (it returns the next kvBase and done); `selectBuffer(done)`
-  /// sets qBuf and qParity.
+  /// sets qSlot and qBuf.
   void forEachClaimedTile(
       bool producer, Value numItems, Value grid,
       function_ref<std::pair<Value, Value>(Value)> blockOf,
@@ -285,7 +282,8 @@ public:
   Value qBufferStart();
   /// The barrier `base + qBuf` of this tile's Q buffer.
   Value qBarrier(int64_t base);
-  /// TMA of tile j into slot j % stages: K and V, or only K / only V.
+  /// TMA of key tile j into the slot of its ring position: K and V, or
+  /// only K / only V.
   enum class KV { Both, K, V };
   void issueKV(Value j, KV which = KV::Both);
   /// Position of key tile j in the K/V ring: kvBase + j.
@@ -294,11 +292,15 @@ public:
   /// free.
   void waitEmpty(Value pos, int64_t baseBarrier);
   void emitProducer();
+  /// Key tile j's `!flash.ring_slot` and the offset (in 16 B) of its K and
+  /// V in their regions, for the descriptors.
   struct Slot {
-    Value slot, parity, descOffset;
+    Value slot, descOffset;
   };
   Slot slotInfo(Value j);
-  void waitFull(int64_t baseBarrier, Value slot, Value parity);
+  /// Waits until the fill of `slot` completed on the ring barriers from
+  /// `baseBarrier` (full_k or full_v).
+  void waitFull(int64_t baseBarrier, Value slot);
 
   //===--- Wgmma.cpp: descriptors and both products ----------------------===//
   void emitDescriptors(Value consumerIdx);
@@ -417,6 +419,9 @@ public:
   // (64 x D) accumulators, the row vectors of their statistics.
   FragmentType sType, oType, rowsF32Type, rowsI32Type, rowPartialsType;
   nvgpu::MBarrierGroupType barType;
+  /// A slot of the K/V ring (spec.stages slots) and of the Q buffers'
+  /// (spec.qBuffers slots, one per tile of a block).
+  RingSlotType kvSlotType, qSlotType;
   nvgpu::TensorMapDescriptorType tmQType, tmKVType, tmOType;
   MemRefType qBoxType, kvBoxType, oBoxType;
 
@@ -430,9 +435,10 @@ public:
   // Prologue values.
   Value smem, shift, baseDesc, tid, tid32, blockX32, blockY, bar, isThread0;
   // Persistent only: batch and heads arguments; per tile, the ring position
-  // of its first key tile (null: 0), its Q buffer (index) and the parity of
-  // that buffer's Q phase.
-  Value batchArg, headsArg, kvBase, qBuf, qParity;
+  // of its first key tile (null: 0), the slot of the Q buffers' ring it
+  // uses (a !flash.ring_slot; also set for a one-tile consumer) and, with
+  // two buffers, that slot's buffer index.
+  Value batchArg, headsArg, kvBase, qSlot, qBuf;
   // dynamicSchedule only: the global i32 the blocks claim tiles from.
   Value tileCounter;
   // Tile bounds (i32 block level, index loop bounds). m0, the block's first

@@ -56,6 +56,8 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   barType = nvgpu::MBarrierGroupType::get(ctx, workgroup, spec.numBarriers());
+  kvSlotType = RingSlotType::get(ctx, spec.stages);
+  qSlotType = RingSlotType::get(ctx, spec.qBuffers);
   auto boxType = [&](int64_t rows) {
     return MemRefType::get({1, rows, 64}, spec.elementType, AffineMap(),
                            workgroup);
@@ -221,15 +223,14 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
     setRows();
   emitDescriptors(consumerIdx);
 
-  auto waitQ = [&] {
-    nvgpu::MBarrierTryWaitParityOp::create(
-        b, bar, spec.sw.persistent ? qParity : cI1(false), cIndex(kWaitTicks),
-        qBarrier(spec.barQ()));
-  };
+  auto waitQ = [&] { WgRingWaitFullOp::create(b, qSlot, bar, spec.barQ()); };
   // A block that owns one tile waits for Q before the ping-pong starts, as
-  // it always did; a persistent one waits per tile.
-  if (!spec.sw.persistent)
+  // it always did; a persistent one waits per tile. Its one tile is the
+  // first (position 0) of the Q buffers' ring.
+  if (!spec.sw.persistent) {
+    qSlot = WgRingSlotOp::create(b, qSlotType, cI32(0));
     waitQ();
+  }
   probeStamp(BlockQArrived);
   if (spec.sw.pingpong) {
     // Consumer 1 lets consumer 0 issue its GEMMs first. Both consumers work
@@ -345,10 +346,10 @@ void KernelEmitter::skipUnseenKeyTiles() {
   // arrival cannot count towards that earlier phase.
   forLoop(ownHiIdx, blockHiIdx, ValueRange(), [&](Value j, ValueRange) {
     Slot s = slotInfo(j);
-    waitFull(spec.barFullK(), s.slot, s.parity);
+    waitFull(spec.barFullK(), s.slot);
     releaseK(s.slot);
     skipTurn();
-    waitFull(spec.barFullV(), s.slot, s.parity);
+    waitFull(spec.barFullV(), s.slot);
     release(s.slot);
     if (!overlapped) {
       skipTurn();

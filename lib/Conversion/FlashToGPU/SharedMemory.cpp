@@ -3,12 +3,17 @@
 // The shared-memory side of the kernel: the dynamic shared memory window
 // aligned to 1 KiB by hand, the mbarrier group (full_k[s], full_v[s],
 // empty[s], q), the block's key-tile bounds, and the producer warpgroup that
-// issues, per tile, the TMA loads of Q and of K/V tile j into ring slot
-// (kvBase + j) % stages: a persistent block's ring runs on across its tiles.
+// issues, per tile, the TMA loads of Q and of K/V tile j into the slot of
+// ring position kvBase + j: a persistent block's ring runs on across its
+// tiles. The loads and the ring's waits and releases are the flash.wg ops
+// of dialects/Flash/FlashPipeline.td, which own the slot and phase
+// arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"
+
+#include "Flash/FlashOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -17,6 +22,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 using namespace mlir;
+using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
 void KernelEmitter::emitSharedMemoryAndBarriers() {
@@ -161,16 +167,10 @@ Value KernelEmitter::qBufferStart() {
 
 void KernelEmitter::issueQ() {
   Value barId = qBarrier(spec.barQ());
-  nvgpu::MBarrierArriveExpectTxOp::create(
-      b, bar, cIndex(spec.blockM * spec.headDim * 2), barId, Value());
-  Value buffer = qBufferStart();
-  for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
-    Value off = arith::AddIOp::create(b, buffer, cIndex(c * spec.qBoxBytes()));
-    Value view = memref::ViewOp::create(b, qBoxType, smem, off, ValueRange());
-    nvgpu::TmaAsyncLoadOp::create(b, view, bar, tmQ,
-                                  ValueRange{cIndex(64 * c), m0Idx, blockY},
-                                  barId, Value(), Value());
-  }
+  WgTmaLoadTileOp::create(
+      b, tmQ, m0Idx, blockY, smem, shift, /*offset=*/Value(), qBuf, bar, barId,
+      spec.headDim, /*offsetBytes=*/IntegerAttr(),
+      qBuf ? b.getI64IntegerAttr(spec.qBytes()) : IntegerAttr());
 }
 
 Value KernelEmitter::ringPosition(Value j) {
@@ -178,7 +178,8 @@ Value KernelEmitter::ringPosition(Value j) {
 }
 
 void KernelEmitter::issueKV(Value j, KV which) {
-  Value slot = arith::RemUIOp::create(b, ringPosition(j), cIndex(spec.stages));
+  Value ringSlot = WgRingSlotOp::create(b, kvSlotType, ringPosition(j));
+  Value slot = WgRingSlotIndexOp::create(b, ringSlot);
   Value row = arith::MulIOp::create(b, j, cIndex(spec.blockN));
   Value slotBytes = arith::MulIOp::create(b, slot, cIndex(spec.stageBytes()));
   struct Operand {
@@ -191,41 +192,20 @@ void KernelEmitter::issueKV(Value j, KV which) {
     if (which != KV::Both && which != op.which)
       continue;
     Value barId = arith::AddIOp::create(b, slot, cIndex(op.barrier));
-    nvgpu::MBarrierArriveExpectTxOp::create(
-        b, bar, cIndex(spec.blockN * spec.headDim * 2), barId, Value());
-    for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
-      Value o1 = arith::AddIOp::create(
-          b, slotBytes, cIndex(op.offset + c * spec.kvBoxBytes()));
-      Value o2 = arith::AddIOp::create(b, o1, shift);
-      Value view = memref::ViewOp::create(b, kvBoxType, smem, o2, ValueRange());
-      nvgpu::TmaAsyncLoadOp::create(b, view, bar, op.map,
-                                    ValueRange{cIndex(64 * c), row, blockY},
-                                    barId, Value(), Value());
-    }
+    WgTmaLoadTileOp::create(b, op.map, row, blockY, smem, shift, slotBytes,
+                            /*buffer=*/Value(), bar, barId, spec.headDim,
+                            b.getI64IntegerAttr(op.offset),
+                            /*bufferBytes=*/IntegerAttr());
   }
 }
 
 void KernelEmitter::waitEmpty(Value pos, int64_t baseBarrier) {
-  // Ring position pos reuses the slot of pos - stages: wait for that round's
-  // release.
-  Value slot = arith::RemUIOp::create(b, pos, cIndex(spec.stages));
-  Value round = arith::DivUIOp::create(b, pos, cIndex(spec.stages));
-  Value prev = arith::SubIOp::create(b, round, cIndex(1));
-  Value prev32 = arith::IndexCastOp::create(b, i32, prev);
-  Value bit = arith::AndIOp::create(b, prev32, cI32(1));
-  Value parity = arith::TruncIOp::create(b, i1, bit);
-  Value barId = arith::AddIOp::create(b, slot, cIndex(baseBarrier));
-  nvgpu::MBarrierTryWaitParityOp::create(b, bar, parity, cIndex(kWaitTicks),
-                                         barId);
+  WgRingWaitEmptyOp::create(b, pos, bar, baseBarrier, kvSlotType);
 }
 
 void KernelEmitter::waitQBufferFree() {
-  // The previous tile's Q in this buffer must be consumed. The first wait
-  // asks for the phase before the barrier's first one, which counts as done.
-  Value prevParity = arith::XOrIOp::create(b, qParity, cI1(true));
-  Value barId = qBarrier(spec.barQEmpty());
-  nvgpu::MBarrierTryWaitParityOp::create(b, bar, prevParity, cIndex(kWaitTicks),
-                                         barId);
+  // The previous tile's Q in this buffer must be consumed.
+  WgRingWaitReleasedOp::create(b, qSlot, bar, spec.barQEmpty());
 }
 
 void KernelEmitter::emitProducer() {
@@ -240,18 +220,16 @@ void KernelEmitter::emitProducer() {
       issueQ();
       forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
         Value pos = ringPosition(j);
-        Value reuse = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, pos,
-                                            cIndex(spec.stages));
         if (!spec.sw.splitRelease) {
-          ifThen(reuse, [&] { waitEmpty(pos, spec.barEmpty()); });
+          waitEmpty(pos, spec.barEmpty());
           issueKV(j);
           return SmallVector<Value>();
         }
         // K of tile j may load once S of tile j - stages retired, V once its
         // P V did: K runs ahead of V.
-        ifThen(reuse, [&] { waitEmpty(pos, spec.barEmptyK()); });
+        waitEmpty(pos, spec.barEmptyK());
         issueKV(j, KV::K);
-        ifThen(reuse, [&] { waitEmpty(pos, spec.barEmpty()); });
+        waitEmpty(pos, spec.barEmpty());
         issueKV(j, KV::V);
         return SmallVector<Value>();
       });
@@ -262,20 +240,16 @@ void KernelEmitter::emitProducer() {
 }
 
 KernelEmitter::Slot KernelEmitter::slotInfo(Value j) {
-  Value pos = ringPosition(j);
-  Value slot = arith::RemUIOp::create(b, pos, cIndex(spec.stages));
-  Value round = arith::DivUIOp::create(b, pos, cIndex(spec.stages));
-  Value round32 = arith::IndexCastOp::create(b, i32, round);
-  Value bit = arith::AndIOp::create(b, round32, cI32(1));
-  Value parity = arith::TruncIOp::create(b, i1, bit);
-  Value slot64 = arith::IndexCastOp::create(b, i64, slot);
+  // The slot and its phase are taken once per key tile: the waits for K and
+  // V, the descriptors and the releases all use them.
+  Value slot = WgRingSlotOp::create(b, kvSlotType, ringPosition(j));
+  Value index = WgRingSlotIndexOp::create(b, slot);
+  Value slot64 = arith::IndexCastOp::create(b, i64, index);
   Value descOffset =
       arith::MulIOp::create(b, slot64, cI64(spec.stageBytes() / 16));
-  return {slot, parity, descOffset};
+  return {slot, descOffset};
 }
 
-void KernelEmitter::waitFull(int64_t baseBarrier, Value slot, Value parity) {
-  Value barId = arith::AddIOp::create(b, slot, cIndex(baseBarrier));
-  nvgpu::MBarrierTryWaitParityOp::create(b, bar, parity, cIndex(kWaitTicks),
-                                         barId);
+void KernelEmitter::waitFull(int64_t baseBarrier, Value slot) {
+  WgRingWaitFullOp::create(b, slot, bar, baseBarrier);
 }

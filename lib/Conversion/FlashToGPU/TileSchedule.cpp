@@ -39,14 +39,16 @@
 // prefetches into L2 the Q and first K/V tile of the block that will start
 // about when it ends (prefetchNextBlockInputs).
 //
-// The K/V ring and the Q barriers run on across a block's tiles: kvBase is
-// the ring position of the tile's first key tile, qBuf the Q buffer the
-// tile uses (tiles alternate between two where shared memory allows) and
-// qParity the phase of its Q load.
+// The K/V ring and the Q buffers' ring run on across a block's tiles:
+// kvBase is the ring position of the tile's first key tile, qSlot the slot
+// of the Q buffers the tile uses (tiles alternate between two where shared
+// memory allows, one position per tile) and qBuf that slot's buffer.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"
+
+#include "Flash/FlashOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -57,6 +59,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
+using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
 /// An index (a block id, a grid dimension) as the i32 the schedule's
@@ -168,17 +171,11 @@ void KernelEmitter::forEachTile(bool producer, function_ref<void()> body) {
   auto locate = [&](Value t) {
     return spec.causal ? locateInSections(t) : locateHeadMajor(t);
   };
-  // Tile `done` of this block uses Q buffer done % qBuffers, for the
-  // (done / qBuffers)-th time.
+  // Tile `done` of this block is position `done` of the Q buffers' ring.
   auto selectBuffer = [&](Value done) {
-    Value uses = done;
-    if (spec.qBuffers == 2) {
-      qBuf = arith::IndexCastOp::create(
-          b, indexTy, arith::AndIOp::create(b, done, cI32(1)));
-      uses = arith::ShRUIOp::create(b, done, cI32(1));
-    }
-    qParity =
-        arith::TruncIOp::create(b, i1, arith::AndIOp::create(b, uses, cI32(1)));
+    qSlot = WgRingSlotOp::create(b, qSlotType, done);
+    if (spec.qBuffers > 1)
+      qBuf = WgRingSlotIndexOp::create(b, qSlot);
   };
   // Runs `body` on query block x of head `head`; returns the next tile's
   // (kvBase, done).
@@ -324,8 +321,7 @@ void KernelEmitter::forEachClaimedTile(
                                 ValueRange{claim})
                                 .front());
         } else {
-          nvgpu::MBarrierTryWaitParityOp::create(
-              b, bar, qParity, cIndex(kWaitTicks), qBarrier(spec.barQ()));
+          WgRingWaitFullOp::create(b, qSlot, bar, spec.barQ());
           x = memref::LoadOp::create(b, ids, idIndex(0));
           head = memref::LoadOp::create(b, ids, idIndex(1));
           valid =
@@ -348,10 +344,8 @@ void KernelEmitter::forEachClaimedTile(
 void KernelEmitter::releaseQ(Value cond) {
   // The condition is uniform across the warpgroup and every consumer thread
   // arrives (count 128 x warpgroups).
-  ifThen(cond, [&] {
-    nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,
-                                    qBarrier(spec.barQEmpty()));
-  });
+  ifThen(cond,
+         [&] { WgRingReleaseOp::create(b, qSlot, bar, spec.barQEmpty()); });
 }
 
 void KernelEmitter::releaseQAfterLastS(Value j) {

@@ -75,7 +75,7 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   // Wait for K and compute every descriptor before the wgmma fence: ptxas
   // serialises the wgmma chain (C7513) if a non-wgmma instruction defines a
   // wgmma input between fence and commit.
-  waitFull(spec.barFullK(), s.slot, s.parity);
+  waitFull(spec.barFullK(), s.slot);
   Value kd = arith::AddIOp::create(b, kDesc0, s.descOffset);
   // rematQDescriptors: the empty asm hides that Q's descriptor is the same
   // every tile, so the adds stay here and only its low word (address and
@@ -124,7 +124,7 @@ SmallVector<Value> KernelEmitter::fencedValues(Value acc, int64_t count) {
 }
 
 SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
-  waitFull(spec.barFullV(), s.slot, s.parity);
+  waitFull(spec.barFullV(), s.slot);
   Value vd = arith::AddIOp::create(b, vDesc0, s.descOffset);
   SmallVector<Value> descs;
   for (int64_t kk = 0; kk < spec.blockN / 16; ++kk)
@@ -157,15 +157,11 @@ void KernelEmitter::wgWait(int64_t pending) {
 void KernelEmitter::release(Value slot) {
   // Every consumer thread arrives (count 128 x warpgroups): no divergent
   // branch before the next .aligned wgmma.
-  Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmpty()));
-  nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,
-                                  barId);
+  WgRingReleaseOp::create(b, slot, bar, spec.barEmpty());
 }
 
 void KernelEmitter::releaseK(Value slot) {
   if (!spec.sw.splitRelease)
     return;
-  Value barId = arith::AddIOp::create(b, slot, cIndex(spec.barEmptyK()));
-  nvgpu::MBarrierArriveOp::create(b, nvgpu::MBarrierTokenType::get(ctx), bar,
-                                  barId);
+  WgRingReleaseOp::create(b, slot, bar, spec.barEmptyK());
 }

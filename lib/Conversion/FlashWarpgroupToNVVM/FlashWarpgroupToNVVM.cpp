@@ -17,6 +17,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::flash {
@@ -47,6 +48,15 @@ void mlir::flash::populateFlashWarpgroupTypeConversions(
           LLVM::LLVMStructType::getLiteral(type.getContext(), registers));
     return success();
   });
+  // A ring slot is its index and its phase, computed once where it is
+  // taken (RingToNVGPU.cpp).
+  converter.addConversion(
+      [](RingSlotType type,
+         SmallVectorImpl<Type> &results) -> std::optional<LogicalResult> {
+        results.push_back(IndexType::get(type.getContext()));
+        results.push_back(IntegerType::get(type.getContext(), 1));
+        return success();
+      });
 }
 
 void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
@@ -54,6 +64,8 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateSmemDescriptorPatterns(converter, patterns);
   wg_lowering::populateFragmentPatterns(converter, patterns);
   wg_lowering::populateMmaPatterns(converter, patterns);
+  wg_lowering::populateTmaLoadTilePatterns(converter, patterns);
+  wg_lowering::populateRingPatterns(converter, patterns);
   wg_lowering::populateRowReducePatterns(converter, patterns);
   wg_lowering::populateRowwisePatterns(converter, patterns);
   wg_lowering::populateTruncFPatterns(converter, patterns);
@@ -72,6 +84,9 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
   ConversionTarget target(*ctx);
   target.addIllegalOp<WgSmemDescriptorOp, WgFragmentFromValuesOp,
                       WgFragmentValuesOp, WgMmaOp>();
+  target.addIllegalOp<WgTmaLoadTileOp, WgRingSlotOp, WgRingSlotIndexOp,
+                      WgRingWaitFullOp, WgRingReleaseOp, WgRingWaitEmptyOp,
+                      WgRingWaitReleasedOp>();
   target.addIllegalOp<WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
                       WgScaleRowsOp, WgTruncFOp, WgStoreGlobalOp,
                       WgStoreSharedOp, WgWarpSpecializeOp, WgPingpongTurnOp,

@@ -22,6 +22,13 @@ void populateFragmentPatterns(const TypeConverter &converter,
 /// SmemDescriptorToLLVM.cpp: flash.wg.smem_descriptor.
 void populateSmemDescriptorPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns);
+/// TmaLoadTileToNVGPU.cpp: flash.wg.tma_load_tile.
+void populateTmaLoadTilePatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+/// RingToNVGPU.cpp: flash.wg.ring_slot, ring_slot_index, ring_wait_full,
+/// ring_release and ring_wait_empty.
+void populateRingPatterns(const TypeConverter &converter,
+                          RewritePatternSet &patterns);
 
 /// RowReduceToNVVM.cpp: flash.wg.row_max and flash.wg.row_sum.
 void populateRowReducePatterns(const TypeConverter &converter,
