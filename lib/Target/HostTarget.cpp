@@ -11,6 +11,8 @@
 
 #include "flashc/Target/HostTarget.h"
 
+#include "ExternalTool.h"
+
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -20,8 +22,6 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FileUtilities.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -98,15 +98,6 @@ createHostTargetMachine(const HostTargetOptions &options) {
                                    "x86-64-v3)",
                                    cpu.c_str(), triple.str().c_str());
   return machine;
-}
-
-llvm::Expected<std::string> readFile(llvm::StringRef path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!buffer)
-    return llvm::createStringError(buffer.getError(), "cannot read '%s'",
-                                   path.str().c_str());
-  return (*buffer)->getBuffer().str();
 }
 
 /// Defines `__truncsfbf2` (f32 -> bf16, round to nearest even, NaN kept
@@ -199,43 +190,16 @@ linkSharedLibrary(llvm::StringRef object, const HostTargetOptions &options) {
         "library (install a C compiler, e.g. Debian's gcc)",
         options.linker.c_str());
 
-  llvm::SmallString<128> objectPath, libraryPath, logPath;
-  for (auto [path, suffix] :
-       {std::pair{&objectPath, "o"}, std::pair{&libraryPath, "so"},
-        std::pair{&logPath, "log"}}) {
-    if (std::error_code ec =
-            llvm::sys::fs::createTemporaryFile("flashc", suffix, *path))
-      return llvm::createStringError(ec, "cannot create a temporary file");
-  }
-  llvm::FileRemover removeObject(objectPath), removeLibrary(libraryPath),
-      removeLog(logPath);
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(objectPath, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return llvm::createStringError(ec, "cannot write '%s'",
-                                     objectPath.c_str());
-    out << object;
-  }
-
-  llvm::SmallVector<llvm::StringRef> args = {*linker, "-shared",   objectPath,
-                                             "-o",    libraryPath, "-lm"};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath, logPath};
-  std::string execError;
-  int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, redirects,
-                                         0, 0, &execError);
-  if (status != 0) {
-    llvm::Expected<std::string> log = readFile(logPath);
-    std::string output = log ? *log : std::string();
-    if (!log)
-      llvm::consumeError(log.takeError());
-    return llvm::createStringError("linking the shared library with '%s "
-                                   "-shared' failed%s%s:\n%s",
-                                   linker->c_str(),
-                                   execError.empty() ? "" : ": ",
-                                   execError.c_str(), output.c_str());
-  }
-  return readFile(libraryPath);
+  llvm::Expected<ToolOutput> library = runOnTemporaryFiles(
+      *linker,
+      "linking the shared library with '" + *linker + " -shared'", object,
+      "o", "so", [](llvm::StringRef in, llvm::StringRef out) {
+        return llvm::SmallVector<std::string>{"-shared", in.str(), "-o",
+                                              out.str(), "-lm"};
+      });
+  if (!library)
+    return library.takeError();
+  return std::move(library->output);
 }
 
 } // namespace flashc

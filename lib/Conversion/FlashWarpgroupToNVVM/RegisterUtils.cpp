@@ -48,24 +48,10 @@ SmallVector<Value> wg_lowering::rowRegisters(ArrayRef<Value> registers,
   return row;
 }
 
-Value wg_lowering::threadColumnOffset(ImplicitLocOpBuilder &b,
-                                      Operation *op) {
-  // The kernel's own chain (thread in warpgroup, lane, quad), so CSE finds
-  // the values it already has.
-  auto i32 = b.getI32Type();
-  auto c = [&](int64_t v) {
-    return entryConstant(b, op, b.getI32IntegerAttr(v));
-  };
-  Value tid = arith::IndexCastOp::create(
-      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
-  Value thread = arith::RemUIOp::create(b, tid, c(128));
-  Value lane = arith::RemUIOp::create(b, thread, c(32));
-  Value quad = arith::RemUIOp::create(b, lane, c(4));
-  return arith::MulIOp::create(b, quad, c(2));
-}
-
 wg_lowering::ThreadPosition
 wg_lowering::threadPosition(ImplicitLocOpBuilder &b, Operation *op) {
+  // The kernel's own chain (thread in warpgroup, lane, warp), so CSE finds
+  // the values it already has.
   auto i32 = b.getI32Type();
   auto c = [&](int64_t v) {
     return entryConstant(b, op, b.getI32IntegerAttr(v));
@@ -79,6 +65,12 @@ wg_lowering::threadPosition(ImplicitLocOpBuilder &b, Operation *op) {
   Value laneRow = arith::DivUIOp::create(b, lane, c(4));
   Value warpRows = arith::MulIOp::create(b, warp, c(16));
   return {arith::AddIOp::create(b, warpRows, laneRow), laneRow, quad};
+}
+
+Value wg_lowering::threadColumnOffset(ImplicitLocOpBuilder &b,
+                                      Operation *op) {
+  return arith::MulIOp::create(b, threadPosition(b, op).quad,
+                               entryConstant(b, op, b.getI32IntegerAttr(2)));
 }
 
 Value wg_lowering::packHalfPair(ImplicitLocOpBuilder &b, Operation *op,
