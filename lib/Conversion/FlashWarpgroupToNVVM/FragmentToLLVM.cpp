@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
+#include "RegisterUtils.h"
 
 #include "Flash/FlashOps.h"
 
@@ -17,6 +18,7 @@
 
 using namespace mlir;
 using namespace mlir::flash;
+using namespace mlir::flash::wg_lowering;
 
 namespace {
 
@@ -38,11 +40,8 @@ struct FragmentFromValuesOpLowering
     Type structType = getTypeConverter()->convertType(type);
     if (!structType)
       return rewriter.notifyMatchFailure(op, "fragment type not convertible");
-    Location loc = op.getLoc();
-    Value result = LLVM::UndefOp::create(rewriter, loc, structType);
-    for (auto [i, v] : llvm::enumerate(values))
-      result = LLVM::InsertValueOp::create(rewriter, loc, result, v, i);
-    rewriter.replaceOp(op, result);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(op, accumulatorFromRegisters(b, structType, values));
     return success();
   }
 };
@@ -60,11 +59,8 @@ struct FragmentValuesOpLowering
       rewriter.replaceOp(op, converted);
       return success();
     }
-    SmallVector<Value> values;
-    for (int64_t i = 0, e = type.getNumRegisters(); i < e; ++i)
-      values.push_back(LLVM::ExtractValueOp::create(rewriter, op.getLoc(),
-                                                    converted.front(), i));
-    rewriter.replaceOp(op, values);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(op, accumulatorRegisters(b, converted.front()));
     return success();
   }
 };

@@ -62,9 +62,7 @@ struct MmaOpLowering : public OpConversionPattern<WgMmaOp> {
     ImplicitLocOpBuilder b(loc, rewriter);
     SmallVector<Value> accIn;
     if (hasC) {
-      for (int64_t i = 0, e = dType.getNumRegisters(); i < e; ++i)
-        accIn.push_back(
-            LLVM::ExtractValueOp::create(b, adaptor.getC().front(), i));
+      accIn = accumulatorRegisters(b, adaptor.getC().front());
     } else {
       accIn.assign(dType.getNumRegisters(),
                    LLVM::UndefOp::create(b, b.getF32Type()));
