@@ -32,6 +32,10 @@ parseTileStart(OpAsmParser &parser, OpAsmParser::UnresolvedOperand &window,
 void printTileStart(OpAsmPrinter &printer, WgTmaLoadTileOp op, Value window,
                     Value offset, Value buffer, IntegerAttr offsetBytes,
                     IntegerAttr bufferBytes);
+/// A ring's barriers, `base .. base + stages`, must lie in the group
+/// (FlashPipeline.cpp; the tile loops' Q barriers too).
+LogicalResult verifyRingBarriers(Operation *op, int64_t base, int64_t stages,
+                                 nvgpu::MBarrierGroupType barriers);
 } // namespace mlir::flash
 
 #define GET_OP_CLASSES

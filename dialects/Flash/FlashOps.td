@@ -359,5 +359,6 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
 
 include "FlashWarpgroup.td"
 include "FlashPipeline.td"
+include "FlashTileSchedule.td"
 
 #endif // FLASH_OPS_TD

@@ -21,10 +21,9 @@ LogicalResult RingSlotType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-/// The ring's barriers, `base .. base + stages`, must lie in the group.
-static LogicalResult verifyRingBarriers(Operation *op, int64_t base,
-                                        int64_t stages,
-                                        nvgpu::MBarrierGroupType barriers) {
+LogicalResult
+mlir::flash::verifyRingBarriers(Operation *op, int64_t base, int64_t stages,
+                                nvgpu::MBarrierGroupType barriers) {
   if (base < 0)
     return op->emitOpError("barrier base must be non-negative, got ") << base;
   if (base + stages > int64_t(barriers.getNumBarriers()))

@@ -685,13 +685,15 @@ def Flash_WgPingpongTurnOp : Flash_WgOp<"pingpong_turn", [
 }
 
 def Flash_WgYieldOp : Flash_WgOp<"yield", [Pure, Terminator,
-    ParentOneOf<["WgWarpSpecializeOp", "WgPingpongTurnOp"]>]> {
-  let summary = "Ends a role's region or a turn";
+    ParentOneOf<["WgWarpSpecializeOp", "WgPingpongTurnOp", "WgTileLoopOp",
+                 "WgClaimedTileLoopOp"]>]> {
+  let summary = "Ends a role's region, a turn or a tile";
   let description = [{
     The terminator of `flash.wg.warp_specialize`'s regions (no operands,
     implied in its syntax: a role's threads leave the region and end the
-    kernel) and of `flash.wg.pingpong_turn`'s (the values the turn gives
-    back).
+    kernel), of `flash.wg.pingpong_turn`'s (the values the turn gives
+    back) and of the tile loops' (the key tiles the tile took from the
+    K/V ring).
   }];
   let arguments = (ins Variadic<AnyType>:$values);
   let builders = [OpBuilder<(ins), [{

@@ -85,9 +85,45 @@
 
 // QBUF-LABEL: gpu.func @attention_d64
 // QBUF: %[[BARS:.*]] = nvgpu.mbarrier.create
-// QBUF: %[[QSLOT:.*]] = flash.wg.ring_slot %{{.*}} : i32 -> !flash.ring_slot<stages = 2>
+// QBUF: flash.wg.tile_loop %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} block_m = 256 {
+// QBUF-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: index, %{{.*}}: i32, %{{.*}}: index, %[[QSLOT:.*]]: !flash.ring_slot<stages = 2>):
 // QBUF: %[[BUF:.*]] = flash.wg.ring_slot_index %[[QSLOT]] : !flash.ring_slot<stages = 2>
 // QBUF: flash.wg.ring_wait_released %[[QSLOT]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
 // QBUF: flash.wg.tma_load_tile %{{.*}}, %{{.*}}[%{{.*}} + %[[BUF]] * 32768], %[[BARS]][%{{.*}}] columns 64 : !nvgpu.tensormap.descriptor<tensor = memref<1x256x64xbf16, {{.*}}>
-// QBUF: %[[CSLOT:.*]] = flash.wg.ring_slot %{{.*}} : i32 -> !flash.ring_slot<stages = 2>
+// QBUF: flash.wg.tile_loop
+// QBUF-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: index, %{{.*}}: i32, %{{.*}}: index, %[[CSLOT:.*]]: !flash.ring_slot<stages = 2>):
 // QBUF: flash.wg.ring_release %[[CSLOT]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
+
+// The block-level schedule: a sections grid's block takes its tile from
+// its block index, the tile's bounds follow (aligned at row 0: the TMA
+// store of O cannot start before it), the producer loads that head's
+// tiles, and under block_n < block_m each consumer ends its key range
+// where its own rows' keys end, a warp-uniform bound; the tiles after it
+// are released unseen up to the block's bound, taken again.
+// RUN: flash-opt %kernels/attention_d256_causal.mlir -flash-tile="block-m=128 block-n=64 stages=2 warpgroups=2" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=BOUNDS
+
+// BOUNDS-LABEL: gpu.func @attention_d256_causal
+// BOUNDS: %[[X:.*]], %[[HEAD:.*]], %[[NUM:.*]] = flash.wg.block_tile sections
+// BOUNDS: %[[M0:.*]], %{{.*}}, %{{.*}} = flash.wg.tile_bounds %[[X]] of %[[NUM]], %[[SQ:.*]], %[[SK:.*]] block_m = 128 block_n = 64 causal{{$}}
+// BOUNDS: flash.wg.warp_specialize
+// BOUNDS: flash.wg.tma_load_tile %{{.*}}[%{{.*}}, %[[HEAD]]]
+// BOUNDS: } consumer {
+// BOUNDS: %[[TILES:.*]] = flash.wg.key_tiles_seen %{{.*}}, %[[SQ]], %[[SK]] block_n = 64
+// BOUNDS-NEXT: %[[OWN:.*]] = flash.wg.warp_uniform %[[TILES]] : i32
+// BOUNDS: %[[BLOCK:.*]] = flash.wg.key_tiles_seen %{{.*}}, %[[SQ]], %[[SK]] block_n = 64
+// BOUNDS-NEXT: %[[BLOCKIDX:.*]] = arith.index_cast %[[BLOCK]] : i32 to index
+// BOUNDS-NEXT: scf.for %{{.*}} = %{{.*}} to %[[BLOCKIDX]] step %c1 {
+// BOUNDS-NOT: flash.wg.block_tile
+
+// A persistent causal kernel with claimed tiles: the producer's loop
+// claims from the counter and publishes the claims after the K/V ring; the
+// consumers' reads them.
+// RUN: flash-opt %kernels/attention_causal.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule="dynamic-schedule=1" -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=CLAIMED
+
+// CLAIMED-LABEL: gpu.func @attention_causal
+// CLAIMED-SAME: %[[COUNTER:[^:]*]]: !llvm.ptr<1>)
+// CLAIMED-NOT: flash.wg.block_tile
+// CLAIMED: flash.wg.claimed_tile_loop %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} counter %[[COUNTER]] : !llvm.ptr<1> claims %{{.*}}[%{{.*}} + [[OFF:[0-9]+]]], %{{.*}}[q_full = [[QF:[0-9]+]], q_empty = [[QE:[0-9]+]]] block_m = 128 sections = 32768
+// CLAIMED: flash.wg.tile_bounds
+// CLAIMED: } consumer {
+// CLAIMED: flash.wg.claimed_tile_loop %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} claims %{{.*}}[%{{.*}} + [[OFF]]], %{{.*}}[q_full = [[QF]], q_empty = [[QE]]] block_m = 128 sections = 32768

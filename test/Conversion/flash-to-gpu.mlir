@@ -177,12 +177,15 @@
 // before it (flash-to-gpu-causal-alignment.mlir).
 // CAUSAL: %[[BACK:.*]] = arith.muli %{{.*}}, %c128_i32 : i32
 // CAUSAL-NEXT: arith.subi %{{.*}}, %[[BACK]] : i32
-// CAUSAL-NEXT: %[[DIAG:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
+// CAUSAL-NEXT: %[[DIAG:.*]] = arith.subi %[[SK:.*]], %[[SQ:.*]] : i32
 // CAUSAL: arith.minsi
 // CAUSAL: arith.maxsi
+// The masked tiles' limit per row: row + seq_k - seq_q + 1, at most seq_k
+// (each op takes seq_k - seq_q again; LLVM keeps one).
 // CAUSAL: scf.for
 // CAUSAL: scf.for
-// CAUSAL: arith.addi %{{.*}}, %[[DIAG]] : i32
+// CAUSAL: %[[ROWDIAG:.*]] = arith.subi %[[SK]], %[[SQ]] : i32
+// CAUSAL-NEXT: arith.addi %{{.*}}, %[[ROWDIAG]] : i32
 // CAUSAL: arith.minsi
 // CAUSAL: arith.cmpi sgt
 

@@ -313,7 +313,7 @@ func.func @roles_producer_index(%x: index) {
 // -----
 
 func.func @yield_outside() {
-  // expected-error @+1 {{'flash.wg.yield' op expects parent op to be one of 'flash.wg.warp_specialize, flash.wg.pingpong_turn'}}
+  // expected-error @+1 {{'flash.wg.yield' op expects parent op to be one of 'flash.wg.warp_specialize, flash.wg.pingpong_turn, flash.wg.tile_loop, flash.wg.claimed_tile_loop'}}
   flash.wg.yield
 }
 

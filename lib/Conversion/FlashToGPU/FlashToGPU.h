@@ -216,13 +216,9 @@ public:
   //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
   void emitSharedMemoryAndBarriers();
   void emitTileBounds();
-  /// Causal: the key tiles that rows below `rowsEnd` see (ceil of their
-  /// last key + 1 over block_n, clamped to [0, seq_k]).
+  /// Causal: the key tiles that rows below `rowsEnd` see
+  /// (flash.wg.key_tiles_seen).
   Value keyTilesSeenBelow(Value rowsEnd);
-  /// A key count clamped to [0, seq_k].
-  Value clampToKeys(Value keys);
-  /// ceil(keys / block_n).
-  Value tilesCovering(Value keys);
   /// Consumer, per tile: ownHi, the key tiles its own 64 rows see (causal:
   /// a warpgroup above the block's last rows may end a tile or more before
   /// nHi; otherwise nHi).
@@ -240,21 +236,10 @@ public:
   /// waits for its Q buffer; the consumers wait for that Q and read the
   /// claim, so their bodies skip those waits.
   void forEachTile(bool producer, function_ref<void()> body);
-  /// A sections grid's blockX32 and blockY (KernelSpec::sectionsGrid).
-  void locateSectionTile();
   /// Producer of a tiles grid (KernelSpec::prefetchNextBlock): L2 prefetch
   /// of the Q box and first K/V tile of the block nsmid places after this
   /// one in the hardware's x-fastest block order.
   void prefetchNextBlockInputs();
-  /// dynamicSchedule: claims items until they run out, `blockOf(t)` giving
-  /// item t's (query block, head), and runs `runTile(x, head, kvBase, done)`
-  /// on each (it returns the next kvBase and done); `selectBuffer(done)`
-  /// sets qSlot and qBuf.
-  void forEachClaimedTile(
-      bool producer, Value numItems, Value grid,
-      function_ref<std::pair<Value, Value>(Value)> blockOf,
-      function_ref<SmallVector<Value>(Value, Value, Value, Value)> runTile,
-      function_ref<void(Value)> selectBuffer);
   /// Persistent: consumers free Q once the tile's last S (key tile j)
   /// retired, or at once when the tile has no key tiles.
   void releaseQAfterLastS(Value j);
@@ -443,7 +428,7 @@ public:
   Value tileCounter;
   // Tile bounds (i32 block level, index loop bounds). m0, the block's first
   // row, is negative in a causal first block (emitTileBounds).
-  Value m0, diag, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
+  Value m0, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer only: the end of its own key range (emitOwnKeyRange).
   Value ownHi, ownHiIdx;
   // Query blocks per head (i32), where the schedule has it: a sections

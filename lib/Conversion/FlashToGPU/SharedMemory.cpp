@@ -45,12 +45,12 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   tid32 = arith::IndexCastOp::create(b, i32, tid);
-  if (spec.sectionsGrid()) {
-    locateSectionTile();
-  } else if (spec.tilesGrid()) {
-    blockY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
-    blockX32 = arith::IndexCastOp::create(
-        b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  if (!spec.sw.persistent) {
+    auto tile =
+        WgBlockTileOp::create(b, i32, indexTy, i32, spec.sectionsGrid());
+    blockX32 = tile.getQueryBlock();
+    blockY = tile.getHead();
+    numQueryBlocks = tile.getQueryBlocks();
   }
   bar = nvgpu::MBarrierCreateOp::create(b, barType);
 
@@ -81,52 +81,25 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
 }
 
 void KernelEmitter::emitTileBounds() {
-  // Under the mask the query blocks end at seq_q: block x starts (numM - x)
-  // blocks before it, so a block_m that does not divide seq_q leaves the
-  // rows that do not exist (before row 0: no key, no store) in the first
-  // block, whose rows see the fewest keys. Aligned at row 0 they were past
-  // seq_q in the last block, which walks all keys for them (bm 192 at
-  // N = 4096: 6% of the work). Not with the TMA store of O: a box that
-  // starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200;
-  // docs/decisions.md) where one past the end is clipped.
-  if (spec.causal && !spec.sw.tmaStoreO) {
-    // A causal kernel is a sections grid or persistent: both set it.
-    Value fromEnd = arith::SubIOp::create(b, numQueryBlocks, blockX32);
-    m0 = arith::SubIOp::create(
-        b, seqQ, arith::MulIOp::create(b, fromEnd, cI32(spec.blockM)));
-  } else {
-    m0 = arith::MulIOp::create(b, blockX32, cI32(spec.blockM));
-  }
-  if (spec.causal) {
-    // Bottom-right aligned: the last key row i sees is i + seq_k - seq_q.
-    diag = arith::SubIOp::create(b, seqK, seqQ);
-    nHi = keyTilesSeenBelow(arith::AddIOp::create(b, m0, cI32(spec.blockM)));
-    // The tiles wholly below the block's first row's last key need no mask.
-    Value firstRowLastKey = arith::AddIOp::create(b, m0, diag);
-    Value firstRowKeys =
-        clampToKeys(arith::AddIOp::create(b, firstRowLastKey, cI32(1)));
-    nFull = arith::DivSIOp::create(b, firstRowKeys, cI32(spec.blockN));
-  } else {
-    nHi = tilesCovering(seqK);
-    nFull = arith::DivSIOp::create(b, seqK, cI32(spec.blockN));
-  }
+  // Under the mask the query blocks end at seq_q (a sections grid or a
+  // persistent kernel gives the count), not with the TMA store of O: a box
+  // that starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the
+  // H200; docs/decisions.md) where one past the end is clipped.
+  const bool alignToEnd = spec.causal && !spec.sw.tmaStoreO;
+  auto bounds = WgTileBoundsOp::create(
+      b, i32, i32, i32, blockX32, numQueryBlocks, seqQ, seqK, spec.blockM, spec.blockN,
+      spec.causal, alignToEnd);
+  m0 = bounds.getM0();
+  nFull = bounds.getNFull();
+  nHi = bounds.getNHi();
   nFullIdx = arith::IndexCastOp::create(b, indexTy, nFull);
   nHiIdx = arith::IndexCastOp::create(b, indexTy, nHi);
   m0Idx = arith::IndexCastOp::create(b, indexTy, m0);
 }
 
-Value KernelEmitter::clampToKeys(Value keys) {
-  Value upper = arith::MinSIOp::create(b, keys, seqK);
-  return arith::MaxSIOp::create(b, upper, cI32(0));
-}
-
-Value KernelEmitter::tilesCovering(Value keys) {
-  Value up = arith::AddIOp::create(b, keys, cI32(spec.blockN - 1));
-  return arith::DivSIOp::create(b, up, cI32(spec.blockN));
-}
-
 Value KernelEmitter::keyTilesSeenBelow(Value rowsEnd) {
-  return tilesCovering(clampToKeys(arith::AddIOp::create(b, rowsEnd, diag)));
+  return WgKeyTilesSeenOp::create(b, i32, rowsEnd, seqQ, seqK,
+                                  b.getI64IntegerAttr(spec.blockN));
 }
 
 void KernelEmitter::emitOwnKeyRange() {
@@ -142,13 +115,10 @@ void KernelEmitter::emitOwnKeyRange() {
       b, m0,
       arith::MulIOp::create(b, arith::AddIOp::create(b, consumerIdx, cI32(1)),
                             cI32(64)));
-  Value tiles = keyTilesSeenBelow(rowsEnd);
-  // Lane 0's value (CUTLASS's canonical_warp_group_idx): ptxas then knows
-  // the loop bound is warp-uniform. Derived from the thread index, it made
-  // the key loops divergent in ptxas's eyes, and their descriptor arithmetic
-  // left the uniform datapath (+46 instructions per key tile, 2-5% slower).
-  ownHi = NVVM::ShflOp::create(b, i32, cI32(-1), tiles, cI32(0), cI32(31),
-                               NVVM::ShflKind::idx, UnitAttr());
+  // Derived from the thread index the bound looked divergent to ptxas, and
+  // the key loops' descriptor arithmetic left the uniform datapath (+46
+  // instructions per key tile, 2-5% slower).
+  ownHi = WgWarpUniformOp::create(b, i32, keyTilesSeenBelow(rowsEnd));
   ownHiIdx = arith::IndexCastOp::create(b, indexTy, ownHi);
 }
 

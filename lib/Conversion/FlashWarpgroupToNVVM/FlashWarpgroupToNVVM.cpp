@@ -73,6 +73,10 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateStoreSharedPatterns(converter, patterns);
   wg_lowering::populateWarpSpecializePatterns(converter, patterns);
   wg_lowering::populatePingpongTurnPatterns(converter, patterns);
+  wg_lowering::populateTileLoopPatterns(converter, patterns);
+  wg_lowering::populateClaimedTileLoopPatterns(converter, patterns);
+  wg_lowering::populateTileBoundsPatterns(converter, patterns);
+  wg_lowering::populateWarpUniformPatterns(converter, patterns);
 }
 
 LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
@@ -91,6 +95,8 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
                       WgScaleRowsOp, WgTruncFOp, WgStoreGlobalOp,
                       WgStoreSharedOp, WgWarpSpecializeOp, WgPingpongTurnOp,
                       WgYieldOp>();
+  target.addIllegalOp<WgBlockTileOp, WgTileLoopOp, WgClaimedTileLoopOp,
+                      WgTileBoundsOp, WgKeyTilesSeenOp, WgWarpUniformOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   return applyPartialConversion(root, target, std::move(patterns));
 }

@@ -47,6 +47,19 @@ void populateStoreGlobalPatterns(const TypeConverter &converter,
 void populateStoreSharedPatterns(const TypeConverter &converter,
                                  RewritePatternSet &patterns);
 
+/// TileLoopToSCF.cpp: flash.wg.block_tile and flash.wg.tile_loop.
+void populateTileLoopPatterns(const TypeConverter &converter,
+                              RewritePatternSet &patterns);
+/// ClaimedTileLoopToSCF.cpp: flash.wg.claimed_tile_loop.
+void populateClaimedTileLoopPatterns(const TypeConverter &converter,
+                                     RewritePatternSet &patterns);
+/// TileBoundsToArith.cpp: flash.wg.tile_bounds and key_tiles_seen.
+void populateTileBoundsPatterns(const TypeConverter &converter,
+                                RewritePatternSet &patterns);
+/// WarpUniformToNVVM.cpp: flash.wg.warp_uniform.
+void populateWarpUniformPatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+
 /// PingpongTurnToNVVM.cpp: flash.wg.pingpong_turn.
 void populatePingpongTurnPatterns(const TypeConverter &converter,
                                   RewritePatternSet &patterns);
