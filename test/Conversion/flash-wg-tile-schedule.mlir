@@ -1,10 +1,14 @@
-// RUN: flash-opt %s -allow-unregistered-dialect -convert-flash-wg-to-nvvm | FileCheck %s
+// RUN: flash-opt %s -convert-flash-wg-to-nvvm | FileCheck %s
 
 // The block-level schedule ops (FlashTileSchedule.td) lowered to gpu,
 // arith and scf, as the kernel's producer and consumers run them.
 
 !bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
 !smem = memref<?xi8, #gpu.address_space<workgroup>>
+
+// What a tile's body does with its coordinates.
+func.func private @tile(i32, index)
+func.func private @tile4(i32, index, i32, index)
 
 // flash.wg.block_tile of a tiles grid: x the query block, y the head,
 // gridDim.x the query blocks.
@@ -137,7 +141,7 @@ func.func @seen(%rows_end: i32, %seq_q: i32, %seq_k: i32) -> i32 {
 // CHECK: %[[SECOND:.*]] = arith.cmpi ne, %[[MEMBER]], %c0 : index
 // CHECK: %[[QB:.*]] = arith.select %[[SECOND]], %[[LEVEL]], %[[LONGER]] : i32
 // CHECK: %[[HEADI:.*]] = arith.index_cast %[[HEAD]] : i32 to index
-// CHECK: "test.tile"(%[[QB]], %[[HEADI]], %[[NUM]], %[[B2]])
+// CHECK: call @tile4(%[[QB]], %[[HEADI]], %[[NUM]], %[[B2]])
 // CHECK: %[[NEXTBASE:.*]] = arith.addi %[[B2]], %c3 : index
 // CHECK: %[[NEXTDONE:.*]] = arith.addi %[[D2]], %c1_i32 : i32
 // CHECK: scf.yield %[[NEXTBASE]], %[[NEXTDONE]] : index, i32
@@ -146,7 +150,7 @@ func.func @seen(%rows_end: i32, %seq_q: i32, %seq_k: i32) -> i32 {
 func.func @static_pairs(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32) {
   flash.wg.tile_loop %seq_q, %seq_k, %batch, %heads block_m = 128 sections = 32768 {
   ^bb0(%x: i32, %head: index, %num_m: i32, %kv_base: index, %q: !flash.ring_slot<stages = 2>):
-    "test.tile"(%x, %head, %num_m, %kv_base) : (i32, index, i32, index) -> ()
+    func.call @tile4(%x, %head, %num_m, %kv_base) : (i32, index, i32, index) -> ()
     %c3 = arith.constant 3 : index
     flash.wg.yield %c3 : index
   }
@@ -169,11 +173,11 @@ func.func @static_pairs(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32) {
 // CHECK: scf.for %{{.*}} = %c0 to %c1 step %c1
 // CHECK: %[[QB:.*]] = arith.select %{{.*}}, %[[LEVEL]], %[[LONGER]] : i32
 // CHECK: %[[HEADI:.*]] = arith.index_cast %[[HEAD]] : i32 to index
-// CHECK: "test.tile"(%[[QB]], %[[HEADI]])
+// CHECK: call @tile(%[[QB]], %[[HEADI]])
 func.func @head_major(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32) {
   flash.wg.tile_loop %seq_q, %seq_k, %batch, %heads block_m = 64 {
   ^bb0(%x: i32, %head: index, %num_m: i32, %kv_base: index, %q: !flash.ring_slot<stages = 1>):
-    "test.tile"(%x, %head) : (i32, index) -> ()
+    func.call @tile(%x, %head) : (i32, index) -> ()
     flash.wg.yield %kv_base : index
   }
   return
@@ -223,7 +227,7 @@ func.func @head_major(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32) {
 // CHECK: } do {
 // CHECK: ^bb0(%[[TX:.*]]: i32, %[[TH:.*]]: i32, %[[TB:.*]]: index, %[[TD:.*]]: i32, %[[TC:.*]]: i32):
 // CHECK: %[[HEADI:.*]] = arith.index_cast %[[TH]] : i32 to index
-// CHECK: "test.tile"(%[[TX]], %[[HEADI]])
+// CHECK: call @tile(%[[TX]], %[[HEADI]])
 // CHECK: %[[NB:.*]] = arith.addi %[[TB]], %[[TB]] : index
 // CHECK: %[[ND:.*]] = arith.addi %[[TD]], %c1_i32 : i32
 // CHECK: scf.yield %[[NB]], %[[ND]], %[[TC]] : index, i32, i32
@@ -232,7 +236,7 @@ func.func @claimed_producer(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32,
   flash.wg.claimed_tile_loop %seq_q, %seq_k, %batch, %heads counter %counter : !llvm.ptr<1>
       claims %smem[%window + 98304], %bars[q_full = 6, q_empty = 8] block_m = 128 sections = 32768 : !smem, !bars {
   ^bb0(%x: i32, %head: index, %num_m: i32, %kv_base: index, %q: !flash.ring_slot<stages = 2>):
-    "test.tile"(%x, %head) : (i32, index) -> ()
+    func.call @tile(%x, %head) : (i32, index) -> ()
     flash.wg.yield %kv_base : index
   }
   return
@@ -250,14 +254,14 @@ func.func @claimed_producer(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32,
 // CHECK: %[[HEAD:.*]] = memref.load %[[CLAIMS]]
 // CHECK: %[[VALID:.*]] = arith.cmpi sge, %[[X]], %c0_i32 : i32
 // CHECK: scf.condition(%[[VALID]]) %[[X]], %[[HEAD]], %[[BASE]], %[[DONE]] : i32, i32, index, i32
-// CHECK: "test.tile"
+// CHECK: call @tile(
 // CHECK-NOT: flash.wg
 func.func @claimed_consumer(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32,
                             %smem: !smem, %window: index, %bars: !bars) {
   flash.wg.claimed_tile_loop %seq_q, %seq_k, %batch, %heads
       claims %smem[%window + 98304], %bars[q_full = 6, q_empty = 8] block_m = 128 sections = 32768 : !smem, !bars {
   ^bb0(%x: i32, %head: index, %num_m: i32, %kv_base: index, %q: !flash.ring_slot<stages = 2>):
-    "test.tile"(%x, %head) : (i32, index) -> ()
+    func.call @tile(%x, %head) : (i32, index) -> ()
     flash.wg.yield %kv_base : index
   }
   return
