@@ -177,6 +177,17 @@ def _describe(name, t):
                    _I64x4(*t.stride()), device.index)
 
 
+def _current_stream_of(index):
+    """A function giving the raw handle of torch's current stream on device
+    `index`: torch's own accessor of it where this torch has one (what
+    Triton's launcher calls), else torch.cuda.current_stream."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return lambda: raw(index)
+    return lambda: torch.cuda.current_stream(index).cuda_stream
+
+
 class Kernel:
     """A flashc kernel, loaded lazily on each device it is called on."""
 
@@ -257,6 +268,45 @@ class Kernel:
             ctypes.byref(lse_desc) if lse_desc is not None else None,
             ctypes.c_void_p(stream)))
         return (out, lse) if self.has_lse else out
+
+    def _prepare(self, q, k, v):
+        """A launch for later calls whose q, k and v have these tensors'
+        shapes, strides, dtypes and device: run(q, k, v) -> (o, lse or
+        None). Their descriptors are built here, once, and a call only sets
+        the data pointers, allocates O (and LSE) and launches; the runtime
+        still validates every launch (pointers, alignment) as _launch's do.
+        Not thread-safe: one thread's calls share the descriptors."""
+        import torch
+        shape, dtype, device = q.shape, q.dtype, q.device
+        lse_shape = shape[:3]
+        o = torch.empty(shape, dtype=dtype, device=device)
+        descs = [_describe(n, t) for n, t in
+                 (("q", q), ("k", k), ("v", v), ("o", o))]
+        lse_desc = None
+        if self.has_lse:
+            lse_desc = _describe("lse", torch.empty(
+                lse_shape, dtype=torch.float32, device=device))
+        dq, dk, dv, do = descs
+        pq, pk, pv, po = (ctypes.pointer(d) for d in descs)
+        plse = ctypes.pointer(lse_desc) if lse_desc is not None else None
+        handle = self._handle(device.index)
+        launch = runtime_library().flashrt_launch
+        stream = _current_stream_of(device.index)
+        empty, f32 = torch.empty, torch.float32
+
+        def run(q, k, v):
+            o = empty(shape, dtype=dtype, device=device)
+            dq.data, dk.data, dv.data = q.data_ptr(), k.data_ptr(), v.data_ptr()
+            do.data = o.data_ptr()
+            lse = None
+            if plse is not None:
+                lse = empty(lse_shape, dtype=f32, device=device)
+                lse_desc.data = lse.data_ptr()
+            status = launch(handle, pq, pk, pv, po, plse, stream())
+            if status:
+                _check(status)
+            return o, lse
+        return run
 
     def __repr__(self):
         return (f"flashc.Kernel({self.name!r}, {self.arch}, D={self.head_dim}"
@@ -342,9 +392,14 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     raises FlashcError: no backward pass yet), and a direct launch
     otherwise.
     """
-    from . import ops
-    return ops.attention(q, k, v, causal=causal, scale=scale,
-                         return_lse=return_lse, out=out)
+    global _ops
+    if _ops is None:
+        from . import ops as _ops
+    return _ops.attention(q, k, v, causal=causal, scale=scale,
+                          return_lse=return_lse, out=out)
+
+
+_ops = None  # flashc.ops, imported (with torch) on the first attention call
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None,

@@ -107,6 +107,31 @@ def _launch(q, k, v, causal, scale, out):
     return kernel_for(q, k, causal, scale)._launch(q, k, v, out, None)
 
 
+# The prepared launches of this thread's eager CUDA calls (Kernel._prepare),
+# by everything the checks and the kernel choice read: a call with the same
+# shapes, strides, dtypes, device, mask and scale as an earlier one skips
+# straight to its launch. Bounded: a caller of ever new shapes starts over.
+_local = threading.local()
+_MAX_PREPARED = 256
+
+
+def _eager_cuda(q, k, v, causal, scale):
+    key = (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
+           q.dtype, k.dtype, v.dtype, q.device, k.device, v.device, causal,
+           scale)
+    prepared = getattr(_local, "prepared", None)
+    if prepared is None:
+        prepared = _local.prepared = {}
+    run = prepared.get(key)
+    if run is not None:
+        return run(q, k, v)
+    o, lse = _launch(q, k, v, causal, scale, None)
+    if len(prepared) >= _MAX_PREPARED:
+        prepared.clear()
+    prepared[key] = kernel_for(q, k, causal, scale)._prepare(q, k, v)
+    return o, lse
+
+
 def _fake(q, k, v):
     _check(q, k, v)
     return (q.new_empty(q.shape),
@@ -193,8 +218,11 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     elif compiling:
         lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale)
         o = out
+    elif out is None and isinstance(q, torch.Tensor) and q.is_cuda:
+        # Eager without grad: the launch itself, without the dispatcher,
+        # prepared once per signature.
+        o, lse = _eager_cuda(q, k, v, causal, scale)
     else:
-        # Eager without grad: the launch itself, without the dispatcher.
         o, lse = _launch(q, k, v, causal, scale, out)
     return (o, lse) if return_lse else o
 

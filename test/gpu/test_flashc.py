@@ -265,6 +265,25 @@ def attention_on_demand():
         # Warm: the in-process kernel; then the disk cache alone.
         o2 = flashc.attention(q, k, v, causal=causal, scale=scale)
         good = good and torch.equal(o2, o)
+        # Later calls of this signature take the prepared launch
+        # (Kernel._prepare): new inputs, on this thread and on another,
+        # each output's memory poisoned first (a freed NaN block of its
+        # size, which the caching allocator hands out next), against
+        # float64 again.
+        def fresh_call(results):
+            q2, k2, v2 = (torch.randn_like(t) for t in (q, k, v))
+            poison = torch.full(q.shape, float("nan"), device="cuda",
+                                dtype=dt)
+            del poison
+            o3 = flashc.attention(q2, k2, v2, causal=causal, scale=scale)
+            results.append(rel_err(o3, reference(q2, k2, v2, sc, causal)[0]))
+        errs = []
+        fresh_call(errs)
+        import threading
+        worker = threading.Thread(target=fresh_call, args=(errs,))
+        worker.start()
+        worker.join()
+        good = good and len(errs) == 2 and max(errs) <= tol
         over, kt = call_overhead(
             lambda: flashc.attention(q, k, v, causal=causal, scale=scale))
         sover, skt = call_overhead(lambda: sdpa(q, k, v, causal, scale))
