@@ -199,7 +199,7 @@ def main(argv=None):
     b.add_argument("--arch", default="sm_90a")
     b.add_argument("--tuning-db", action="append", default=None,
                    help="also build its tuned configs (default: the "
-                   "repository's bench/tuning/*.json or $FLASHC_TUNING_DB; "
+                   "shipped bench/tuning/*.json or $FLASHC_TUNING_DB; "
                    "--tuning-db '' for none)")
     b.add_argument("--gpu", action="append", default=None,
                    help="only the tuning entries for this GPU name")

@@ -220,13 +220,13 @@ def bucket_of(batch, heads, seq, head_dim):
 
 def default_tuning_dbs():
     """$FLASHC_TUNING_DB (paths separated by os.pathsep; empty: none), else
-    the repository's bench/tuning/*.json where this package runs from a
-    checkout."""
+    the databases shipped with the package: its tuning/*.json, which in a
+    checkout is the repository's bench/tuning (a link) and in an installed
+    package a copy of it (pyproject.toml's package data)."""
     env = os.environ.get("FLASHC_TUNING_DB")
     if env is not None:
         return [p for p in env.split(os.pathsep) if p]
-    here = os.path.dirname(os.path.abspath(__file__))
-    d = os.path.join(os.path.dirname(os.path.dirname(here)), "bench", "tuning")
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tuning")
     if not os.path.isdir(d):
         return []
     return sorted(os.path.join(d, f) for f in os.listdir(d)

@@ -183,6 +183,30 @@ class VariantTest(unittest.TestCase):
         self.assertIsNotNone(variants.find_tuning(
             Variant("bf16", 128, False, 0.3), "NVIDIA H200", "sm_90a", b, [db]))
 
+    def test_shipped_databases(self):
+        # The package's tuning/ (bench/tuning in a checkout) is the default,
+        # and it has an entry for each GPU's every shipped kernel at the FA3
+        # shapes: bf16 and f16, D 64/128/256, causal and not.
+        saved = os.environ.pop("FLASHC_TUNING_DB", None)
+        try:
+            dbs = variants.default_tuning_dbs()
+        finally:
+            if saved is not None:
+                os.environ["FLASHC_TUNING_DB"] = saved
+        names = sorted(os.path.basename(p) for p in dbs)
+        self.assertEqual(names, ["h100-fa3.json", "h200-fa3.json"])
+        for gpu in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
+            for dtype in ("bf16", "f16"):
+                for d in (64, 128, 256):
+                    for causal in (False, True):
+                        v = Variant(dtype, d, causal)
+                        b = variants.bucket_of(16384 // 4096, 2048 // d,
+                                               4096, d)
+                        found = variants.find_tuning(v, gpu, "sm_90a", b, dbs)
+                        self.assertIsNotNone(found, (gpu, v.name))
+                        self.assertEqual(found[1]["gpu"], gpu)
+                        self.assertEqual(found[1]["kernel"], v.kernel_name)
+
 
 class KeyTest(StubEnv):
     def test_same_inputs_same_key(self):
