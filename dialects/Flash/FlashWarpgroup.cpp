@@ -164,6 +164,38 @@ SmemDescriptorType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+uint64_t SmemDescriptorType::getLayoutBits() const {
+  uint64_t mode = 0;
+  switch (getSwizzle()) {
+  case 128:
+    mode = 1;
+    break;
+  case 64:
+    mode = 2;
+    break;
+  case 32:
+    mode = 3;
+    break;
+  }
+  return mode << 62 | uint64_t(getSbo() >> 4) << 32 |
+         uint64_t(getLbo() >> 4) << 16;
+}
+
+LogicalResult WgAdvanceDescriptorOp::verify() {
+  int64_t bytes = getBytes();
+  if (bytes % 16 != 0)
+    return emitOpError("bytes must be a multiple of 16 (the start address "
+                       "field counts 16-byte units), got ")
+           << bytes;
+  // The start address field spans 2^18 bytes; a larger step would reach
+  // the layout fields.
+  if (bytes <= -(int64_t(1) << 18) || bytes >= (int64_t(1) << 18))
+    return emitOpError("bytes must lie within the 2^18 bytes the start "
+                       "address field spans, got ")
+           << bytes;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Fragment <-> registers
 //===----------------------------------------------------------------------===//

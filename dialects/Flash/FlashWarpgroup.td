@@ -191,10 +191,11 @@ def Flash_SmemDescriptorType
     - `lbo`, `sbo`: the leading and stride byte offsets, multiples of 16
       below 2^18, as the descriptor's 14-bit fields hold them shifted by 4.
 
-    The value is an i64 whose bits already say all this (the start address
-    and the fields are computed where the tiles are laid out, see
-    `flash.wg.smem_descriptor`); the type records the layout so that
-    `flash.wg.mma` can take the transposition from it and tests can see it.
+    The value is an i64 whose bits say all this:
+    `flash.wg.make_descriptor` ors the type's layout fields into a tile's
+    start address and `flash.wg.advance_descriptor` moves it through shared
+    memory; the type records the layout so that `flash.wg.mma` can take the
+    transposition from it and tests can see it.
 
     Example:
 
@@ -212,6 +213,13 @@ def Flash_SmemDescriptorType
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The descriptor's fields other than the start address: the swizzle
+    /// mode (bits 62-63: 1 for 128 B, 2 for 64 B, 3 for 32 B), the stride
+    /// byte offset >> 4 (bits 32-45) and the leading byte offset >> 4
+    /// (bits 16-29).
+    uint64_t getLayoutBits() const;
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -226,9 +234,11 @@ def Flash_WgSmemDescriptorOp : Flash_WgOp<"smem_descriptor", [Pure]> {
   let description = [{
     Declares that `descriptor`, a wgmma shared-memory matrix descriptor
     computed with integer arithmetic, encodes the layout of the result type.
-    Nothing is checked at run time and nothing is emitted: the kernel builds
-    its descriptors by adding offsets to a few base values (which keeps them
-    cheap in registers), so the bits are computed there and named here.
+    Nothing is checked at run time and nothing is emitted. Descriptors of
+    tiles are built with `flash.wg.make_descriptor` and
+    `flash.wg.advance_descriptor`; this op is for bits computed otherwise
+    (the D = 256 kernels rebuild Q's from a 32-bit low word each key tile,
+    to keep fewer registers live across the loop).
 
     Example:
 
@@ -240,6 +250,62 @@ def Flash_WgSmemDescriptorOp : Flash_WgOp<"smem_descriptor", [Pure]> {
   let arguments = (ins I64:$descriptor);
   let results = (outs Flash_SmemDescriptorType:$result);
   let assemblyFormat = "$descriptor attr-dict `:` qualified(type($result))";
+}
+
+def Flash_WgMakeDescriptorOp : Flash_WgOp<"make_descriptor", [Pure]> {
+  let summary = "The descriptor of a tile from its shared-memory address";
+  let description = [{
+    The wgmma descriptor of the tile whose shared-memory address, shifted
+    right by 4, is `address` (an i64 below 2^14: shared memory is 228 KiB):
+    that start address field with the layout fields of the result type (its
+    swizzle, LBO and SBO) or-ed in.
+
+    Lowering: `arith.ori` of the address and the type's layout bits.
+
+    Example:
+
+    ```mlir
+    // A K-major bf16 tile with the 128-byte swizzle at address 16 * %a.
+    %d = flash.wg.make_descriptor %a
+        : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+    ```
+  }];
+  let arguments = (ins I64:$address);
+  let results = (outs Flash_SmemDescriptorType:$result);
+  let assemblyFormat = "$address attr-dict `:` qualified(type($result))";
+}
+
+def Flash_WgAdvanceDescriptorOp
+    : Flash_WgOp<"advance_descriptor", [Pure, AllTypesMatch<["base", "result"]>]> {
+  let summary = "A descriptor moved on through shared memory";
+  let description = [{
+    The descriptor of the same layout as `base` for the tile `bytes`
+    (a multiple of 16) and, when given, `units` x 16 bytes further on in
+    shared memory: a k-step within a tile, the next box of a tile, a ring
+    slot. The start address field is the address >> 4, so the offset is
+    added to the descriptor as `units + bytes / 16`; the address must stay
+    below 2^18 bytes, so that the sum does not reach the layout fields.
+
+    Lowering: one `arith.addi` per term, the run-time units first.
+
+    Example:
+
+    ```mlir
+    // Slot %slot of a ring of 32 KiB stages (%units = %slot * 2048), then
+    // the second 16-element k-step (32 bytes) of that tile.
+    %k = flash.wg.advance_descriptor %k0 units %units
+        : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+    %k1 = flash.wg.advance_descriptor %k bytes 32
+        : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+    ```
+  }];
+  let arguments = (ins Flash_SmemDescriptorType:$base, Optional<I64>:$units,
+                   DefaultValuedAttr<I64Attr, "0">:$bytes);
+  let results = (outs Flash_SmemDescriptorType:$result);
+  let assemblyFormat = [{
+    $base (`units` $units^)? (`bytes` $bytes^)? attr-dict `:` qualified(type($result))
+  }];
+  let hasVerifier = 1;
 }
 
 def Flash_WgFragmentFromValuesOp

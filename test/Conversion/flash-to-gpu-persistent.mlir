@@ -110,7 +110,8 @@
 // CHECK-NEXT: %[[QD:.*]] = arith.addi %{{.*}}, %[[QDOFF]] : i64
 // CHECK: %[[CQF:.*]] = arith.addi %[[CBUF]], %c8 : index
 // CHECK-NEXT: nvgpu.mbarrier.try_wait.parity %[[BAR]][%[[CQF]]], %[[CQPAR]]
-// CHECK: arith.addi %[[QD]], %c0_i64 : i64
+// Its first k-step is the descriptor itself, the next +32 B (2 units).
+// CHECK: arith.addi %[[QD]], %c2_i64 : i64
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: scf.if
 // CHECK-NEXT: %[[CQE:.*]] = arith.addi %[[CBUF]], %c10 : index

@@ -22,12 +22,25 @@
 // CHECK: } consumer {
 // CHECK-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: i32):
 // Tile 0's S = Q K^T is issued in this consumer's ping-pong turn.
+// The descriptors from the aligned window's address field: Q's per
+// consumer, K's and V's regions 32 KiB and 96 KiB on, each typed by its
+// layout.
+// CHECK: %[[QBASE:.*]] = flash.wg.make_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK: %[[WINDOW:.*]] = flash.wg.make_descriptor %[[FIELD:.*]] : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK-NEXT: %[[KBASE:.*]] = flash.wg.advance_descriptor %[[WINDOW]] bytes 32768 : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK-NEXT: %[[VWINDOW:.*]] = flash.wg.make_descriptor %[[FIELD]] : !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16384, sbo = 1024>
+// CHECK-NEXT: flash.wg.advance_descriptor %[[VWINDOW]] bytes 98304 : !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16384, sbo = 1024>
+// Tile 0's S = Q K^T is issued in this consumer's ping-pong turn: K's
+// descriptor moved to the tile's slot, then per 16-column k-step +32 B.
 // CHECK: flash.wg.pingpong_turn %{{.*}} -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator> {
+// CHECK: %[[KSLOT:.*]] = flash.wg.advance_descriptor %[[KBASE]] units %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK-NEXT: %[[Q0:.*]] = flash.wg.advance_descriptor %[[QBASE]] : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK-NEXT: %[[K0:.*]] = flash.wg.advance_descriptor %[[KSLOT]] : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+// CHECK-NEXT: %[[Q1:.*]] = flash.wg.advance_descriptor %[[QBASE]] bytes 32
+// CHECK-NEXT: %[[K1:.*]] = flash.wg.advance_descriptor %[[KSLOT]] bytes 32
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: %[[Q0:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
-// CHECK: %[[K0:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
-// CHECK: %[[S0:.*]] = flash.wg.mma %[[Q0]], %[[K0]] : !flash.smem_descriptor<bf16, major = k, {{.*}}>, !flash.smem_descriptor<bf16, major = k, {{.*}}> -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
-// CHECK: flash.wg.mma %{{.*}}, %{{.*}}, %[[S0]] : {{.*}} -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK-NEXT: %[[S0:.*]] = flash.wg.mma %[[Q0]], %[[K0]] : !flash.smem_descriptor<bf16, major = k, {{.*}}>, !flash.smem_descriptor<bf16, major = k, {{.*}}> -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
+// CHECK-NEXT: flash.wg.mma %[[Q1]], %[[K1]], %[[S0]] : {{.*}} -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: flash.wg.fragment_values %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
@@ -43,10 +56,14 @@
 // CHECK: flash.wg.row_max %[[MASKED]]
 // CHECK: flash.wg.scaled_exp2 %[[MASKED]]
 // The steady state: S_j and PV_{j-1}, O from the loop's registers.
+// V's descriptor moves to the slot of tile j - 1, then 2 KiB (16 keys) a
+// k-step.
 // CHECK: scf.for
+// CHECK: %[[VSLOT:.*]] = flash.wg.advance_descriptor %{{.*}} units %{{.*}} : !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16384, sbo = 1024>
+// CHECK-NEXT: %[[V:.*]] = flash.wg.advance_descriptor %[[VSLOT]] : !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16384, sbo = 1024>
+// CHECK-NEXT: flash.wg.advance_descriptor %[[VSLOT]] bytes 2048
 // CHECK: %[[O:.*]] = flash.wg.fragment_from_values %arg{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
 // CHECK: %[[P:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
-// CHECK: %[[V:.*]] = flash.wg.smem_descriptor %{{.*}} : !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16384, sbo = 1024>
 // CHECK: flash.wg.mma %[[P]], %[[V]], %[[O]] : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>, !flash.smem_descriptor<bf16, major = mn, {{.*}}> -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK-NOT: wgmma.mma_async.sync.aligned

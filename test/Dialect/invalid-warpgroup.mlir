@@ -340,3 +340,27 @@ func.func @role_yields_values(%x: f32) {
   }
   return
 }
+
+// -----
+
+func.func @advance_bytes(%d: !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>) {
+  // expected-error @+1 {{'flash.wg.advance_descriptor' op bytes must be a multiple of 16 (the start address field counts 16-byte units), got 24}}
+  %e = flash.wg.advance_descriptor %d bytes 24 : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+  return
+}
+
+// -----
+
+func.func @advance_type(%d: !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>) {
+  // expected-error @+1 {{'flash.wg.advance_descriptor' op failed to verify that all of {base, result} have same type}}
+  %e = "flash.wg.advance_descriptor"(%d) <{bytes = 32 : i64}> : (!flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>) -> !flash.smem_descriptor<bf16, major = mn, swizzle = 128, lbo = 16, sbo = 1024>
+  return
+}
+
+// -----
+
+func.func @advance_range(%d: !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>) {
+  // expected-error @+1 {{'flash.wg.advance_descriptor' op bytes must lie within the 2^18 bytes the start address field spans, got 262144}}
+  %e = flash.wg.advance_descriptor %d bytes 262144 : !flash.smem_descriptor<bf16, major = k, swizzle = 128, lbo = 16, sbo = 1024>
+  return
+}

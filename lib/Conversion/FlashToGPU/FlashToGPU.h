@@ -294,8 +294,8 @@ public:
   struct SOperands {
     SmallVector<Value> a, b;
   };
-  /// The descriptor whose low word is `low + offset` and whose high word is
-  /// the 128B swizzle and 1024 B stride every operand here uses.
+  /// The K-major descriptor whose low word is `low + offset` and whose high
+  /// word is the 128B swizzle and 1024 B stride every operand here uses.
   Value descriptorFromLow(Value low, int64_t offset);
   SOperands prepS(const Slot &s);
   Value emitS(const SOperands &ops, bool fence = true);
@@ -440,8 +440,10 @@ public:
   // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer. row0 and
   // row1 are the query rows of this thread's accumulator registers;
   // threadInGroup elects the TMA store's thread.
+  // The descriptors are !flash.smem_descriptor values; with
+  // rematQDescriptors Q's also as its i64 bits (qBitsBuffer0, qBits).
   Value consumerIdx, threadInGroup, row0, row1, qDescBuffer0, qDesc, kDesc0,
-      vDesc0;
+      vDesc0, qBitsBuffer0, qBits;
 };
 
 } // namespace mlir::flash::gpu_lowering

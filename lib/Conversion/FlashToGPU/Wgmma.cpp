@@ -25,12 +25,7 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-/// wgmma shared-memory descriptor bits: swizzle mode 128B (bit 62), stride
-/// byte offset 1024 B >> 4 (bits 32..45), leading byte offset (bits 16..29).
-static constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
-static constexpr uint64_t kSbo1024 = uint64_t(64) << 32;
-
-/// The types that name those bits: Q and K K-major (LBO 16 B), V MN-major.
+/// The layouts of the operands: Q and K K-major (LBO 16 B), V MN-major.
 static SmemDescriptorType kMajorType(const KernelSpec &spec) {
   return SmemDescriptorType::get(spec.elementType.getContext(),
                                  spec.elementType, /*mnMajor=*/false, 128,
@@ -41,20 +36,35 @@ static SmemDescriptorType vType(const KernelSpec &spec) {
                                  spec.elementType, /*mnMajor=*/true, 128,
                                  /*lbo=*/spec.kvBoxBytes(), /*sbo=*/1024);
 }
+
+/// `base` moved on by `units` x 16 bytes (when given) and `bytes`.
+static Value advance(ImplicitLocOpBuilder &b, Value base, Value units,
+                     int64_t bytes) {
+  return WgAdvanceDescriptorOp::create(b, base.getType(), base, units,
+                                       b.getI64IntegerAttr(bytes));
+}
+
 void KernelEmitter::emitDescriptors(Value consumerIdx) {
-  // K-major: LBO is unused with the 128B swizzle (conventionally 1).
-  const uint64_t kMajor = kSwizzle128 | kSbo1024 | (uint64_t(1) << 16);
-  const uint64_t vMajor =
-      kSwizzle128 | kSbo1024 | (uint64_t(spec.kvBoxBytes() >> 4) << 16);
+  SmemDescriptorType kMajor = kMajorType(spec), vMajor = vType(spec);
   // This warpgroup's 64 query rows start 64 * 128 B into each Q box.
   Value cw64 = arith::ExtUIOp::create(b, i64, consumerIdx);
   Value qOff = arith::MulIOp::create(b, cw64, cI64(64 * 128 / 16));
   Value qd0 = arith::AddIOp::create(b, baseDesc, qOff);
-  // The address field is below 2^14, so or-ing in the mode bits cannot carry.
-  qDescBuffer0 = arith::OrIOp::create(b, qd0, cI64(kMajor));
-  qDesc = qDescBuffer0;
-  kDesc0 = arith::AddIOp::create(b, baseDesc, cI64(kMajor + spec.offK() / 16));
-  vDesc0 = arith::AddIOp::create(b, baseDesc, cI64(vMajor + spec.offV() / 16));
+  if (spec.rematQDescriptors) {
+    // The loops rebuild Q's descriptors from its low word (prepS), so they
+    // keep it as an i64.
+    qBitsBuffer0 = arith::OrIOp::create(b, qd0, cI64(kMajor.getLayoutBits()));
+    qBits = qBitsBuffer0;
+  } else {
+    qDescBuffer0 = WgMakeDescriptorOp::create(b, kMajor, qd0);
+    qDesc = qDescBuffer0;
+  }
+  auto at = [&](SmemDescriptorType type, int64_t offset) -> Value {
+    Value base = WgMakeDescriptorOp::create(b, type, baseDesc);
+    return advance(b, base, Value(), offset);
+  };
+  kDesc0 = at(kMajor, spec.offK());
+  vDesc0 = at(vMajor, spec.offV());
 }
 
 void KernelEmitter::selectQBuffer() {
@@ -62,13 +72,21 @@ void KernelEmitter::selectQBuffer() {
     return;
   Value buf64 = arith::IndexCastOp::create(b, i64, qBuf);
   Value off = arith::MulIOp::create(b, buf64, cI64(spec.qBytes() / 16));
-  qDesc = arith::AddIOp::create(b, qDescBuffer0, off);
+  if (qBitsBuffer0)
+    qBits = arith::AddIOp::create(b, qBitsBuffer0, off);
+  else
+    qDesc = advance(b, qDescBuffer0, off, 0);
 }
+
+/// The 128B swizzle and 1024 B stride of every operand here: the high word
+/// of each descriptor.
+static constexpr uint64_t kHighWord = uint64_t(1) << 62 | uint64_t(64) << 32;
 
 Value KernelEmitter::descriptorFromLow(Value low, int64_t offset) {
   Value word = arith::AddIOp::create(b, low, cI32(offset));
   Value wide = arith::ExtUIOp::create(b, i64, word);
-  return arith::OrIOp::create(b, wide, cI64(kSwizzle128 | kSbo1024));
+  Value bits = arith::OrIOp::create(b, wide, cI64(kHighWord));
+  return WgSmemDescriptorOp::create(b, kMajorType(spec), bits);
 }
 
 KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
@@ -76,7 +94,7 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   // serialises the wgmma chain (C7513) if a non-wgmma instruction defines a
   // wgmma input between fence and commit.
   waitFull(spec.barFullK(), s.slot);
-  Value kd = arith::AddIOp::create(b, kDesc0, s.descOffset);
+  Value kd = advance(b, kDesc0, s.descOffset, 0);
   // rematQDescriptors: the empty asm hides that Q's descriptor is the same
   // every tile, so the adds stay here and only its low word (address and
   // LBO; the high word is the same constant in every descriptor) is live
@@ -84,32 +102,27 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   // registers the k-step descriptors take just before the fence, the peak
   // at which the overlapped D = 256 loop spilled.
   Value qLow = spec.rematQDescriptors
-                   ? fenceOperand(b, arith::TruncIOp::create(b, i32, qDesc))
+                   ? fenceOperand(b, arith::TruncIOp::create(b, i32, qBits))
                    : Value();
   SOperands ops;
   for (int64_t k = 0; k < spec.headDim / 16; ++k) {
     int64_t box = k / 4, kk = k % 4;
     int64_t qOffset = box * spec.qBoxBytes() / 16 + kk * 2;
-    ops.a.push_back(
-        qLow ? descriptorFromLow(qLow, qOffset)
-             : arith::AddIOp::create(b, qDesc, cI64(qOffset)).getResult());
-    ops.b.push_back(arith::AddIOp::create(
-        b, kd, cI64(box * spec.kvBoxBytes() / 16 + kk * 2)));
+    ops.a.push_back(qLow ? descriptorFromLow(qLow, qOffset)
+                         : advance(b, qDesc, Value(), 16 * qOffset));
+    ops.b.push_back(
+        advance(b, kd, Value(), box * spec.kvBoxBytes() + kk * 32));
   }
   return ops;
 }
 
 Value KernelEmitter::emitS(const SOperands &ops, bool fence) {
-  SmemDescriptorType descType = kMajorType(spec);
   if (fence)
     NVVM::WgmmaFenceAlignedOp::create(b);
   // The first k step has no C: D = Q_0 K_0^T.
   Value acc;
-  for (int64_t k = 0; k < spec.headDim / 16; ++k) {
-    Value qd = WgSmemDescriptorOp::create(b, descType, ops.a[k]);
-    Value kd = WgSmemDescriptorOp::create(b, descType, ops.b[k]);
-    acc = WgMmaOp::create(b, sType, qd, kd, acc);
-  }
+  for (int64_t k = 0; k < spec.headDim / 16; ++k)
+    acc = WgMmaOp::create(b, sType, ops.a[k], ops.b[k], acc);
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return acc;
 }
@@ -125,10 +138,11 @@ SmallVector<Value> KernelEmitter::fencedValues(Value acc, int64_t count) {
 
 SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
   waitFull(spec.barFullV(), s.slot);
-  Value vd = arith::AddIOp::create(b, vDesc0, s.descOffset);
+  Value vd = advance(b, vDesc0, s.descOffset, 0);
   SmallVector<Value> descs;
+  // A k-step of 16 keys is 16 rows of 128 B.
   for (int64_t kk = 0; kk < spec.blockN / 16; ++kk)
-    descs.push_back(arith::AddIOp::create(b, vd, cI64(kk * 16 * 128 / 16)));
+    descs.push_back(advance(b, vd, Value(), kk * 16 * 128));
   return descs;
 }
 
@@ -136,15 +150,13 @@ Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
                             ArrayRef<Value> vDescs, bool fence) {
   auto pType = FragmentType::get(ctx, {64, 16}, spec.elementType,
                                  WgmmaOperandALayoutAttr::get(ctx));
-  SmemDescriptorType descType = vType(spec);
   Value o = WgFragmentFromValuesOp::create(b, oType, acc);
   if (fence)
     NVVM::WgmmaFenceAlignedOp::create(b);
   for (int64_t kk = 0; kk < spec.blockN / 16; ++kk) {
     Value p =
         WgFragmentFromValuesOp::create(b, pType, packedP.slice(4 * kk, 4));
-    Value vd = WgSmemDescriptorOp::create(b, descType, vDescs[kk]);
-    o = WgMmaOp::create(b, oType, p, vd, o);
+    o = WgMmaOp::create(b, oType, p, vDescs[kk], o);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return o;

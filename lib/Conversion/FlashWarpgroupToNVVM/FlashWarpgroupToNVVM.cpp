@@ -86,7 +86,8 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
   RewritePatternSet patterns(ctx);
   populateFlashWarpgroupToNVVMPatterns(converter, patterns);
   ConversionTarget target(*ctx);
-  target.addIllegalOp<WgSmemDescriptorOp, WgFragmentFromValuesOp,
+  target.addIllegalOp<WgSmemDescriptorOp, WgMakeDescriptorOp,
+                      WgAdvanceDescriptorOp, WgFragmentFromValuesOp,
                       WgFragmentValuesOp, WgMmaOp>();
   target.addIllegalOp<WgTmaLoadTileOp, WgRingSlotOp, WgRingSlotIndexOp,
                       WgRingWaitFullOp, WgRingReleaseOp, WgRingWaitEmptyOp,

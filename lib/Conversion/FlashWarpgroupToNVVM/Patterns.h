@@ -19,7 +19,8 @@ void populateMmaPatterns(const TypeConverter &converter,
 /// FragmentToLLVM.cpp: flash.wg.fragment_from_values and fragment_values.
 void populateFragmentPatterns(const TypeConverter &converter,
                               RewritePatternSet &patterns);
-/// SmemDescriptorToLLVM.cpp: flash.wg.smem_descriptor.
+/// SmemDescriptorToLLVM.cpp: flash.wg.smem_descriptor, make_descriptor and
+/// advance_descriptor.
 void populateSmemDescriptorPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns);
 /// TmaLoadTileToNVGPU.cpp: flash.wg.tma_load_tile.
