@@ -1,48 +1,22 @@
 //===- TileSchedule.cpp - which tiles a block computes --------------------===//
 //
 // A tile is one block_m slice of queries of one (batch, head). Without
-// `persistent` the grid has a block per tile: (x: query block, y:
-// batch*head), or under a causal mask the runtime's "sections" grid (x: head
-// within a section, y: query block from the last, z: section), whose
-// x-fastest block order is the order below with single query blocks. With
-// it the grid has a block per SM and each block walks the tile list:
-//
-// * Work items: a query block, or under a causal mask a pair of them, the
-//   i-th from the end and the i-th from the start (the middle one alone for
-//   an odd count), longer first. A pair sees numM + 1 blocks' worth of keys
-//   whichever i it is, so every item costs about the same and a static
-//   round robin balances: in round r block c takes item r * G + c (G = grid
-//   size). Left to the hardware (one block per tile) causal tiles balance
-//   because blocks are handed out as SMs free up; a static assignment of
-//   single causal tiles does not (0.70x the throughput at N = 16384,
-//   measured).
-// * Order: without a causal mask, head by head (a head's query blocks one
-//   after another), so the blocks running at once read few heads' K and V
-//   (level by level, a head's last blocks ran a round after its first and
-//   read its K and V from DRAM again: +40% DRAM bytes at D128 N = 2048,
-//   docs/decisions.md). Under a causal mask heads are taken in
-//   sections whose K and V fit a share of L2, so the blocks running at
-//   once read the same keys; within a section, items go level by level
-//   (item i of every head, then i + 1), which the pairs and the
-//   longest-first claims need.
-// * Claimed (KernelSpec::dynamicSchedule, causal): items are single query
-//   blocks in that order, longest first, and a block takes the next one
-//   from a global counter (the runtime's tile_counter) when it frees up:
-//   the longest tiles go first and the shortest fill the tail, as the
-//   hardware does for one block per tile, where the static pairs leave the
-//   last round's blocks idle (15.5 or 7.8 rounds at the FA3 shapes). The
-//   producer claims, decodes the claim into (query block, head) and
-//   publishes it in shared memory beside the tile's Q, whose mbarrier
-//   orders it for the consumers.
+// `persistent` the grid has a block per tile and the prologue reads it
+// with flash.wg.block_tile (a tiles grid, or under a causal mask the
+// runtime's sections grid). With it each role of a block walks the same
+// tiles, in flash.wg.tile_loop (static: single query blocks head by head,
+// or under the mask pairs of them in sections of heads) or, with
+// dynamicSchedule, flash.wg.claimed_tile_loop (claimed from the runtime's
+// tile counter); the order and why it is what it is are in
+// lib/Conversion/FlashWarpgroupToNVVM/TileOrder.cpp and the loops'
+// patterns. The loop's region gets the tile's coordinates, kvBase (the
+// K/V ring position of its first key tile: the ring runs on across a
+// block's tiles) and qSlot (its slot of the Q buffers' ring), and yields
+// the key tiles it used.
 //
 // A tiles grid's block, once its producer issued its last K/V load,
 // prefetches into L2 the Q and first K/V tile of the block that will start
 // about when it ends (prefetchNextBlockInputs).
-//
-// The K/V ring and the Q buffers' ring run on across a block's tiles:
-// kvBase is the ring position of the tile's first key tile, qSlot the slot
-// of the Q buffers the tile uses (tiles alternate between two where shared
-// memory allows, one position per tile) and qBuf that slot's buffer.
 //
 //===----------------------------------------------------------------------===//
 
