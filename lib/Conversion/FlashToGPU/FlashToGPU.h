@@ -194,7 +194,6 @@ public:
   Value cIndex(int64_t v);
   Value cI32(int64_t v);
   Value cI64(int64_t v);
-  Value cI1(bool v);
   Value cF32(float v);
 
   //===--- control flow helpers ------------------------------------------===//
@@ -431,8 +430,8 @@ public:
   Value m0, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
   // Consumer only: the end of its own key range (emitOwnKeyRange).
   Value ownHi, ownHiIdx;
-  // Query blocks per head (i32), where the schedule has it: a sections
-  // grid's gridDim.y, a persistent schedule's ceil(seq_q / block_m).
+  // Query blocks per head (i32): flash.wg.block_tile's, or the tile
+  // loop's region argument.
   Value numQueryBlocks;
   // The probe's stack slots, one i64 per ProbePoint (probeStamps only).
   Value probeSlots;

@@ -126,7 +126,6 @@ Value KernelEmitter::cI32(int64_t v) {
 Value KernelEmitter::cI64(int64_t v) {
   return constant(b.getI64IntegerAttr(v));
 }
-Value KernelEmitter::cI1(bool v) { return constant(b.getBoolAttr(v)); }
 Value KernelEmitter::cF32(float v) { return constant(b.getF32FloatAttr(v)); }
 
 SmallVector<Value> KernelEmitter::forLoop(

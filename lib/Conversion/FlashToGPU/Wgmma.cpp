@@ -78,15 +78,15 @@ void KernelEmitter::selectQBuffer() {
     qDesc = advance(b, qDescBuffer0, off, 0);
 }
 
-/// The 128B swizzle and 1024 B stride of every operand here: the high word
-/// of each descriptor.
-static constexpr uint64_t kHighWord = uint64_t(1) << 62 | uint64_t(64) << 32;
-
 Value KernelEmitter::descriptorFromLow(Value low, int64_t offset) {
+  SmemDescriptorType kMajor = kMajorType(spec);
+  // The high word (the swizzle and the stride) from the type; the low word
+  // (address and LBO) is `low`'s.
+  uint64_t highWord = kMajor.getLayoutBits() & ~uint64_t(0xFFFFFFFF);
   Value word = arith::AddIOp::create(b, low, cI32(offset));
   Value wide = arith::ExtUIOp::create(b, i64, word);
-  Value bits = arith::OrIOp::create(b, wide, cI64(kHighWord));
-  return WgSmemDescriptorOp::create(b, kMajorType(spec), bits);
+  Value bits = arith::OrIOp::create(b, wide, cI64(highWord));
+  return WgSmemDescriptorOp::create(b, kMajor, bits);
 }
 
 KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
