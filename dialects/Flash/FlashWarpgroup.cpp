@@ -399,6 +399,30 @@ LogicalResult WgScaleRowsOp::verify() {
                     Float32Type::get(getContext()), "factor");
 }
 
+LogicalResult WgSoftmaxUpdateOp::verify() {
+  auto scores = cast<FragmentType>(getScores().getType());
+  if (failed(expectAccumulator(*this, scores, "scores")))
+    return failure();
+  Type f32 = Float32Type::get(getContext());
+  if (failed(expectRows(*this, getMOld().getType(), f32, "m_old")))
+    return failure();
+  auto lOld = cast<FragmentType>(getLOld().getType());
+  if (!isa<WgmmaRowPartialsLayoutAttr>(lOld.getLayout()) ||
+      !lOld.getElementType().isF32())
+    return emitOpError("l_old must be a 64xf32 #flash.wgmma_row_partials "
+                       "vector, got ")
+           << lOld;
+  auto p = cast<FragmentType>(getP().getType());
+  if (!p.isOperandA() || p.getShape() != scores.getShape())
+    return emitOpError("p must be a #flash.wgmma_operand_a fragment of the "
+                       "scores' shape, got ")
+           << p << " for " << scores;
+  if (getLagMax() && getSpeculative())
+    return emitOpError("takes lag_max or speculative, not both: each is its "
+                       "own rule for when the running max moves");
+  return success();
+}
+
 LogicalResult WgTruncFOp::verify() {
   auto input = cast<FragmentType>(getInput().getType());
   auto result = cast<FragmentType>(getResult().getType());

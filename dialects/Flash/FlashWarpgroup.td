@@ -545,19 +545,88 @@ def Flash_WgScaleRowsOp : Flash_WgOp<"scale_rows", [Pure,
     vector: the online softmax's rescale of O by alpha = 2^(m_old - m_new),
     and the epilogue's division of O by the row sums.
 
+    With `if_moved %moved` (an i1, `flash.wg.softmax_update`'s `moved`) a
+    warp multiplies only when one of its lanes' `moved` holds, and
+    otherwise returns `input`: where no row of the warp moved its running
+    max, every factor is 1. The vote makes the branch warp-uniform, so the
+    `flash.wg.mma` that reads the result stays convergent.
+
     Example:
 
     ```mlir
     %o2 = flash.wg.scale_rows %o, %alpha
         : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
           !flash.fragment<64xf32, #flash.wgmma_rows>
+    %o3 = flash.wg.scale_rows %o, %alpha if_moved %moved
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
+          !flash.fragment<64xf32, #flash.wgmma_rows>
     ```
   }];
-  let arguments = (ins Flash_FragmentType:$input, Flash_FragmentType:$factor);
+  let arguments = (ins Flash_FragmentType:$input, Flash_FragmentType:$factor,
+                   Optional<I1>:$moved);
   let results = (outs Flash_FragmentType:$result);
   let assemblyFormat = [{
-    $input `,` $factor attr-dict `:` qualified(type($input)) `,`
-    qualified(type($factor))
+    $input `,` $factor (`if_moved` $moved^)? attr-dict `:`
+    qualified(type($input)) `,` qualified(type($factor))
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgSoftmaxUpdateOp : Flash_WgOp<"softmax_update", [Pure,
+    AllTypesMatch<["m_old", "m_new", "alpha"]>,
+    AllTypesMatch<["l_old", "l_new"]>]> {
+  let summary = "One key tile's online-softmax update on accumulator fragments";
+  let description = [{
+    `flash.softmax_update` (base 2) for the S tile a warpgroup holds in a
+    `#flash.wgmma_accumulator` fragment, with its operands' layouts: the
+    running max `m` a `#flash.wgmma_rows` vector in log2 units, the row sum
+    `l` kept per thread (`#flash.wgmma_row_partials`, reduced across the
+    quad once after the key loop), `scale` the softmax scale times log2(e).
+    With m_new the reference the rows move to:
+
+    - `p = 2^(scores * scale - m_new)`, rounded to the 16-bit A operand of
+      O += P V (`#flash.wgmma_operand_a`);
+    - `alpha = 2^(m_old - m_new)`, the factor O is rescaled by;
+    - `l_new = l_old * alpha + (this thread's part of the row sum of p)`.
+
+    A row that saw no key yet (m = -inf) subtracts 0 instead, so nothing
+    becomes NaN. How m_new follows the tile's max is the schedule's choice:
+
+    - by default, exactly: `m_new = max(m_old, rowmax(scores) * scale)`;
+    - `lag_max`: the reference moves to the tile's max only when that
+      passes it by more than 8 (log2 units), so p stays <= 2^8 and most
+      tiles keep alpha = 1;
+    - `speculative`: p is first computed against m_old with no max of the
+      tile; a warp takes the tile's max and computes p again (a
+      warp-uniform branch) only where one of its threads' partial row sums
+      passes a bound that a 16-bit p must stay under, or a row saw no key.
+
+    `moved` (i1) says whether one of this thread's rows may have alpha != 1:
+    always with the exact reference; with `lag_max` or `speculative` only
+    where a row moved. `flash.wg.scale_rows ... if_moved` takes it.
+
+    Example:
+
+    ```mlir
+    %p, %m, %l, %alpha, %moved = flash.wg.softmax_update %s, %m0, %l0, %scale
+        lag_max
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
+          !flash.fragment<64xf32, #flash.wgmma_rows>,
+          !flash.fragment<64xf32, #flash.wgmma_row_partials>
+        -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$m_old,
+                   Flash_FragmentType:$l_old, F32:$scale, UnitAttr:$lag_max,
+                   UnitAttr:$speculative);
+  let results = (outs Flash_FragmentType:$p, Flash_FragmentType:$m_new,
+                 Flash_FragmentType:$l_new, Flash_FragmentType:$alpha,
+                 I1:$moved);
+  let assemblyFormat = [{
+    $scores `,` $m_old `,` $l_old `,` $scale (`lag_max` $lag_max^)?
+    (`speculative` $speculative^)? attr-dict `:` qualified(type($scores))
+    `,` qualified(type($m_old)) `,` qualified(type($l_old)) `->`
+    qualified(type($p))
   }];
   let hasVerifier = 1;
 }

@@ -6,6 +6,17 @@
 // RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -flash-gpu-schedule="speculative-exp=0" -convert-flash-to-gpu \
 // RUN:   | FileCheck %s --check-prefix=OFF --implicit-check-not=nvvm.vote.sync
 
+// The rule is the softmax update's (flash.wg.softmax_update speculative,
+// lowered in SoftmaxUpdateToRowOps.cpp), and O's rescale waits for its
+// `moved`; without it the causal kernel's running max is exact.
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile="speculative-exp=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" \
+// RUN:   | FileCheck %s --check-prefix=WG
+// RUN: flash-opt %kernels/attention_d64_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" \
+// RUN:   | FileCheck %s --check-prefix=EXACT --implicit-check-not=if_moved
+// WG: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MOVED:.*]] = flash.wg.softmax_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} speculative : !flash.fragment<64x96xf32, #flash.wgmma_accumulator>
+// WG: flash.wg.scale_rows %{{.*}}, %{{.*}} if_moved %[[MOVED]]
+// EXACT: flash.wg.softmax_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !flash.fragment<64x96xf32, #flash.wgmma_accumulator>
+
 // speculative_exp: in a key tile with a running max, P = 2^(s - m) is
 // computed against that max before (and without) the tile's own row max.
 // Each thread's part of a row sum bounds its p, so if both of its sums are

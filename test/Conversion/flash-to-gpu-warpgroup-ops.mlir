@@ -44,17 +44,16 @@
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: flash.wg.fragment_values %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
-// Tile 0's softmax, unmasked when a key tile is full, else masked.
+// Tile 0's softmax, unmasked when a key tile is full, else masked: without
+// the causal mask the running max lags (lag_max), from -inf and 0.
 // CHECK: %[[S:.*]] = flash.wg.fragment_from_values {{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
-// CHECK: flash.wg.row_max %[[S]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator> -> !flash.fragment<64xf32, #flash.wgmma_rows>
-// CHECK: %[[P0:.*]] = flash.wg.scaled_exp2 %[[S]], %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
-// CHECK: flash.wg.row_sum %[[P0]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator> -> !flash.fragment<64xf32, #flash.wgmma_row_partials>
-// CHECK: flash.wg.truncf %[[P0]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator> -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
+// CHECK: %[[L0:.*]] = flash.wg.fragment_from_values %[[ZERO:.*]], %[[ZERO]] : !flash.fragment<64xf32, #flash.wgmma_row_partials>
+// CHECK: %[[M0:.*]] = flash.wg.fragment_from_values %[[NEGINF:.*]], %[[NEGINF]] : !flash.fragment<64xf32, #flash.wgmma_rows>
+// CHECK: flash.wg.softmax_update %[[S]], %[[M0]], %[[L0]], %{{.*}} lag_max : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
 // CHECK: } else {
 // CHECK: %[[LIMIT:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}} : !flash.fragment<64xi32, #flash.wgmma_rows>
 // CHECK: %[[MASKED:.*]] = flash.wg.mask_columns %{{.*}}, %[[LIMIT]], %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows>
-// CHECK: flash.wg.row_max %[[MASKED]]
-// CHECK: flash.wg.scaled_exp2 %[[MASKED]]
+// CHECK: flash.wg.softmax_update %[[MASKED]], %{{.*}}, %{{.*}}, %{{.*}} lag_max
 // The steady state: S_j and PV_{j-1}, O from the loop's registers.
 // V's descriptor moves to the slot of tile j - 1, then 2 KiB (16 keys) a
 // k-step.
@@ -67,7 +66,9 @@
 // CHECK: flash.wg.mma %[[P]], %[[V]], %[[O]] : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>, !flash.smem_descriptor<bf16, major = mn, {{.*}}> -> !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK-NOT: wgmma.mma_async.sync.aligned
-// CHECK: flash.wg.scale_rows %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
+// O is rescaled only in a warp where a row moved its lagging max.
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MOVED:.*]] = flash.wg.softmax_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lag_max
+// CHECK: flash.wg.scale_rows %{{.*}}, %{{.*}} if_moved %[[MOVED]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
 
 // The producer's side: Q, K and V as TMA tiles on the kernel's one
 // mbarrier group, the K/V ring's waits and releases on its slots.

@@ -146,3 +146,148 @@ func.func @truncf(%x: f32, %y: f32) -> (i32, i32, i32, i32) {
   %v:4 = flash.wg.fragment_values %p : !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
   return %v#0, %v#1, %v#2, %v#3 : i32, i32, i32, i32
 }
+
+// -----
+
+!acc = !flash.fragment<64x16xf32, #flash.wgmma_accumulator>
+!rows = !flash.fragment<64xf32, #flash.wgmma_rows>
+!partials = !flash.fragment<64xf32, #flash.wgmma_row_partials>
+!p16 = !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
+
+// softmax_update with the exact running max: per row m = max(m_old, row
+// max * scale), alpha = 2^(m_old - m) and the exps' bias -m, both with 0 for
+// an m still at -inf; l = l_old * alpha + the thread's part of the row sum;
+// P rounded in pairs. `moved` is true.
+// CHECK-LABEL: func.func @softmax_update_exact
+// CHECK-SAME: (%[[X:.*]]: f32, %[[M0:.*]]: f32, %[[M1:.*]]: f32, %[[L0:.*]]: f32, %[[L1:.*]]: f32, %[[SCALE:.*]]: f32)
+// CHECK-DAG: %[[TRUE:.*]] = arith.constant true
+// CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: nvvm.shfl.sync  bfly
+// CHECK: %[[RM0:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK: %[[RM1:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK: %[[MN0:.*]] = arith.maxnumf %[[M0]], %[[RM0]] : f32
+// CHECK: %[[INF0:.*]] = arith.cmpf oeq, %[[MN0]], %[[NEGINF]] : f32
+// CHECK: %[[USE0:.*]] = arith.select %[[INF0]], %[[ZERO]], %[[MN0]] : f32
+// CHECK: %[[D0:.*]] = arith.subf %[[M0]], %[[USE0]] : f32
+// CHECK: %[[ALPHA0:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%[[D0]])
+// CHECK: %[[BIAS0:.*]] = arith.negf %[[USE0]] : f32
+// CHECK: %[[MN1:.*]] = arith.maxnumf %[[M1]], %[[RM1]] : f32
+// CHECK: math.fma %{{.*}}, %[[SCALE]], %[[BIAS0]] : f32
+// CHECK: arith.addf
+// CHECK: arith.addf
+// CHECK: %[[SUM0:.*]] = arith.addf
+// CHECK: %[[LN0:.*]] = math.fma %[[L0]], %[[ALPHA0]], %[[SUM0]] : f32
+// CHECK: %[[LN1:.*]] = math.fma %[[L1]], %{{.*}}, %{{.*}} : f32
+// CHECK: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: llvm.bitcast %{{.*}} : vector<2xbf16> to i32
+// CHECK: return %{{.*}}, %[[MN1]], %[[LN1]], %[[TRUE]]
+func.func @softmax_update_exact(%x: f32, %m0: f32, %m1: f32, %l0: f32,
+                                %l1: f32, %scale: f32) -> (i32, f32, f32, i1) {
+  %s = flash.wg.fragment_from_values %x, %x, %x, %x, %x, %x, %x, %x : !acc
+  %mo = flash.wg.fragment_from_values %m0, %m1 : !rows
+  %lo = flash.wg.fragment_from_values %l0, %l1 : !partials
+  %p, %m, %l, %alpha, %moved = flash.wg.softmax_update %s, %mo, %lo, %scale
+      : !acc, !rows, !partials -> !p16
+  %pv:4 = flash.wg.fragment_values %p : !p16
+  %mv:2 = flash.wg.fragment_values %m : !rows
+  %lv:2 = flash.wg.fragment_values %l : !partials
+  return %pv#3, %mv#1, %lv#1, %moved : i32, f32, f32, i1
+}
+
+// lag_max: a row's reference moves to the tile's max only past m_old + 8;
+// `moved` is the or of the two rows' decisions.
+// CHECK-LABEL: func.func @softmax_update_lag_max
+// CHECK-SAME: (%[[X:.*]]: f32, %[[M0:.*]]: f32, %[[M1:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32, %[[SCALE:.*]]: f32)
+// CHECK-DAG: %[[LAG:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK: %[[RM0:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK: %[[RM1:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK: %[[BAR0:.*]] = arith.addf %[[M0]], %[[LAG]] : f32
+// CHECK: %[[MOVES0:.*]] = arith.cmpf ogt, %[[RM0]], %[[BAR0]] : f32
+// CHECK: %[[MN0:.*]] = arith.select %[[MOVES0]], %[[RM0]], %[[M0]] : f32
+// CHECK: %[[BAR1:.*]] = arith.addf %[[M1]], %[[LAG]] : f32
+// CHECK: %[[MOVES1:.*]] = arith.cmpf ogt, %[[RM1]], %[[BAR1]] : f32
+// CHECK: %[[MN1:.*]] = arith.select %[[MOVES1]], %[[RM1]], %[[M1]] : f32
+// CHECK: %[[MOVED:.*]] = arith.ori %[[MOVES0]], %[[MOVES1]] : i1
+// CHECK-NOT: arith.maxnumf %[[M0]]
+// CHECK: return %{{.*}}, %[[MN1]], %{{.*}}, %[[MOVED]]
+func.func @softmax_update_lag_max(%x: f32, %m0: f32, %m1: f32, %l0: f32,
+                                  %l1: f32, %scale: f32) -> (i32, f32, f32, i1) {
+  %s = flash.wg.fragment_from_values %x, %x, %x, %x, %x, %x, %x, %x : !acc
+  %mo = flash.wg.fragment_from_values %m0, %m1 : !rows
+  %lo = flash.wg.fragment_from_values %l0, %l1 : !partials
+  %p, %m, %l, %alpha, %moved = flash.wg.softmax_update %s, %mo, %lo, %scale
+      lag_max : !acc, !rows, !partials -> !p16
+  %pv:4 = flash.wg.fragment_values %p : !p16
+  %mv:2 = flash.wg.fragment_values %m : !rows
+  %lv:2 = flash.wg.fragment_values %l : !partials
+  return %pv#3, %mv#1, %lv#1, %moved : i32, f32, f32, i1
+}
+
+// -----
+
+!acc = !flash.fragment<64x16xf32, #flash.wgmma_accumulator>
+!rows = !flash.fragment<64xf32, #flash.wgmma_rows>
+!partials = !flash.fragment<64xf32, #flash.wgmma_row_partials>
+!p16 = !flash.fragment<64x16xf16, #flash.wgmma_operand_a>
+
+// speculative (f16): P against m_old with no row max; a thread's partial
+// sum past 2^15, or a row with m_old = -inf, makes its warp (a vote) take
+// the row max and compute P again in a branch. The branch yields alpha, m,
+// the partial sums and P's pairs; the kept values are 1, m_old and the
+// speculative ones.
+// CHECK-LABEL: func.func @softmax_update_speculative
+// CHECK-SAME: (%[[X:.*]]: f32, %[[M0:.*]]: f32, %[[M1:.*]]: f32, %[[L0:.*]]: f32, %[[L1:.*]]: f32, %[[SCALE:.*]]: f32)
+// CHECK-DAG: %[[BOUND:.*]] = arith.constant 3.276800e+04 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: %[[OVER0:.*]] = arith.cmpf ugt, %{{.*}}, %[[BOUND]] : f32
+// CHECK: %[[NOKEY0:.*]] = arith.cmpf oeq, %[[M0]], %{{.*}} : f32
+// CHECK: %[[REDO0:.*]] = arith.ori %[[OVER0]], %[[NOKEY0]] : i1
+// CHECK: %[[REDO1:.*]] = arith.ori
+// CHECK: %[[REDO:.*]] = arith.ori %[[REDO0]], %[[REDO1]] : i1
+// CHECK: llvm.bitcast %{{.*}} : vector<2xf16> to i32
+// CHECK: %[[WARP:.*]] = nvvm.vote.sync  any %{{.*}}, %[[REDO]] -> i1
+// CHECK: %[[OUT:.*]]:10 = scf.if %[[WARP]] -> (f32, f32, f32, f32, f32, f32, i32, i32, i32, i32) {
+// CHECK: nvvm.shfl.sync  bfly
+// CHECK: arith.maxnumf %[[M0]], %{{.*}} : f32
+// CHECK: scf.yield
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[ONE]], %[[ONE]], %[[M0]], %[[M1]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+// CHECK: %[[LN1:.*]] = math.fma %[[L1]], %[[OUT]]#1, %[[OUT]]#5 : f32
+// CHECK: return %[[OUT]]#9, %[[OUT]]#3, %[[LN1]], %[[REDO]]
+func.func @softmax_update_speculative(%x: f32, %m0: f32, %m1: f32, %l0: f32,
+                                      %l1: f32, %scale: f32)
+    -> (i32, f32, f32, i1) {
+  %s = flash.wg.fragment_from_values %x, %x, %x, %x, %x, %x, %x, %x : !acc
+  %mo = flash.wg.fragment_from_values %m0, %m1 : !rows
+  %lo = flash.wg.fragment_from_values %l0, %l1 : !partials
+  %p, %m, %l, %alpha, %moved = flash.wg.softmax_update %s, %mo, %lo, %scale
+      speculative : !acc, !rows, !partials -> !p16
+  %pv:4 = flash.wg.fragment_values %p : !p16
+  %mv:2 = flash.wg.fragment_values %m : !rows
+  %lv:2 = flash.wg.fragment_values %l : !partials
+  return %pv#3, %mv#1, %lv#1, %moved : i32, f32, f32, i1
+}
+
+// scale_rows ... if_moved: a warp vote on `moved`, then the multiplies in
+// the branch of a warp where one lane moved, the input in the other.
+// CHECK-LABEL: func.func @scale_rows_if_moved
+// CHECK-SAME: (%[[X:.*]]: f32, %[[A0:.*]]: f32, %[[A1:.*]]: f32, %[[MOVED:.*]]: i1)
+// CHECK: %[[ANY:.*]] = nvvm.vote.sync  any %{{.*}}, %[[MOVED]] -> i1
+// CHECK: %[[OUT:.*]]:8 = scf.if %[[ANY]] -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK-COUNT-4: arith.mulf %{{.*}}, %[[A0]] : f32
+// CHECK: scf.yield
+// CHECK: } else {
+// CHECK-NOT: arith.mulf
+// CHECK: scf.yield
+// CHECK-NOT: arith.mulf
+// CHECK: llvm.insertvalue %[[OUT]]#7
+// CHECK: return
+func.func @scale_rows_if_moved(%x: f32, %a0: f32, %a1: f32, %moved: i1) -> f32 {
+  %o = flash.wg.fragment_from_values %x, %x, %x, %x, %x, %x, %x, %x : !acc
+  %a = flash.wg.fragment_from_values %a0, %a1 : !rows
+  %o2 = flash.wg.scale_rows %o, %a if_moved %moved : !acc, !rows
+  %v:8 = flash.wg.fragment_values %o2 : !acc
+  return %v#7 : f32
+}

@@ -212,6 +212,54 @@ func.func @scale_rows_i32(%s: !flash.fragment<64x8xf32, #flash.wgmma_accumulator
 
 // -----
 
+func.func @softmax_update_sum_rows(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, %m: !flash.fragment<64xf32, #flash.wgmma_rows>, %l: !flash.fragment<64xf32, #flash.wgmma_rows>, %c: f32) {
+  // expected-error @+1 {{'flash.wg.softmax_update' op l_old must be a 64xf32 #flash.wgmma_row_partials vector, got '!flash.fragment<64xf32, #flash.wgmma_rows>'}}
+  %p, %m2, %l2, %a, %mv = flash.wg.softmax_update %s, %m, %l, %c : !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_rows> -> !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>
+  return
+}
+
+// -----
+
+func.func @softmax_update_max_partials(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, %m: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %l: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %c: f32) {
+  // expected-error @+1 {{'flash.wg.softmax_update' op m_old must be a 64xf32 #flash.wgmma_rows vector, got '!flash.fragment<64xf32, #flash.wgmma_row_partials>'}}
+  %p, %m2, %l2, %a, %mv = flash.wg.softmax_update %s, %m, %l, %c : !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_row_partials>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>
+  return
+}
+
+// -----
+
+func.func @softmax_update_p_shape(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, %m: !flash.fragment<64xf32, #flash.wgmma_rows>, %l: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %c: f32) {
+  // expected-error @+1 {{'flash.wg.softmax_update' op p must be a #flash.wgmma_operand_a fragment of the scores' shape, got '!flash.fragment<64x16xbf16, #flash.wgmma_operand_a>' for '!flash.fragment<64x32xf32, #flash.wgmma_accumulator>'}}
+  %p, %m2, %l2, %a, %mv = flash.wg.softmax_update %s, %m, %l, %c : !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>
+  return
+}
+
+// -----
+
+func.func @softmax_update_scores_rows(%s: !flash.fragment<64xf32, #flash.wgmma_rows>, %m: !flash.fragment<64xf32, #flash.wgmma_rows>, %l: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %c: f32) {
+  // expected-error @+1 {{'flash.wg.softmax_update' op scores must be a #flash.wgmma_accumulator fragment, got '!flash.fragment<64xf32, #flash.wgmma_rows>'}}
+  %p, %m2, %l2, %a, %mv = flash.wg.softmax_update %s, %m, %l, %c : !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>
+  return
+}
+
+// -----
+
+func.func @softmax_update_two_rules(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, %m: !flash.fragment<64xf32, #flash.wgmma_rows>, %l: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %c: f32) {
+  // expected-error @+1 {{'flash.wg.softmax_update' op takes lag_max or speculative, not both: each is its own rule for when the running max moves}}
+  %p, %m2, %l2, %a, %mv = flash.wg.softmax_update %s, %m, %l, %c lag_max speculative : !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>
+  return
+}
+
+// -----
+
+func.func @scale_rows_guard_i32(%o: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, %a: !flash.fragment<64xf32, #flash.wgmma_rows>, %moved: i32) {
+  // expected-error @+1 {{'flash.wg.scale_rows' op operand #2 must be 1-bit signless integer, but got 'i32'}}
+  %o2 = "flash.wg.scale_rows"(%o, %a, %moved) : (!flash.fragment<64x32xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, i32) -> !flash.fragment<64x32xf32, #flash.wgmma_accumulator>
+  return
+}
+
+// -----
+
 func.func @truncf_shape(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>) {
   // expected-error @+1 {{'flash.wg.truncf' op result must be a #flash.wgmma_operand_a fragment of the input's shape, got '!flash.fragment<64x16xbf16, #flash.wgmma_operand_a>' for '!flash.fragment<64x32xf32, #flash.wgmma_accumulator>'}}
   %p = flash.wg.truncf %s : !flash.fragment<64x32xf32, #flash.wgmma_accumulator> -> !flash.fragment<64x16xbf16, #flash.wgmma_operand_a>

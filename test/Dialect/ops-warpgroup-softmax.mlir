@@ -41,6 +41,25 @@ func.func @softmax_step(%s: !acc, %o: !acc, %limit: !limits, %first: i32,
   return %mx, %l, %whole, %o2, %p16 : !rows, !rows, !rows, !acc, !p16
 }
 
+// The online-softmax update, with each running-max rule, and the rescale
+// guarded by its `moved`.
+// CHECK-LABEL: func.func @softmax_update
+// CHECK: %[[P:.*]], %[[M:.*]], %[[L:.*]], %[[A:.*]], %[[MV:.*]] = flash.wg.softmax_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
+// CHECK: flash.wg.softmax_update %[[S:.*]], %[[M]], %[[L]], %{{.*}} lag_max : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[A3:.*]], %[[MV3:.*]] = flash.wg.softmax_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} speculative :
+// CHECK: flash.wg.scale_rows %{{.*}}, %[[A3]] if_moved %[[MV3]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
+func.func @softmax_update(%s: !acc, %o: !acc, %m0: !rows, %l0: !partials,
+                          %scale: f32) -> (!p16, !rows, !partials, !acc) {
+  %p, %m, %l, %alpha, %moved = flash.wg.softmax_update %s, %m0, %l0, %scale
+      : !acc, !rows, !partials -> !p16
+  %p2, %m2, %l2, %alpha2, %moved2 = flash.wg.softmax_update %s, %m, %l, %scale
+      lag_max : !acc, !rows, !partials -> !p16
+  %p3, %m3, %l3, %alpha3, %moved3 = flash.wg.softmax_update %s, %m2, %l2,
+      %scale speculative : !acc, !rows, !partials -> !p16
+  %o3 = flash.wg.scale_rows %o, %alpha3 if_moved %moved3 : !acc, !rows
+  return %p3, %m3, %l3, %o3 : !p16, !rows, !partials, !acc
+}
+
 // A row vector is two registers per thread: a thread's two rows.
 // CHECK-LABEL: func.func @row_registers
 // CHECK: flash.wg.fragment_from_values %{{.*}}, %{{.*}} : !flash.fragment<64xf32, #flash.wgmma_rows>

@@ -52,7 +52,8 @@ void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
   }
   Value o = WgFragmentFromValuesOp::create(b, oType, accFinal);
   Value normalised = WgScaleRowsOp::create(
-      b, oType, o, WgFragmentFromValuesOp::create(b, rowsF32Type, inv));
+      b, oType, o, WgFragmentFromValuesOp::create(b, rowsF32Type, inv),
+      /*moved=*/Value());
   auto o16Type = FragmentType::get(ctx, {64, spec.headDim}, spec.elementType,
                                    WgmmaOperandALayoutAttr::get(ctx));
   Value o16 = WgTruncFOp::create(b, o16Type, normalised);

@@ -317,41 +317,21 @@ public:
 
   //===--- Softmax.cpp: online softmax on the accumulator layout ---------===//
   struct SoftmaxResult {
+    /// The registers of flash.wg.softmax_update's results.
     SmallVector<Value> mNew, lNew, alpha, packedP;
-    /// i1 (lagMax only): one of this thread's rows moved its running max.
+    /// i1, where the running max may keep its reference (lagMax or
+    /// speculativeExp): one of this thread's rows moved it.
     Value moved;
   };
-  /// `firstTile`: mOld is the literal -inf of a tile program's first key
-  /// tile, so there is nothing to speculate on.
+  /// flash.mask (`masked`: key tile j's limits per row) and
+  /// flash.wg.softmax_update over S's registers `s`. `firstTile`: mOld is
+  /// the literal -inf of a tile program's first key tile, so there is
+  /// nothing to speculate on.
   SoftmaxResult softmax(SmallVector<Value> s, ArrayRef<Value> mOld,
                         ArrayRef<Value> lOld, bool masked, Value j,
                         bool firstTile = false);
-  /// KernelSpec::speculativeExp: P against the old reference; the tile's
-  /// max and P again (a warp-uniform branch) only when a thread's row sum
-  /// passes a bound or a row saw no key yet.
-  SoftmaxResult speculativeSoftmax(Value scores, ArrayRef<Value> mOld,
-                                   ArrayRef<Value> lOld);
-  /// Each of this thread's rows' max over the tile (flash.wg.row_max),
-  /// times scale * log2(e).
-  SmallVector<Value> rowMaxLog2(Value scores);
-  /// Moving a row's reference from mOld to mNew: alpha = 2^(mOld - mNew)
-  /// scales its l and O, mNeg = -mNew offsets its exps (with 0 for a
-  /// reference still at -inf, so nothing becomes NaN).
-  struct Rebased {
-    Value alpha, mNeg;
-  };
-  Rebased rebase(Value mOld, Value mNew);
-  Value zeroIfNegInf(Value m);
-  /// P = 2^(S * scale * log2(e) + mNeg[row]) (flash.wg.scaled_exp2).
-  Value expScores(Value scores, ArrayRef<Value> mNeg);
-  /// This thread's parts of its two rows' sums of p (quad-reduced in the
-  /// epilogue).
-  SmallVector<Value> rowSums(Value p);
-  /// P rounded to 16-bit pairs (flash.wg.truncf): the A operand registers
-  /// of O += P V.
-  SmallVector<Value> packScores(Value p);
-  /// O *= alpha; with lagMax skipped (a warp-uniform branch) when no row of
-  /// the warp moved its running max.
+  /// O *= alpha (flash.wg.scale_rows); with `moved` skipped (a
+  /// warp-uniform branch) when no row of the warp moved its running max.
   SmallVector<Value> scaleAcc(ArrayRef<Value> acc, ArrayRef<Value> alpha,
                               Value moved);
 

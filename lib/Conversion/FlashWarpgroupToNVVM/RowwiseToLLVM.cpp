@@ -107,6 +107,16 @@ struct ScaledExp2Lowering : public RowwiseLowering<WgScaledExp2Op> {
 struct ScaleRowsLowering : public RowwiseLowering<WgScaleRowsOp> {
   using RowwiseLowering::RowwiseLowering;
 
+  LogicalResult
+  matchAndRewrite(WgScaleRowsOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // The guarded form is first a branch around this one
+    // (SoftmaxUpdateToRowOps.cpp).
+    if (op.getMoved())
+      return rewriter.notifyMatchFailure(op, "guarded by if_moved");
+    return RowwiseLowering::matchAndRewrite(op, adaptor, rewriter);
+  }
+
   Value perRegister(ImplicitLocOpBuilder &b, WgScaleRowsOp, OneToNOpAdaptor,
                     int64_t i, Value x,
                     ArrayRef<Value> factor) const override {
