@@ -34,8 +34,9 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
     Value j32 = arith::IndexCastOp::create(b, i32, j);
     Value first = arith::MulIOp::create(b, j32, cI32(spec.blockN));
     // seq_k - seq_q, as the tile bounds have it (LLVM keeps one).
-    Value diag =
-        spec.causal ? arith::SubIOp::create(b, seqK, seqQ).getResult() : Value();
+    Value diag = spec.causal
+                     ? arith::SubIOp::create(b, seqK, seqQ).getResult()
+                     : Value();
     SmallVector<Value, 2> limits;
     for (Value row : {row0, row1}) {
       Value limit = seqK;

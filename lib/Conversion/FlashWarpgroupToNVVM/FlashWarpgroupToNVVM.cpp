@@ -94,9 +94,9 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
                       WgRingWaitFullOp, WgRingReleaseOp, WgRingWaitEmptyOp,
                       WgRingWaitReleasedOp>();
   target.addIllegalOp<WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
-                      WgScaleRowsOp, WgSoftmaxUpdateOp, WgTruncFOp, WgStoreGlobalOp,
-                      WgStoreSharedOp, WgWarpSpecializeOp, WgPingpongTurnOp,
-                      WgYieldOp>();
+                      WgScaleRowsOp, WgSoftmaxUpdateOp, WgTruncFOp>();
+  target.addIllegalOp<WgStoreGlobalOp, WgStoreSharedOp, WgWarpSpecializeOp,
+                      WgPingpongTurnOp, WgYieldOp>();
   target.addIllegalOp<WgBlockTileOp, WgTileLoopOp, WgClaimedTileLoopOp,
                       WgTileBoundsOp, WgKeyTilesSeenOp, WgWarpUniformOp>();
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
