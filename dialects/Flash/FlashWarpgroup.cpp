@@ -350,6 +350,13 @@ LogicalResult WgMaskColumnsOp::verify() {
                     IntegerType::get(getContext(), 32), "limit");
 }
 
+LogicalResult WgMaskKeysOp::verify() {
+  if (failed(expectAccumulator(*this, getScores().getType(), "scores")))
+    return failure();
+  return expectRows(*this, getRows().getType(),
+                    IntegerType::get(getContext(), 32), "rows");
+}
+
 /// row_max and row_sum: accumulator -> rows or row partials, and (sum only)
 /// row partials -> rows.
 static LogicalResult verifyRowReduce(Operation *op, FragmentType input,

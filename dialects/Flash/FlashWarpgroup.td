@@ -454,6 +454,39 @@ def Flash_WgMaskColumnsOp : Flash_WgOp<"mask_columns", [Pure,
   let hasVerifier = 1;
 }
 
+def Flash_WgMaskKeysOp : Flash_WgOp<"mask_keys", [Pure,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "flash.mask on an accumulator fragment: keys past the end "
+                "or the causal diagonal to -inf";
+  let description = [{
+    The scores of a 64 x N tile of keys `first_key`.. for the query rows
+    `rows` (a `#flash.wgmma_rows` vector of i32: each of the thread's two
+    rows' index in the sequence) with the keys a row may not see set to
+    -inf: key c is visible to row r iff c < seq_k and, with `causal`,
+    c <= r + seq_k - seq_q (the diagonal aligned to the sequences' ends, as
+    `flash.mask` has it). A row past seq_q may see keys no real row sees;
+    its scores are never stored. Rewritten into each row's limit and
+    `flash.wg.mask_columns`.
+
+    Example:
+
+    ```mlir
+    %masked = flash.wg.mask_keys %s, %rows, %first_key, %seq_q, %seq_k causal
+        : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
+          !flash.fragment<64xi32, #flash.wgmma_rows>
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$rows,
+                   I32:$first_key, I32:$seq_q, I32:$seq_k, UnitAttr:$causal);
+  let results = (outs Flash_FragmentType:$result);
+  let assemblyFormat = [{
+    $scores `,` $rows `,` $first_key `,` $seq_q `,` $seq_k
+    (`causal` $causal^)? attr-dict `:` qualified(type($scores)) `,`
+    qualified(type($rows))
+  }];
+  let hasVerifier = 1;
+}
+
 class Flash_WgRowReduceOp<string mnemonic, string what>
     : Flash_WgOp<mnemonic, [Pure]> {
   let summary = "The " # what # " of each row of an accumulator fragment";

@@ -51,8 +51,8 @@
 // CHECK: %[[M0:.*]] = flash.wg.fragment_from_values %[[NEGINF:.*]], %[[NEGINF]] : !flash.fragment<64xf32, #flash.wgmma_rows>
 // CHECK: flash.wg.softmax_update %[[S]], %[[M0]], %[[L0]], %{{.*}} lag_max : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
 // CHECK: } else {
-// CHECK: %[[LIMIT:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}} : !flash.fragment<64xi32, #flash.wgmma_rows>
-// CHECK: %[[MASKED:.*]] = flash.wg.mask_columns %{{.*}}, %[[LIMIT]], %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows>
+// CHECK: %[[ROWS:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}} : !flash.fragment<64xi32, #flash.wgmma_rows>
+// CHECK: %[[MASKED:.*]] = flash.wg.mask_keys %{{.*}}, %[[ROWS]], %{{.*}}, %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows>
 // CHECK: flash.wg.softmax_update %[[MASKED]], %{{.*}}, %{{.*}}, %{{.*}} lag_max
 // The steady state: S_j and PV_{j-1}, O from the loop's registers.
 // V's descriptor moves to the slot of tile j - 1, then 2 KiB (16 keys) a

@@ -291,3 +291,50 @@ func.func @scale_rows_if_moved(%x: f32, %a0: f32, %a1: f32, %moved: i1) -> f32 {
   %v:8 = flash.wg.fragment_values %o2 : !acc
   return %v#7 : f32
 }
+
+// -----
+
+!acc = !flash.fragment<64x16xf32, #flash.wgmma_accumulator>
+!limits = !flash.fragment<64xi32, #flash.wgmma_rows>
+
+// mask_keys: each row's limit, min(seq_k, row + seq_k - seq_q + 1) under
+// the causal mask and seq_k without it, taken from the thread's first
+// column like mask_columns' limits.
+// CHECK-LABEL: func.func @mask_keys_causal
+// CHECK-SAME: (%[[X:.*]]: f32, %[[R0:.*]]: i32, %[[R1:.*]]: i32, %[[FIRST:.*]]: i32, %[[SQ:.*]]: i32, %[[SK:.*]]: i32)
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK: %[[DIAG:.*]] = arith.subi %[[SK]], %[[SQ]] : i32
+// CHECK: %[[A0:.*]] = arith.addi %[[R0]], %[[DIAG]] : i32
+// CHECK: %[[B0:.*]] = arith.addi %[[A0]], %[[ONE]] : i32
+// CHECK: %[[LIM0:.*]] = arith.minsi %[[B0]], %[[SK]] : i32
+// CHECK: %[[A1:.*]] = arith.addi %[[R1]], %[[DIAG]] : i32
+// CHECK: %[[B1:.*]] = arith.addi %[[A1]], %[[ONE]] : i32
+// CHECK: %[[LIM1:.*]] = arith.minsi %[[B1]], %[[SK]] : i32
+// CHECK: %[[BASE:.*]] = arith.addi %[[FIRST]], %{{.*}} : i32
+// CHECK: arith.subi %[[LIM0]], %[[BASE]] : i32
+// CHECK: arith.subi %[[LIM1]], %[[BASE]] : i32
+// CHECK-COUNT-8: arith.select
+func.func @mask_keys_causal(%x: f32, %r0: i32, %r1: i32, %first: i32,
+                            %sq: i32, %sk: i32) -> f32 {
+  %s = flash.wg.fragment_from_values %x, %x, %x, %x, %x, %x, %x, %x : !acc
+  %rows = flash.wg.fragment_from_values %r0, %r1 : !limits
+  %m = flash.wg.mask_keys %s, %rows, %first, %sq, %sk causal : !acc, !limits
+  %v:8 = flash.wg.fragment_values %m : !acc
+  return %v#7 : f32
+}
+
+// CHECK-LABEL: func.func @mask_keys_length
+// CHECK-SAME: (%[[X:.*]]: f32, %[[R0:.*]]: i32, %[[R1:.*]]: i32, %[[FIRST:.*]]: i32, %[[SQ:.*]]: i32, %[[SK:.*]]: i32)
+// CHECK-NOT: arith.minsi
+// CHECK: %[[BASE:.*]] = arith.addi %[[FIRST]], %{{.*}} : i32
+// CHECK: arith.subi %[[SK]], %[[BASE]] : i32
+// CHECK: arith.subi %[[SK]], %[[BASE]] : i32
+// CHECK-COUNT-8: arith.select
+func.func @mask_keys_length(%x: f32, %r0: i32, %r1: i32, %first: i32,
+                            %sq: i32, %sk: i32) -> f32 {
+  %s = flash.wg.fragment_from_values %x, %x, %x, %x, %x, %x, %x, %x : !acc
+  %rows = flash.wg.fragment_from_values %r0, %r1 : !limits
+  %m = flash.wg.mask_keys %s, %rows, %first, %sq, %sk : !acc, !limits
+  %v:8 = flash.wg.fragment_values %m : !acc
+  return %v#7 : f32
+}

@@ -212,6 +212,14 @@ func.func @scale_rows_i32(%s: !flash.fragment<64x8xf32, #flash.wgmma_accumulator
 
 // -----
 
+func.func @mask_keys_f32_rows(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, %rows: !flash.fragment<64xf32, #flash.wgmma_rows>, %i: i32) {
+  // expected-error @+1 {{'flash.wg.mask_keys' op rows must be a 64xi32 #flash.wgmma_rows vector, got '!flash.fragment<64xf32, #flash.wgmma_rows>'}}
+  %m = flash.wg.mask_keys %s, %rows, %i, %i, %i causal : !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>
+  return
+}
+
+// -----
+
 func.func @softmax_update_sum_rows(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, %m: !flash.fragment<64xf32, #flash.wgmma_rows>, %l: !flash.fragment<64xf32, #flash.wgmma_rows>, %c: f32) {
   // expected-error @+1 {{'flash.wg.softmax_update' op l_old must be a 64xf32 #flash.wgmma_row_partials vector, got '!flash.fragment<64xf32, #flash.wgmma_rows>'}}
   %p, %m2, %l2, %a, %mv = flash.wg.softmax_update %s, %m, %l, %c : !flash.fragment<64x32xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_rows> -> !flash.fragment<64x32xbf16, #flash.wgmma_operand_a>

@@ -41,6 +41,18 @@ func.func @softmax_step(%s: !acc, %o: !acc, %limit: !limits, %first: i32,
   return %mx, %l, %whole, %o2, %p16 : !rows, !rows, !rows, !acc, !p16
 }
 
+// flash.mask on a fragment: the thread's query rows and the tile's first
+// key, with and without the causal diagonal.
+// CHECK-LABEL: func.func @mask_keys
+// CHECK: flash.wg.mask_keys %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows>
+// CHECK: flash.wg.mask_keys %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows>
+func.func @mask_keys(%s: !acc, %rows: !limits, %first: i32, %sq: i32,
+                     %sk: i32) -> (!acc, !acc) {
+  %a = flash.wg.mask_keys %s, %rows, %first, %sq, %sk causal : !acc, !limits
+  %b = flash.wg.mask_keys %s, %rows, %first, %sq, %sk : !acc, !limits
+  return %a, %b : !acc, !acc
+}
+
 // The online-softmax update, with each running-max rule, and the rescale
 // guarded by its `moved`.
 // CHECK-LABEL: func.func @softmax_update

@@ -1,7 +1,7 @@
 //===- Softmax.cpp - the online softmax on the wgmma accumulator layout ---===//
 //
 // flash.mask, flash.softmax_update (base2) and flash.rescale for one S tile
-// held in registers: flash.wg.mask_columns with each row's key limit, then
+// held in registers: flash.wg.mask_keys on the thread's query rows, then
 // flash.wg.softmax_update with the running-max rule the schedule chose
 // (lag_max, speculative) and flash.wg.scale_rows, guarded by the update's
 // `moved` where the rule lets rows keep their reference. Their lowering is
@@ -29,26 +29,13 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
                                                     bool firstTile) {
   Value scores = WgFragmentFromValuesOp::create(b, sType, s);
   if (masked) {
-    // flash.mask: key column c of row i is visible iff c < seq_k and, when
-    // causal, c <= i + seq_k - seq_q: one limit per row.
+    // flash.mask: the tile's first key and the thread's two query rows.
     Value j32 = arith::IndexCastOp::create(b, i32, j);
     Value first = arith::MulIOp::create(b, j32, cI32(spec.blockN));
-    // seq_k - seq_q, as the tile bounds have it (LLVM keeps one).
-    Value diag = spec.causal
-                     ? arith::SubIOp::create(b, seqK, seqQ).getResult()
-                     : Value();
-    SmallVector<Value, 2> limits;
-    for (Value row : {row0, row1}) {
-      Value limit = seqK;
-      if (spec.causal) {
-        Value a = arith::AddIOp::create(b, row, diag);
-        Value a1 = arith::AddIOp::create(b, a, cI32(1));
-        limit = arith::MinSIOp::create(b, a1, seqK);
-      }
-      limits.push_back(limit);
-    }
-    Value limitRows = WgFragmentFromValuesOp::create(b, rowsI32Type, limits);
-    scores = WgMaskColumnsOp::create(b, sType, scores, limitRows, first);
+    Value rows = WgFragmentFromValuesOp::create(b, rowsI32Type,
+                                                ValueRange{row0, row1});
+    scores = WgMaskKeysOp::create(b, sType, scores, rows, first, seqQ, seqK,
+                                  spec.causal);
   }
   // A tile program's first key tile starts from the literal -inf, so there
   // is nothing to speculate on.

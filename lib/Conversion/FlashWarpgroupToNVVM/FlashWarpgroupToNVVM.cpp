@@ -68,6 +68,7 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateRingPatterns(converter, patterns);
   wg_lowering::populateRowReducePatterns(converter, patterns);
   wg_lowering::populateRowwisePatterns(converter, patterns);
+  wg_lowering::populateMaskKeysPatterns(converter, patterns);
   wg_lowering::populateSoftmaxUpdatePatterns(converter, patterns);
   wg_lowering::populateTruncFPatterns(converter, patterns);
   wg_lowering::populateStoreGlobalPatterns(converter, patterns);
@@ -93,7 +94,7 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
   target.addIllegalOp<WgTmaLoadTileOp, WgRingSlotOp, WgRingSlotIndexOp,
                       WgRingWaitFullOp, WgRingReleaseOp, WgRingWaitEmptyOp,
                       WgRingWaitReleasedOp>();
-  target.addIllegalOp<WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
+  target.addIllegalOp<WgMaskKeysOp, WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
                       WgScaleRowsOp, WgSoftmaxUpdateOp, WgTruncFOp>();
   target.addIllegalOp<WgStoreGlobalOp, WgStoreSharedOp, WgWarpSpecializeOp,
                       WgPingpongTurnOp, WgYieldOp>();

@@ -37,6 +37,9 @@ void populateRowReducePatterns(const TypeConverter &converter,
 /// RowwiseToLLVM.cpp: flash.wg.mask_columns, scaled_exp2 and scale_rows.
 void populateRowwisePatterns(const TypeConverter &converter,
                              RewritePatternSet &patterns);
+/// MaskKeysToMaskColumns.cpp: flash.wg.mask_keys, into mask_columns.
+void populateMaskKeysPatterns(const TypeConverter &converter,
+                              RewritePatternSet &patterns);
 /// SoftmaxUpdateToRowOps.cpp: flash.wg.softmax_update and the guarded
 /// flash.wg.scale_rows, into the ops above.
 void populateSoftmaxUpdatePatterns(const TypeConverter &converter,
