@@ -262,13 +262,14 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                     "[B*H*N, D], so stride_b must be H * stride_h",
                     tensorName(id), stridesString(t)));
   }
-  // Tensors read through a tma_ptr descriptor are viewed as [B*H, N, D]: N
+  // Tensors read through a 3-D descriptor (tma of rank 3, tma_ptr) are
+  // viewed as [B*H, N, D]: N
   // keeps its own stride (heads may be padded apart), but B and H must merge
   // into one dimension. A dimension of size 1 imposes nothing (its stride is
-  // never used; see makeTmaPtrRequest). Stride 1 along D and 16-byte strides
+  // never used; see makeTmaRequest3d). Stride 1 along D and 16-byte strides
   // are the rules above, which every q/k/v/o already meets.
   for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
-    if (!meta.usesTmaPtr(id) || !usable[unsigned(id)])
+    if (!meta.usesTensorMap3d(id) || !usable[unsigned(id)])
       continue;
     const TensorArg &t = args[id];
     StringRef name = tensorName(id);

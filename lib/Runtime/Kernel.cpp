@@ -248,9 +248,8 @@ static CUtensorMapSwizzle tmaSwizzle(unsigned bytes) {
   }
 }
 
-Expected<uint64_t> Kernel::createTmaPtr(const TmaPtrRequest &r) {
+Error Kernel::encodeTma3d(const TmaRequest3d &r, void *out) {
   const DriverApi &cu = **getDriver();
-  CUtensorMap map;
   static_assert(sizeof(CUtensorMap) == kTmaDescriptorBytes &&
                     alignof(CUtensorMap) >= 64,
                 "CUtensorMap is 128 bytes, 64-byte aligned");
@@ -258,14 +257,20 @@ Expected<uint64_t> Kernel::createTmaPtr(const TmaPtrRequest &r) {
   cuuint64_t strides[2] = {r.strideBytes[0], r.strideBytes[1]};
   cuuint32_t box[3] = {r.box[0], r.box[1], r.box[2]};
   cuuint32_t elementStrides[3] = {1, 1, 1};
-  if (Error err = checkCu(
-          cu.cuTensorMapEncodeTiled(
-              &map, tmaType(r.dtype), 3, reinterpret_cast<void *>(r.base), dims,
-              strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-              tmaSwizzle(r.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-          "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ", 3-D)",
-          ErrorCode::InvalidArgument))
+  return checkCu(
+      cu.cuTensorMapEncodeTiled(
+          static_cast<CUtensorMap *>(out), tmaType(r.dtype), 3,
+          reinterpret_cast<void *>(r.base), dims, strides, box,
+          elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          tmaSwizzle(r.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ", 3-D)",
+      ErrorCode::InvalidArgument);
+}
+
+Expected<uint64_t> Kernel::createTmaPtr(const TmaRequest3d &r) {
+  CUtensorMap map;
+  if (Error err = encodeTma3d(r, &map))
     return std::move(err);
   // cuMemAlloc aligns to at least 256 bytes; the kernel needs 64.
   return copyToNewAllocation(&map, sizeof(CUtensorMap), /*align=*/64,
@@ -375,12 +380,16 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
   if (numTmaPtrParams && tmaPtrs.wouldOverflow(numTmaPtrParams))
     if (Error err = evictTmaPtrs())
       return err;
-  auto provide = [&](const TmaPtrRequest &r) -> Expected<uint64_t> {
+  auto provide = [&](const TmaRequest3d &r) -> Expected<uint64_t> {
     return tmaPtrs.get(
-        r, [&](const TmaPtrRequest &miss) { return createTmaPtr(miss); });
+        r, [&](const TmaRequest3d &miss) { return createTmaPtr(miss); });
   };
   auto counter = [&] { return tileCounterFor(stream); };
-  auto params = packParams(meta, args, *shape, encode, provide, counter);
+  auto encode3d = [&](const TmaRequest3d &r, void *out) {
+    return encodeTma3d(r, out);
+  };
+  auto params =
+      packParams(meta, args, *shape, encode, provide, counter, encode3d);
   if (!params)
     return params.takeError();
 

@@ -45,14 +45,15 @@ bool parseArch(StringRef arch, unsigned &sm, bool &archSpecific) {
 
 bool KernelMetadata::usesTma(TensorId id) const {
   for (const ParamSpec &p : params)
-    if (p.kind == ParamSpec::Kind::Tma && p.tensor == id)
+    if (p.kind == ParamSpec::Kind::Tma && !p.isTensorMap3d() &&
+        p.tensor == id)
       return true;
   return false;
 }
 
-bool KernelMetadata::usesTmaPtr(TensorId id) const {
+bool KernelMetadata::usesTensorMap3d(TensorId id) const {
   for (const ParamSpec &p : params)
-    if (p.kind == ParamSpec::Kind::TmaPtr && p.tensor == id)
+    if (p.isTensorMap3d() && p.tensor == id)
       return true;
   return false;
 }
@@ -279,6 +280,20 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                           "(rank 3), not rank {0}",
                           rank));
     p.rank = 3;
+  }
+  if (p.kind == ParamSpec::Kind::Tma) {
+    // 2-D over [B*H*N, D] (the default), or 3-D over [B*H, N, D] like
+    // tma_ptr's but passed by value (a __grid_constant__ parameter).
+    int64_t rank = 2;
+    if (obj.get("rank"))
+      if (Error err = getInt(obj, "rank", rank, field))
+        return err;
+    if (rank != 2 && rank != 3)
+      return fail(field + ".rank",
+                  formatv("a tma descriptor is 2-D over [B*H*N, D] (rank 2) "
+                          "or 3-D over [B*H, N, D] (rank 3), not rank {0}",
+                          rank));
+    p.rank = unsigned(rank);
   }
   if (p.isTma()) {
     if (p.tensor == TensorId::LSE)

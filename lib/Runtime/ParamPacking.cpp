@@ -23,7 +23,7 @@ Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
            TmaPtrProvider provideTmaPtr,
-           TileCounterProvider provideTileCounter) {
+           TileCounterProvider provideTileCounter, TmaEncoder3d encodeTma3d) {
   SmallVector<unsigned, 32> sizes = meta.paramSizes();
   // Offsets: each parameter aligned to its size (16-byte cap), TMA to 64.
   SmallVector<size_t, 32> offsets;
@@ -94,6 +94,17 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
         put64(t.strides[d]);
       break;
     case ParamSpec::Kind::Tma: {
+      if (p.isTensorMap3d()) {
+        if (!encodeTma3d)
+          return makeError(ErrorCode::InvalidKernel,
+                           formatv("kernel {0} takes a 3-D tma descriptor of "
+                                   "{1} but no encoder of them was given",
+                                   meta.kernel, tensorName(p.tensor)));
+        if (Error err =
+                encodeTma3d(makeTmaRequest3d(p, t), base + offsets[slot++]))
+          return std::move(err);
+        break;
+      }
       TmaRequest req;
       req.tensor = p.tensor;
       req.base = t.data;
@@ -125,7 +136,7 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
                                  "{1} but no provider of device tensor maps "
                                  "was given",
                                  meta.kernel, tensorName(p.tensor)));
-      Expected<uint64_t> ptr = provideTmaPtr(makeTmaPtrRequest(p, t));
+      Expected<uint64_t> ptr = provideTmaPtr(makeTmaRequest3d(p, t));
       if (!ptr)
         return ptr.takeError();
       if (*ptr % 64)
@@ -153,7 +164,7 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
   return std::move(buf);
 }
 
-TmaPtrRequest makeTmaPtrRequest(const ParamSpec &p, const TensorArg &t) {
+TmaRequest3d makeTmaRequest3d(const ParamSpec &p, const TensorArg &t) {
   uint64_t elem = dtypeSize(t.dtype);
   int64_t b = t.sizes[0], h = t.sizes[1], n = t.sizes[2], d = t.sizes[3];
   // Validation made every stride of a dimension longer than 1 a multiple of
@@ -161,7 +172,7 @@ TmaPtrRequest makeTmaPtrRequest(const ParamSpec &p, const TensorArg &t) {
   // there, so use the dense ones (D * elem is a multiple of 16: D % 8 == 0).
   int64_t strideN = n > 1 ? t.strides[2] : d;
   int64_t strideBH = h > 1 ? t.strides[1] : b > 1 ? t.strides[0] : n * strideN;
-  TmaPtrRequest r;
+  TmaRequest3d r;
   r.tensor = p.tensor;
   r.base = t.data;
   r.dtype = t.dtype;
@@ -177,7 +188,7 @@ TmaPtrRequest makeTmaPtrRequest(const ParamSpec &p, const TensorArg &t) {
   return r;
 }
 
-Expected<uint64_t> TmaPtrCache::get(const TmaPtrRequest &r, Create create) {
+Expected<uint64_t> TmaPtrCache::get(const TmaRequest3d &r, Create create) {
   auto it = entries.find(r);
   if (it != entries.end())
     return it->second;

@@ -252,10 +252,41 @@ TEST(Metadata, TmaPtrParses) {
   ASSERT_EQ(sizes.size(), 6u);
   for (unsigned i = 0; i < 3; ++i)
     EXPECT_EQ(sizes[i], 8u) << "param " << i;
-  EXPECT_TRUE(m->usesTmaPtr(TensorId::Q));
-  EXPECT_TRUE(m->usesTmaPtr(TensorId::V));
-  EXPECT_FALSE(m->usesTmaPtr(TensorId::O));
+  EXPECT_TRUE(m->usesTensorMap3d(TensorId::Q));
+  EXPECT_TRUE(m->usesTensorMap3d(TensorId::V));
+  EXPECT_FALSE(m->usesTensorMap3d(TensorId::O));
   EXPECT_FALSE(m->usesTma(TensorId::Q)); // not the by-value kind
+}
+
+TEST(Metadata, Tma3dParses) {
+  // The 3-D [B*H, N, D] map by value: a 128-byte parameter.
+  json::Object q = tmaPtrEntry("q", 128, 64, 128, 3);
+  q["kind"] = "tma";
+  auto m = parseKernelMetadata(toText(withParams(tmaPtrParams(std::move(q)))));
+  ASSERT_TRUE(bool(m)) << toString(m.takeError());
+  const ParamSpec &p = m->params[0];
+  EXPECT_EQ(p.kind, ParamSpec::Kind::Tma);
+  EXPECT_EQ(p.rank, 3u);
+  EXPECT_TRUE(p.isTensorMap3d());
+  EXPECT_EQ(m->paramSizes()[0], 128u);
+  EXPECT_TRUE(m->usesTensorMap3d(TensorId::Q));
+  EXPECT_FALSE(m->usesTma(TensorId::Q));
+
+  // Without a rank, the 2-D [B*H*N, D] view; 4 is neither.
+  json::Object flat = tmaPtrEntry("q", 128, 64, 128, 3);
+  flat["kind"] = "tma";
+  flat.erase("rank");
+  auto m2 = parseKernelMetadata(toText(withParams(tmaPtrParams(std::move(flat)))));
+  ASSERT_TRUE(bool(m2)) << toString(m2.takeError());
+  EXPECT_EQ(m2->params[0].rank, 2u);
+  EXPECT_TRUE(m2->usesTma(TensorId::Q));
+  json::Object bad = tmaPtrEntry("q", 128, 64, 128, 4);
+  bad["kind"] = "tma";
+  EXPECT_NE(parseError(withParams(tmaPtrParams(std::move(bad))))
+                .find("params[0].rank: a tma descriptor is 2-D over "
+                      "[B*H*N, D] (rank 2) or 3-D over [B*H, N, D] (rank 3), "
+                      "not rank 4"),
+            std::string::npos);
 }
 
 TEST(Metadata, TmaPtrRefusals) {

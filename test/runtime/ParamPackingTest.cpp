@@ -153,8 +153,8 @@ TEST(ParamPacking, TmaPtrSlotHoldsProvidedPointer) {
                  tmaPtrSpec(TensorId::K, 64, 64, 128), seqQ};
   LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
   ProblemShape shape{2, 4, 100, 77, 128};
-  SmallVector<TmaPtrRequest, 2> seen;
-  auto provider = [&](const TmaPtrRequest &r) -> Expected<uint64_t> {
+  SmallVector<TmaRequest3d, 2> seen;
+  auto provider = [&](const TmaRequest3d &r) -> Expected<uint64_t> {
     seen.push_back(r);
     return uint64_t(0x7e0000000000) + 0x100 * seen.size();
   };
@@ -171,7 +171,7 @@ TEST(ParamPacking, TmaPtrSlotHoldsProvidedPointer) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.pointers()[1]) % 8, 0u);
 
   // The request: 3-D over [B*H, N, D], innermost first.
-  const TmaPtrRequest &q = seen[0], &k = seen[1];
+  const TmaRequest3d &q = seen[0], &k = seen[1];
   EXPECT_EQ(q.tensor, TensorId::Q);
   EXPECT_EQ(q.base, args[TensorId::Q].data);
   EXPECT_EQ(q.dtype, DType::BF16);
@@ -189,6 +189,53 @@ TEST(ParamPacking, TmaPtrSlotHoldsProvidedPointer) {
   EXPECT_EQ(k.box[1], 64u);
 }
 
+TEST(ParamPacking, Tma3dIsEncodedInPlace) {
+  // The same [B*H, N, D] map as a tma_ptr's, by value in the parameter
+  // buffer: 128 bytes, 64-byte aligned, written by the 3-D encoder.
+  KernelMetadata meta = validMetadata();
+  meta.hasLse = false;
+  ParamSpec seqQ;
+  seqQ.kind = ParamSpec::Kind::I32;
+  seqQ.scalar = ScalarKind::SeqQ;
+  ParamSpec q = tmaPtrSpec(TensorId::Q, 128, 64, 128);
+  q.kind = ParamSpec::Kind::Tma;
+  ParamSpec k = tmaPtrSpec(TensorId::K, 64, 64, 128);
+  k.kind = ParamSpec::Kind::Tma;
+  meta.params = {q, k, seqQ};
+  EXPECT_TRUE(meta.usesTensorMap3d(TensorId::Q));
+  EXPECT_FALSE(meta.usesTma(TensorId::Q)); // not the 2-D view
+  LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
+  ProblemShape shape{2, 4, 100, 77, 128};
+  SmallVector<TmaRequest3d, 2> seen;
+  auto encoder3d = [&](const TmaRequest3d &r, void *out) -> Error {
+    seen.push_back(r);
+    std::memset(out, 0xc0 + int(seen.size()), kTmaDescriptorBytes);
+    return Error::success();
+  };
+  auto buf = packParams(meta, args, shape, noTma, {}, {}, encoder3d);
+  ASSERT_TRUE(bool(buf)) << toString(buf.takeError());
+  ParamBuffer &b = **buf;
+  ASSERT_EQ(b.size(), 3u);
+  ASSERT_EQ(seen.size(), 2u);
+  for (unsigned i = 0; i < 2; ++i) {
+    EXPECT_EQ(b.bytes(i).size(), 128u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.pointers()[i]) % 64, 0u);
+    EXPECT_EQ(b.bytes(i)[0], 0xc1 + i);
+    EXPECT_EQ(b.bytes(i)[127], 0xc1 + i);
+  }
+  EXPECT_EQ(read<int32_t>(b.bytes(2)), 100);
+  EXPECT_EQ(seen[0].dims[1], 100u); // Nq
+  EXPECT_EQ(seen[0].dims[2], 2u * 4);
+  EXPECT_EQ(seen[0].box[1], 128u);
+  EXPECT_EQ(seen[1].dims[1], 77u); // Nk
+
+  // Without an encoder the launch is refused, naming the parameter.
+  auto none = packParams(meta, args, shape, noTma);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(toString(none.takeError()).find("3-D tma descriptor of q"),
+            std::string::npos);
+}
+
 TEST(ParamPacking, TileCounterSlotHoldsProvidedPointer) {
   KernelMetadata meta = validMetadata();
   meta.hasLse = false;
@@ -200,7 +247,7 @@ TEST(ParamPacking, TileCounterSlotHoldsProvidedPointer) {
   meta.params = {tmaPtrSpec(TensorId::Q, 128, 64, 128), heads, counter};
   LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
   ProblemShape shape{2, 4, 100, 77, 128};
-  auto tmaPtr = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+  auto tmaPtr = [](const TmaRequest3d &) -> Expected<uint64_t> {
     return uint64_t(0x7e0000000100);
   };
   unsigned asked = 0;
@@ -235,7 +282,7 @@ TEST(ParamPacking, TileCounterSlotHoldsProvidedPointer) {
             "cuMemAlloc(tile counter): out of memory");
 }
 
-TEST(ParamPacking, TmaPtrRequestOfPaddedAndSizeOneDims) {
+TEST(ParamPacking, TmaRequest3dOfPaddedAndSizeOneDims) {
   KernelMetadata meta = validMetadata();
   ParamSpec p = tmaPtrSpec(TensorId::K, 64, 64, 128);
   // Heads padded apart: the B*H stride is stride_h, not N * stride_n.
@@ -243,13 +290,13 @@ TEST(ParamPacking, TmaPtrRequestOfPaddedAndSizeOneDims) {
   TensorArg &k = args[TensorId::K];
   k.strides[1] = 16 * 128;
   k.strides[0] = 3 * 16 * 128;
-  TmaPtrRequest r = makeTmaPtrRequest(p, k);
+  TmaRequest3d r = makeTmaRequest3d(p, k);
   EXPECT_EQ(r.strideBytes[0], 256u);
   EXPECT_EQ(r.strideBytes[1], 16u * 128 * 2);
   // H == 1: B*H steps by stride_b.
   args = validArgs(meta, 5, 1, 10, 10);
   args[TensorId::K].strides[1] = 3; // meaningless for a size-1 dim
-  r = makeTmaPtrRequest(p, args[TensorId::K]);
+  r = makeTmaRequest3d(p, args[TensorId::K]);
   EXPECT_EQ(r.dims[2], 5u);
   EXPECT_EQ(r.strideBytes[1], 10u * 128 * 2);
   // B == H == N == 1: every stride is unused; dense ones stand in (TMA wants
@@ -257,7 +304,7 @@ TEST(ParamPacking, TmaPtrRequestOfPaddedAndSizeOneDims) {
   args = validArgs(meta, 1, 1, 1, 1);
   TensorArg &one = args[TensorId::K];
   one.strides[0] = one.strides[1] = one.strides[2] = 1;
-  r = makeTmaPtrRequest(p, one);
+  r = makeTmaRequest3d(p, one);
   EXPECT_EQ(r.dims[1], 1u);
   EXPECT_EQ(r.dims[2], 1u);
   EXPECT_EQ(r.strideBytes[0], 256u);
@@ -280,13 +327,13 @@ TEST(ParamPacking, TmaPtrProviderErrorAndAlignment) {
   meta.params.push_back(tmaPtrSpec(TensorId::V, 64, 64, 128));
   LaunchArgs args = validArgs(meta, 1, 1, 64, 64);
   ProblemShape shape{1, 1, 64, 64, 128};
-  auto failing = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+  auto failing = [](const TmaRequest3d &) -> Expected<uint64_t> {
     return makeError(ErrorCode::Cuda, "cuMemAlloc failed for v");
   };
   auto buf = packParams(meta, args, shape, noTma, failing);
   ASSERT_FALSE(bool(buf));
   EXPECT_EQ(toString(buf.takeError()), "cuMemAlloc failed for v");
-  auto misaligned = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+  auto misaligned = [](const TmaRequest3d &) -> Expected<uint64_t> {
     return uint64_t(0x7e0000000020);
   };
   buf = packParams(meta, args, shape, noTma, misaligned);
@@ -300,11 +347,11 @@ TEST(TmaPtrCache, OneEntryPerDistinctRequest) {
   LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
   TmaPtrCache cache(8);
   int creates = 0;
-  auto create = [&](const TmaPtrRequest &) -> Expected<uint64_t> {
+  auto create = [&](const TmaRequest3d &) -> Expected<uint64_t> {
     return uint64_t(0x1000) * ++creates;
   };
   ParamSpec p = tmaPtrSpec(TensorId::K, 64, 64, 128);
-  TmaPtrRequest r = makeTmaPtrRequest(p, args[TensorId::K]);
+  TmaRequest3d r = makeTmaRequest3d(p, args[TensorId::K]);
   auto a = cache.get(r, create);
   ASSERT_TRUE(bool(a));
   auto again = cache.get(r, create);
@@ -313,19 +360,19 @@ TEST(TmaPtrCache, OneEntryPerDistinctRequest) {
   EXPECT_EQ(creates, 1);
   // The tensor a request came from is not part of the key: v laid out like k
   // at k's address is the same map.
-  TmaPtrRequest asV = r;
+  TmaRequest3d asV = r;
   asV.tensor = TensorId::V;
   EXPECT_EQ(*cache.get(asV, create), *a);
   EXPECT_EQ(creates, 1);
   // Anything the encoding depends on is.
-  TmaPtrRequest other[6] = {r, r, r, r, r, r};
+  TmaRequest3d other[6] = {r, r, r, r, r, r};
   other[0].base += 256;
   other[1].dims[1] += 1;
   other[2].strideBytes[1] += 16;
   other[3].swizzle = 64;
   other[4].box[1] = 128;
   other[5].dtype = DType::F16;
-  for (const TmaPtrRequest &o : other)
+  for (const TmaRequest3d &o : other)
     EXPECT_NE(*cache.get(o, create), *a);
   EXPECT_EQ(creates, 7);
   EXPECT_EQ(cache.size(), 7u);
@@ -340,8 +387,8 @@ TEST(TmaPtrCache, OneEntryPerDistinctRequest) {
 
 TEST(TmaPtrCache, FailedCreateKeepsNothing) {
   TmaPtrCache cache;
-  TmaPtrRequest r;
-  auto failing = [](const TmaPtrRequest &) -> Expected<uint64_t> {
+  TmaRequest3d r;
+  auto failing = [](const TmaRequest3d &) -> Expected<uint64_t> {
     return makeError(ErrorCode::Cuda, "out of memory");
   };
   auto ptr = cache.get(r, failing);

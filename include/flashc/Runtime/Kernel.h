@@ -59,8 +59,10 @@ private:
       : meta(std::move(meta)), device(std::move(device)),
         context(std::move(context)) {}
   llvm::Error checkPointers(const LaunchArgs &args);
+  /// Encodes `r` into the CUtensorMap at `out` (a parameter by value).
+  llvm::Error encodeTma3d(const TmaRequest3d &r, void *out);
   /// Encodes `r` and copies it to a new device allocation (cache miss).
-  llvm::Expected<uint64_t> createTmaPtr(const TmaPtrRequest &r);
+  llvm::Expected<uint64_t> createTmaPtr(const TmaRequest3d &r);
   /// A new device allocation of `bytes` (aligned to `align`) holding a copy
   /// of `data`, complete before it is returned; `what` names it in errors.
   llvm::Expected<uint64_t> copyToNewAllocation(const void *data, size_t bytes,

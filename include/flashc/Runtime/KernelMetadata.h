@@ -42,8 +42,9 @@ enum class ScalarKind {
 
 /// One kernel parameter, in launch order.
 struct ParamSpec {
-  /// Tma: a CUtensorMap by value. TmaPtr: the 8-byte device address of a
-  /// CUtensorMap the runtime keeps in global memory (3-D over [B*H, N, D]).
+  /// Tma: a CUtensorMap by value, 2-D over [B*H*N, D] or (rank 3) 3-D over
+  /// [B*H, N, D]. TmaPtr: the 8-byte device address of a CUtensorMap the
+  /// runtime keeps in global memory (3-D over [B*H, N, D]).
   /// TileCounter: the 8-byte device address of a 32-bit word that is zero
   /// when the launch starts and that no launch running at the same time
   /// uses; the kernel claims work from it and leaves it zero.
@@ -53,11 +54,14 @@ struct ParamSpec {
   TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma, TmaPtr
   ScalarKind scalar = ScalarKind::Batch; ///< I32, I64, F32
   unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
-  unsigned rank = 0;                     ///< Memref; TmaPtr (always 3)
+  unsigned rank = 0; ///< Memref; Tma (2 or 3); TmaPtr (always 3)
   int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
   unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
 
   bool isTma() const { return kind == Kind::Tma || kind == Kind::TmaPtr; }
+  /// A map over the tensor viewed as [B*H, N, D], by value or in device
+  /// memory.
+  bool isTensorMap3d() const { return isTma() && rank == 3; }
 };
 
 enum class BinaryFormat { Cubin, Ptx };
@@ -86,10 +90,11 @@ struct KernelMetadata {
   std::map<std::string, int64_t> config;
   llvm::SmallVector<ParamSpec, 16> params;
 
-  /// True if some parameter is a TMA descriptor (by value) over `id`.
+  /// True if some parameter is a 2-D TMA descriptor (by value) over `id`.
   bool usesTma(TensorId id) const;
-  /// True if some parameter is a pointer to a TMA descriptor over `id`.
-  bool usesTmaPtr(TensorId id) const;
+  /// True if some parameter is a 3-D TMA descriptor over `id`, by value or
+  /// through a pointer.
+  bool usesTensorMap3d(TensorId id) const;
   /// True if the kernel gets `id` only as a plain pointer, with no stride
   /// parameter, memref or TMA descriptor for it: it then indexes the tensor
   /// as dense row-major (B x H x N x D; LSE B x H x Nq).

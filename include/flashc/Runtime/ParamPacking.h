@@ -41,11 +41,11 @@ constexpr unsigned kTmaDescriptorBytes = 128;
 using TmaEncoder =
     llvm::function_ref<llvm::Error(const TmaRequest &, void *descriptor)>;
 
-/// What a tma_ptr descriptor must describe: a 3-D map over the tensor viewed
-/// as [B*H, N, D]. Arrays are innermost first, as cuTensorMapEncodeTiled
+/// What a 3-D descriptor (tma of rank 3, by value, or tma_ptr) must
+/// describe: a map over the tensor viewed as [B*H, N, D]. Arrays are innermost first, as cuTensorMapEncodeTiled
 /// takes them. Interleave none, L2 promotion 256 B and OOB fill NONE (reads
 /// past N give zeros) are fixed.
-struct TmaPtrRequest {
+struct TmaRequest3d {
   TensorId tensor = TensorId::Q; ///< for messages; not part of the key
   uint64_t base = 0;
   DType dtype = DType::BF16;
@@ -62,15 +62,20 @@ struct TmaPtrRequest {
   }
 };
 
-/// The request for parameter `p` (a tma_ptr) over a validated tensor `t`.
+/// Encodes a 3-D descriptor into the 128 bytes at `descriptor`.
+using TmaEncoder3d =
+    llvm::function_ref<llvm::Error(const TmaRequest3d &, void *descriptor)>;
+
+/// The request for parameter `p` (a 3-D tma or a tma_ptr) over a validated
+/// tensor `t`.
 /// Strides of dimensions of size 1 are never used by the copies, so they are
 /// replaced by ones the encoder accepts (multiples of 16 bytes).
-TmaPtrRequest makeTmaPtrRequest(const ParamSpec &p, const TensorArg &t);
+TmaRequest3d makeTmaRequest3d(const ParamSpec &p, const TensorArg &t);
 
 /// Returns the device address of a 64-byte aligned CUtensorMap encoding the
 /// request, valid at least until the launch has run.
 using TmaPtrProvider =
-    llvm::function_ref<llvm::Expected<uint64_t>(const TmaPtrRequest &)>;
+    llvm::function_ref<llvm::Expected<uint64_t>(const TmaRequest3d &)>;
 
 /// Returns the device address of the launch's tile counter (see
 /// ParamSpec::Kind::TileCounter).
@@ -86,14 +91,14 @@ constexpr size_t kTmaPtrCacheCapacity = 4096;
 class TmaPtrCache {
 public:
   using Create =
-      llvm::function_ref<llvm::Expected<uint64_t>(const TmaPtrRequest &)>;
+      llvm::function_ref<llvm::Expected<uint64_t>(const TmaRequest3d &)>;
 
   explicit TmaPtrCache(size_t capacity = kTmaPtrCacheCapacity)
       : capacity(capacity) {}
   TmaPtrCache(const TmaPtrCache &) = delete;
 
   /// The entry for `r`; on a miss `create` makes one, which is kept.
-  llvm::Expected<uint64_t> get(const TmaPtrRequest &r, Create create);
+  llvm::Expected<uint64_t> get(const TmaRequest3d &r, Create create);
   /// True if `n` new entries might not fit (the caller clears first).
   bool wouldOverflow(size_t n) const { return entries.size() + n > capacity; }
   size_t size() const { return entries.size(); }
@@ -102,11 +107,11 @@ public:
 
 private:
   struct KeyLess {
-    bool operator()(const TmaPtrRequest &a, const TmaPtrRequest &b) const {
+    bool operator()(const TmaRequest3d &a, const TmaRequest3d &b) const {
       return a.key() < b.key();
     }
   };
-  std::map<TmaPtrRequest, uint64_t, KeyLess> entries;
+  std::map<TmaRequest3d, uint64_t, KeyLess> entries;
   size_t capacity;
 };
 
@@ -123,7 +128,7 @@ public:
 private:
   friend llvm::Expected<std::unique_ptr<ParamBuffer>>
   packParams(const KernelMetadata &, const LaunchArgs &, const ProblemShape &,
-             TmaEncoder, TmaPtrProvider, TileCounterProvider);
+             TmaEncoder, TmaPtrProvider, TileCounterProvider, TmaEncoder3d);
   std::unique_ptr<uint8_t[]> storage;
   llvm::SmallVector<void *, 32> pointerArray;
   llvm::SmallVector<size_t, 32> sizes;
@@ -131,12 +136,14 @@ private:
 
 /// Builds the parameter buffer; checks TMA-viewability of tensors. A kernel
 /// with tma_ptr parameters needs `provideTmaPtr`, one with a tile counter
-/// `provideTileCounter` (an error without).
+/// `provideTileCounter`, one with 3-D tma parameters `encodeTma3d` (an
+/// error without).
 llvm::Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
            TmaPtrProvider provideTmaPtr = {},
-           TileCounterProvider provideTileCounter = {});
+           TileCounterProvider provideTileCounter = {},
+           TmaEncoder3d encodeTma3d = {});
 
 } // namespace flashc::rt
 
