@@ -146,9 +146,9 @@ want check && for json in kernels/*.json; do
   shapes=("--batch 2 --heads 3 --seq 200 --seq-k 150"
           "--batch 1 --heads 2 --seq 77 --seq-k 333"
           "--batch 2 --heads 16 --seq 3000 --seq-k 4100")
-  # Kernels reading through TMA need one row view of each tensor (bshd
-  # storage is refused by validation, by design).
-  [[ $json == *_tma.json ]] || grep -q '"tma_ptr"' "$json" ||
+  # Kernels reading through TMA need B and H (or B, H and N) to merge
+  # (bshd storage is refused by validation, by design).
+  [[ $json == *_tma.json ]] || grep -q '"kind": "tma' "$json" ||
     shapes+=("--batch 2 --heads 2 --seq 130 --layout bshd")
   for shape in "${shapes[@]}"; do
     # shellcheck disable=SC2086

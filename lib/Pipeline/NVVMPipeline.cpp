@@ -51,6 +51,7 @@ void buildNVVMLoweringPipeline(OpPassManager &pm,
   toNVVM.indexBitwidth = 64;
   gpuModule.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
   gpuModule.addPass(flash::createExternDynamicSharedMemory());
+  gpuModule.addPass(flash::createGridConstantTensorMaps());
   gpuModule.addPass(createCanonicalizerPass());
   gpuModule.addPass(createCSEPass());
   gpuModule.addPass(createReconcileUnrealizedCastsPass());

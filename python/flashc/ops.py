@@ -138,10 +138,11 @@ def _fake(q, k, v):
             q.new_empty(q.shape[:3], dtype=torch.float32))
 
 
-# The runtime keeps device tensor maps and tile counters per loaded kernel
-# (docs/kernel-metadata.md): a CUDA graph capturing a launch would keep
-# addresses it may free, so inductor must not put these ops in one
-# (mode="reduce-overhead" splits the graph around them).
+# The runtime keeps a tile counter per loaded kernel and stream for the
+# claimed causal schedules (docs/kernel-metadata.md): a CUDA graph capturing
+# such a launch would keep an address it may free, so inductor must not put
+# these ops in one (mode="reduce-overhead" splits the graph around them).
+# The tensor maps are kernel parameters by value and hold nothing.
 _TAGS = ((torch.Tag.cudagraph_unsafe,)
          if hasattr(torch.Tag, "cudagraph_unsafe") else ())
 

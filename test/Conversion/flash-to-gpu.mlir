@@ -20,7 +20,7 @@
 // CHECK-SAME: flash.launch = {block = array<i64: 384, 1, 1>, causal = false, cluster = array<i64: 1, 1, 1>,
 // CHECK-SAME: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 0 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 2 : i64},
 // CHECK-SAME: dtype = "bf16", grid = {block_m = 128 : i64, kind = "tiles"}, has_lse = true, head_dim = 128 : i64,
-// CHECK-SAME: params = [{box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 128, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}],
+// CHECK-SAME: params = [{box = array<i64: 128, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 128, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 128, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}],
 // CHECK-SAME: scale = 0.0883883{{[0-9]*}} : f64, shared_memory_bytes = 164864 : i64}
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 // CHECK: %[[MQ:.*]] = builtin.unrealized_conversion_cast %[[TMQ]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x128x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
@@ -242,7 +242,7 @@
 // SMALL-SAME: config = {accumulator_regs = 80 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
 // SMALL-SAME: dtype = "f16"
 // SMALL-SAME: has_lse = false, head_dim = 64 : i64
-// SMALL-SAME: params = [{box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 64, 64>, kind = "tma_ptr", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}]
+// SMALL-SAME: params = [{box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}]
 // SMALL-SAME: shared_memory_bytes = 41984 : i64
 // SMALL: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // SMALL: nvgpu.mbarrier.init %{{.*}}[%{{.*}}], %c128 :

@@ -26,5 +26,5 @@
 // META-DAG: "has_lse": true
 // META-DAG: "source_hash": "{{[0-9a-f]+}}"
 // META-DAG: "kind": "tiles"
-// META-DAG: "kind": "tma_ptr"
+// META-DAG: "kind": "tma"
 // META-DAG: "value": "scale_log2"

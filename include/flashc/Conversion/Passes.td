@@ -154,4 +154,24 @@ def ExternDynamicSharedMemory
   }];
 }
 
+def GridConstantTensorMaps
+    : Pass<"flash-grid-constant-tensor-maps", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass a kernel's tensor maps by value, as __grid_constant__ "
+                "parameters";
+  let description = [{
+    Runs after gpu-to-nvvm, on the kernels' `llvm.func`s. Every parameter
+    the kernel's `flash.launch` lists with kind `tma` (a `CUtensorMap` by
+    value, docs/kernel-metadata.md) becomes `byval([128 x i8]) align 64`
+    and `nvvm.grid_constant`: PTX's `.param .align 64 .b8 p[128]`, whose
+    generic address (`cvta.param`) the TMA instructions take, as CUDA's
+    `const __grid_constant__ CUtensorMap` is. The kernel body keeps its
+    `!llvm.ptr` argument. (gpu-to-nvvm drops argument attributes it does
+    not know, so they are set here.) Kernels without `flash.launch` are
+    left alone; a `tma` parameter whose argument is not a pointer is an
+    error.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // FLASHC_CONVERSION_PASSES_TD

@@ -41,17 +41,19 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   };
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
-  auto tmaPtr = [&](StringRef tensor, int64_t rows) {
-    return dict({{"kind", str("tma_ptr")},
+  // A CUtensorMap by value (a __grid_constant__ parameter, see
+  // -flash-grid-constant-tensor-maps), 3-D over [B*H, N, D].
+  auto tensorMap = [&](StringRef tensor, int64_t rows) {
+    return dict({{"kind", str("tma")},
                  {"tensor", str(tensor)},
                  {"box", b.getDenseI64ArrayAttr({rows, 64})},
                  {"swizzle", i64(128)},
                  {"rank", i64(3)}});
   };
   SmallVector<Attribute> params = {
-      tmaPtr("q", spec.blockM), tmaPtr("k", spec.blockN),
-      tmaPtr("v", spec.blockN),
-      spec.sw.tmaStoreO ? tmaPtr("o", 64)
+      tensorMap("q", spec.blockM), tensorMap("k", spec.blockN),
+      tensorMap("v", spec.blockN),
+      spec.sw.tmaStoreO ? tensorMap("o", 64)
                      : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
   if (spec.hasLse)
     params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));

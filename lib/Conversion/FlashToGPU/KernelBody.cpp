@@ -76,8 +76,9 @@ KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   tmKVType = mapType(kvBoxType);
   tmOType = mapType(oBoxType);
 
-  // Arguments: tmQ, tmK, tmV (pointers to CUtensorMaps), O (a pointer, or
-  // with tmaStoreO a CUtensorMap pointer too), [LSE], seq_q,
+  // Arguments: tmQ, tmK, tmV (CUtensorMaps by value, as pointers to the
+  // parameters: -flash-grid-constant-tensor-maps), O (a pointer, or with
+  // tmaStoreO a CUtensorMap too), [LSE], seq_q,
   // seq_k, scale_log2, for a persistent kernel batch and heads, and with
   // dynamicSchedule the tile counter. A kernel
   // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
