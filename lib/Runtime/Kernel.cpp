@@ -203,8 +203,6 @@ Error Kernel::checkPointers(const LaunchArgs &args) {
     const TensorArg &t = args.tensors[i];
     if (!t.present())
       continue;
-    if (deviceRanges.contains(t.data))
-      continue;
     int ordinal = -1;
     CUresult r = cu.cuPointerGetAttribute(
         &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(t.data));
@@ -221,13 +219,6 @@ Error Kernel::checkPointers(const LaunchArgs &args) {
                                "device {2}",
                                tensorName(TensorId(i)), ordinal,
                                device.ordinal));
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    if (cu.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                 CUdeviceptr(t.data)) == CUDA_SUCCESS &&
-        cu.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                 CUdeviceptr(t.data)) == CUDA_SUCCESS)
-      deviceRanges.add(uint64_t(start), uint64_t(size));
   }
   return Error::success();
 }
@@ -359,10 +350,6 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
   if (!shape)
     return shape.takeError();
   ScopedContext scope(getContext());
-  // Held until the launch is submitted: the tensor maps it packs must not
-  // be freed by another thread's eviction before then, and the caches are
-  // this kernel's.
-  std::lock_guard<std::mutex> lock(launchMutex);
   if (Error err = checkPointers(args))
     return err;
   const DriverApi &cu = **getDriver();
@@ -385,6 +372,9 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
                    "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ")",
                    ErrorCode::InvalidArgument);
   };
+  // Held until the launch is submitted: the tensor maps it packs must not
+  // be freed by another thread's eviction before then.
+  std::lock_guard<std::mutex> lock(launchMutex);
   // Make room first, never while packing: an eviction between two tma_ptr
   // parameters would free the first one's map.
   if (numTmaPtrParams && tmaPtrs.wouldOverflow(numTmaPtrParams))
@@ -396,9 +386,7 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
   };
   auto counter = [&] { return tileCounterFor(stream); };
   auto encode3d = [&](const TmaRequest3d &r, void *out) {
-    return tmaEncodings.get(r, out, [&](const TmaRequest3d &miss, void *to) {
-      return encodeTma3d(miss, to);
-    });
+    return encodeTma3d(r, out);
   };
   auto params =
       packParams(meta, args, *shape, encode, provide, counter, encode3d);

@@ -199,21 +199,6 @@ Expected<uint64_t> TmaPtrCache::get(const TmaRequest3d &r, Create create) {
   return *ptr;
 }
 
-Error TmaEncodingCache::get(const TmaRequest3d &r, void *descriptor,
-                            Encode encode) {
-  auto it = entries.find(r);
-  if (it == entries.end()) {
-    if (entries.size() >= kCapacity)
-      entries.clear();
-    Descriptor fresh;
-    if (Error err = encode(r, fresh.bytes))
-      return err;
-    it = entries.emplace(r, fresh).first;
-  }
-  std::memcpy(descriptor, it->second.bytes, kTmaDescriptorBytes);
-  return Error::success();
-}
-
 void TmaPtrCache::clear(function_ref<void(uint64_t)> release) {
   for (const auto &entry : entries)
     release(entry.second);

@@ -236,64 +236,6 @@ TEST(ParamPacking, Tma3dIsEncodedInPlace) {
             std::string::npos);
 }
 
-TEST(ParamPacking, EncodingCacheEncodesEachRequestOnce) {
-  TmaEncodingCache cache;
-  TmaRequest3d a;
-  a.base = 0x7f0000000000;
-  a.dims[0] = 128;
-  a.dims[1] = 100;
-  a.dims[2] = 8;
-  TmaRequest3d b = a;
-  b.base += 4096;
-  int encodes = 0;
-  auto encode = [&](const TmaRequest3d &r, void *out) -> Error {
-    ++encodes;
-    std::memset(out, int(r.base >> 12) & 0xff, kTmaDescriptorBytes);
-    return Error::success();
-  };
-  alignas(64) uint8_t out[kTmaDescriptorBytes];
-  ASSERT_FALSE(bool(cache.get(a, out, encode)));
-  ASSERT_FALSE(bool(cache.get(b, out, encode)));
-  EXPECT_EQ(out[0], uint8_t((b.base >> 12) & 0xff));
-  ASSERT_FALSE(bool(cache.get(a, out, encode)));
-  EXPECT_EQ(encodes, 2);
-  EXPECT_EQ(out[127], uint8_t((a.base >> 12) & 0xff));
-  // A failed encode keeps nothing: the next launch tries again.
-  TmaRequest3d c = a;
-  c.dims[1] = 7;
-  auto failing = [](const TmaRequest3d &, void *) -> Error {
-    return makeError(ErrorCode::InvalidArgument, "encode failed");
-  };
-  Error err = cache.get(c, out, failing);
-  EXPECT_EQ(toString(std::move(err)), "encode failed");
-  EXPECT_EQ(cache.size(), 2u);
-  // A full cache starts over.
-  for (size_t i = 0; i < TmaEncodingCache::kCapacity; ++i) {
-    TmaRequest3d r = a;
-    r.base += (i + 2) * 4096;
-    ASSERT_FALSE(bool(cache.get(r, out, encode)));
-  }
-  EXPECT_LE(cache.size(), TmaEncodingCache::kCapacity);
-}
-
-TEST(ParamPacking, DeviceRangeCache) {
-  DeviceRangeCache ranges;
-  EXPECT_FALSE(ranges.contains(0x1000));
-  ranges.add(0x1000, 0x100);
-  EXPECT_TRUE(ranges.contains(0x1000));
-  EXPECT_TRUE(ranges.contains(0x10ff));
-  EXPECT_FALSE(ranges.contains(0x1100));
-  EXPECT_FALSE(ranges.contains(0xfff));
-  // The oldest range goes first.
-  for (unsigned i = 1; i < DeviceRangeCache::kCapacity; ++i)
-    ranges.add(0x100000 * i, 0x100);
-  EXPECT_TRUE(ranges.contains(0x1000));
-  ranges.add(0x7000000, 0x100);
-  EXPECT_FALSE(ranges.contains(0x1000));
-  EXPECT_TRUE(ranges.contains(0x7000080));
-  EXPECT_EQ(ranges.size(), DeviceRangeCache::kCapacity);
-}
-
 TEST(ParamPacking, TileCounterSlotHoldsProvidedPointer) {
   KernelMetadata meta = validMetadata();
   meta.hasLse = false;

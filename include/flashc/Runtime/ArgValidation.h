@@ -57,36 +57,6 @@ llvm::Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                                                 const LaunchArgs &args,
                                                 int device = -1);
 
-/// Address ranges the driver said are memory of the kernel's device, so
-/// that a launch checks a data pointer with the driver only the first time
-/// it falls in an allocation (a PyTorch caching-allocator segment holds
-/// many tensors). The driver keeps a freed allocation's address range
-/// reserved, so a host pointer never falls in one; a full cache forgets
-/// its oldest range. Not thread-safe (the kernel's launch mutex guards it).
-class DeviceRangeCache {
-public:
-  static constexpr unsigned kCapacity = 64;
-
-  bool contains(uint64_t ptr) const {
-    for (unsigned i = 0; i < count; ++i)
-      if (ptr - starts[i] < sizes[i])
-        return true;
-    return false;
-  }
-  void add(uint64_t start, uint64_t size) {
-    unsigned slot = next++ % kCapacity;
-    starts[slot] = start;
-    sizes[slot] = size;
-    if (count < kCapacity)
-      ++count;
-  }
-  unsigned size() const { return count; }
-
-private:
-  uint64_t starts[kCapacity] = {}, sizes[kCapacity] = {};
-  unsigned count = 0, next = 0;
-};
-
 /// The launch grid for a problem; `numSMs` is used by persistent kernels.
 llvm::Error computeGrid(const KernelMetadata &meta, const ProblemShape &shape,
                         int numSMs, unsigned grid[3]);

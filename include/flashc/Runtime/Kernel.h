@@ -80,16 +80,11 @@ private:
   CUfunction function = nullptr;
   unsigned numTmaPtrParams = 0;
   bool hasTileCounter = false;
-  /// Serialises launches of this kernel: from the pointer checks and the
-  /// first lookup in tmaPtrs to the launch's submission, no other thread may
-  /// free an entry or touch the caches.
+  /// Serialises launches of this kernel: from the first lookup in tmaPtrs to
+  /// the launch's submission, no other thread may free an entry.
   std::mutex launchMutex;
   /// Device copies of encoded tensor maps (tma_ptr); immutable once made.
   TmaPtrCache tmaPtrs;
-  /// Host copies of encoded tensor maps passed by value (tma of rank 3).
-  TmaEncodingCache tmaEncodings;
-  /// Allocations checkPointers found on this kernel's device.
-  DeviceRangeCache deviceRanges;
   /// A private non-blocking stream for the copies into tmaPtrs and the
   /// zeroing of tile counters.
   CUstream copyStream = nullptr;

@@ -81,36 +81,6 @@ using TmaPtrProvider =
 /// ParamSpec::Kind::TileCounter).
 using TileCounterProvider = llvm::function_ref<llvm::Expected<uint64_t>()>;
 
-/// Orders requests by everything the encoded map depends on.
-struct TmaRequest3dLess {
-  bool operator()(const TmaRequest3d &a, const TmaRequest3d &b) const {
-    return a.key() < b.key();
-  }
-};
-
-/// Host copies of encoded 3-D maps (tma parameters by value), so that a
-/// launch on tensors an earlier one used copies 128 bytes instead of
-/// encoding again. Host memory only: nothing in flight reads an entry, so
-/// a full cache simply starts over. Not thread-safe (the kernel's launch
-/// mutex guards it).
-class TmaEncodingCache {
-public:
-  using Encode = llvm::function_ref<llvm::Error(const TmaRequest3d &,
-                                                void *descriptor)>;
-  static constexpr size_t kCapacity = 1024;
-
-  /// Writes the map of `r` to `descriptor` (kTmaDescriptorBytes), encoding
-  /// it with `encode` on a miss; a failed encode keeps nothing.
-  llvm::Error get(const TmaRequest3d &r, void *descriptor, Encode encode);
-  size_t size() const { return entries.size(); }
-
-private:
-  struct Descriptor {
-    alignas(64) uint8_t bytes[kTmaDescriptorBytes];
-  };
-  std::map<TmaRequest3d, Descriptor, TmaRequest3dLess> entries;
-};
-
 /// Entries a loaded kernel keeps before it frees them all.
 constexpr size_t kTmaPtrCacheCapacity = 4096;
 
@@ -136,7 +106,12 @@ public:
   void clear(llvm::function_ref<void(uint64_t)> release);
 
 private:
-  std::map<TmaRequest3d, uint64_t, TmaRequest3dLess> entries;
+  struct KeyLess {
+    bool operator()(const TmaRequest3d &a, const TmaRequest3d &b) const {
+      return a.key() < b.key();
+    }
+  };
+  std::map<TmaRequest3d, uint64_t, KeyLess> entries;
   size_t capacity;
 };
 
