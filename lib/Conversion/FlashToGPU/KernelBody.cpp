@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"
+#include "../FlashWarpgroupToNVVM/RegisterUtils.h"
 
 #include "Flash/FlashOps.h"
 
@@ -162,15 +163,7 @@ SmallVector<Value>
 KernelEmitter::ifThenElse(Value cond, TypeRange types,
                           function_ref<SmallVector<Value>()> thenFn,
                           function_ref<SmallVector<Value>()> elseFn) {
-  auto ifOp = scf::IfOp::create(b, types, cond, /*withElse=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, thenFn());
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, elseFn());
-  }
-  return SmallVector<Value>(ifOp.getResults());
+  return wg_lowering::ifThenElse(b, b.getLoc(), cond, types, thenFn, elseFn);
 }
 
 void KernelEmitter::emitKernel() {

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -89,4 +90,19 @@ Value wg_lowering::packHalfPair(ImplicitLocOpBuilder &b, Operation *op,
   Value v1 = LLVM::InsertElementOp::create(b, v0, hi, index(1));
   Value t = LLVM::FPTruncOp::create(b, v2half, v1);
   return LLVM::BitcastOp::create(b, i32, t);
+}
+
+SmallVector<Value> mlir::flash::wg_lowering::ifThenElse(
+    OpBuilder &b, Location loc, Value cond, TypeRange types,
+    function_ref<SmallVector<Value>()> thenFn,
+    function_ref<SmallVector<Value>()> elseFn) {
+  auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, thenFn());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, elseFn());
+  }
+  return SmallVector<Value>(ifOp.getResults());
 }

@@ -24,6 +24,13 @@ namespace mlir::flash::wg_lowering {
 /// rest of it and needs no canonicalisation to be compared.
 Value entryConstant(OpBuilder &builder, Operation *op, TypedAttr attr);
 
+/// scf.if `cond` whose two branches yield what `thenFn` and `elseFn`
+/// build (of `types`); its results.
+SmallVector<Value> ifThenElse(OpBuilder &b, Location loc, Value cond,
+                              TypeRange types,
+                              function_ref<SmallVector<Value>()> thenFn,
+                              function_ref<SmallVector<Value>()> elseFn);
+
 /// Which of the thread's two rows register i of an accumulator is in.
 inline int64_t rowHalf(int64_t i) { return (i / 2) % 2; }
 /// Register i's column, less the thread's offset 2 (lane % 4).

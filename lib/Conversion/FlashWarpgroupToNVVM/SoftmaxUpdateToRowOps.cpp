@@ -19,7 +19,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cmath>
 #include <limits>
@@ -47,23 +46,6 @@ static float speculativeSumBound(Type elementType) {
 static SmallVector<Value> valuesOf(ImplicitLocOpBuilder &b, Value fragment) {
   auto values = WgFragmentValuesOp::create(b, fragment).getValues();
   return SmallVector<Value>(values.begin(), values.end());
-}
-
-/// scf.if `cond` with both branches built by callbacks that return what
-/// they yield.
-static SmallVector<Value>
-ifThenElse(ImplicitLocOpBuilder &b, Value cond, TypeRange types,
-           function_ref<SmallVector<Value>()> thenFn,
-           function_ref<SmallVector<Value>()> elseFn) {
-  auto ifOp = scf::IfOp::create(b, types, cond, /*withElse=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, thenFn());
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, elseFn());
-  }
-  return SmallVector<Value>(ifOp.getResults());
 }
 
 namespace {
@@ -177,7 +159,7 @@ private:
     SmallVector<Type> types(6, b.getF32Type());
     types.append(pType.getNumRegisters(), b.getI32Type());
     SmallVector<Value> out = ifThenElse(
-        b, warpRedo, types,
+        b, b.getLoc(), warpRedo, types,
         [&] {
           SmallVector<Value> alpha, mNew, mNeg;
           SmallVector<Value> mx = rowMaxLog2();
@@ -285,7 +267,7 @@ struct GuardedScaleRowsToSCF : public OpRewritePattern<WgScaleRowsOp> {
         op.getMoved(), NVVM::VoteSyncKind::any);
     SmallVector<Type> types(acc.size(), b.getF32Type());
     SmallVector<Value> out = ifThenElse(
-        b, anyMoved, types,
+        b, b.getLoc(), anyMoved, types,
         [&] {
           Value o = WgFragmentFromValuesOp::create(b, accType, acc);
           Value scaled =
