@@ -9,7 +9,9 @@ kernel can run, not the kernel. Beside it the same host time of an empty
 kernel launch through PyTorch (torch.empty(0).add_(1) on the device) as
 the floor any eager op pays, and with --parts the pieces of flashc's call
 timed on their own (argument checks, the kernel lookup, the tensor
-descriptors, the output allocations, the stream lookup, the runtime call).
+descriptors, the output allocations, the stream lookup, the runtime call,
+and the runtime call's floor: ctypes alone, and the launch refused before
+any validation).
 
     FLASHC_LIBRARY=DIR python3 bench/call_overhead.py [--calls 2000] [--parts]
         [--json OUT]
@@ -96,6 +98,10 @@ def parts(q, k, v, causal, calls):
             handle, *[ctypes.byref(d) for d in descs], ctypes.byref(lse_desc),
             ctypes.c_void_p(stream)))
 
+    def refused():
+        lib.flashrt_launch(None, *[ctypes.byref(d) for d in descs],
+                           ctypes.byref(lse_desc), ctypes.c_void_p(stream))
+
     pieces = {
         "grad/compile checks": lambda: (torch.is_grad_enabled(),
                                         torch.compiler.is_compiling()),
@@ -113,6 +119,12 @@ def parts(q, k, v, causal, calls):
         "raw stream lookup": lambda: torch._C._cuda_getCurrentRawStream(
             q.device.index),
         "runtime launch": launch,
+        # The runtime launch's floor from Python: a ctypes call with no
+        # arguments, and flashrt_launch with the same arguments refused at
+        # its first check (no kernel), so the rest of "runtime launch" is
+        # the runtime's validation and the driver.
+        "ctypes call, no arguments": lib.flashrt_abi_version,
+        "runtime launch refused at once": refused,
     }
     return {name: host_us(fn, calls) for name, fn in pieces.items()}
 
