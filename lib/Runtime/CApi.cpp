@@ -171,6 +171,14 @@ flashrt_status flashrt_launch(flashrt_kernel *kernel, const flashrt_tensor *q,
   return FLASHRT_OK;
 }
 
+flashrt_status flashrt_launch_packed(flashrt_kernel *kernel,
+                                     const flashrt_launch_args *args) {
+  if (!args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "args is NULL");
+  return flashrt_launch(kernel, args->q, args->k, args->v, args->o, args->lse,
+                        args->stream);
+}
+
 flashrt_status
 flashrt_validate(const char *metadata_path, const flashrt_tensor *q,
                  const flashrt_tensor *k, const flashrt_tensor *v,

@@ -78,6 +78,12 @@ class _Tensor(ctypes.Structure):
                 ("strides", ctypes.c_int64 * 4), ("device", ctypes.c_int32)]
 
 
+class _LaunchArgs(ctypes.Structure):
+    _fields_ = [("q", ctypes.POINTER(_Tensor)), ("k", ctypes.POINTER(_Tensor)),
+                ("v", ctypes.POINTER(_Tensor)), ("o", ctypes.POINTER(_Tensor)),
+                ("lse", ctypes.POINTER(_Tensor)), ("stream", ctypes.c_void_p)]
+
+
 class _Info(ctypes.Structure):
     _fields_ = [("dtype", ctypes.c_int32), ("head_dim", ctypes.c_int32),
                 ("causal", ctypes.c_int32), ("has_lse", ctypes.c_int32),
@@ -134,6 +140,8 @@ def runtime_library():
         lib.flashrt_kernel_get_info.argtypes = [ctypes.c_void_p, P(_Info)]
         lib.flashrt_launch.argtypes = [ctypes.c_void_p] + [P(_Tensor)] * 5 + [
             ctypes.c_void_p]
+        lib.flashrt_launch_packed.argtypes = [ctypes.c_void_p,
+                                              ctypes.c_void_p]
         lib.flashrt_device_count.argtypes = [P(ctypes.c_int)]
         if lib.flashrt_abi_version() != 1:
             raise FlashcError(6, f"libflashrt ABI {lib.flashrt_abi_version()}"
@@ -287,10 +295,14 @@ class Kernel:
             lse_desc = _describe("lse", torch.empty(
                 lse_shape, dtype=torch.float32, device=device))
         dq, dk, dv, do = descs
-        pq, pk, pv, po = (ctypes.pointer(d) for d in descs)
-        plse = ctypes.pointer(lse_desc) if lse_desc is not None else None
+        # One struct of every argument: ctypes converts each argument of a
+        # call, so one address costs less than seven.
+        args = _LaunchArgs(*(ctypes.pointer(d) for d in descs))
+        if lse_desc is not None:
+            args.lse = ctypes.pointer(lse_desc)
+        args_address = ctypes.addressof(args)
         handle = self._handle(device.index)
-        launch = runtime_library().flashrt_launch
+        launch = runtime_library().flashrt_launch_packed
         stream = _current_stream_of(device.index)
         f32 = torch.float32
 
@@ -301,10 +313,11 @@ class Kernel:
             dq.data, dk.data, dv.data = q.data_ptr(), k.data_ptr(), v.data_ptr()
             do.data = o.data_ptr()
             lse = None
-            if plse is not None:
+            if lse_desc is not None:
                 lse = q.new_empty(lse_shape, dtype=f32)
                 lse_desc.data = lse.data_ptr()
-            status = launch(handle, pq, pk, pv, po, plse, stream())
+            args.stream = stream()
+            status = launch(handle, args_address)
             if status:
                 _check(status)
             return o, lse

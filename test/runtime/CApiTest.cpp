@@ -98,6 +98,19 @@ TEST(CApi, MissingMetadataFile) {
             std::string::npos);
 }
 
+TEST(CApi, PackedLaunchChecksItsArguments) {
+  // Refused before any driver call, with the same messages as
+  // flashrt_launch's.
+  EXPECT_EQ(flashrt_launch_packed(nullptr, nullptr),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(flashrt_last_error(), "args is NULL");
+  flashrt_tensor q = tensor(1, 2, 64, 64, 0x1000);
+  flashrt_launch_args args = {&q, &q, &q, &q, nullptr, nullptr};
+  EXPECT_EQ(flashrt_launch_packed(nullptr, &args),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(flashrt_last_error(), "kernel is NULL");
+}
+
 TEST(CApi, NoDriverIsNamed) {
   int count = -1;
   if (flashrt_device_count(&count) != FLASHRT_ERROR_NO_DRIVER)

@@ -90,6 +90,18 @@ FLASHRT_API flashrt_status flashrt_launch(
     const flashrt_tensor *v, const flashrt_tensor *o, const flashrt_tensor *lse,
     void *stream);
 
+/* flashrt_launch's arguments in one struct, for callers whose per-call cost
+ * is the call itself (Python's ctypes converts each argument of a call:
+ * one pointer is cheaper than seven). */
+typedef struct flashrt_launch_args {
+  const flashrt_tensor *q, *k, *v, *o, *lse;
+  void *stream;
+} flashrt_launch_args;
+
+/* flashrt_launch(kernel, args->q, ..., args->lse, args->stream). */
+FLASHRT_API flashrt_status
+flashrt_launch_packed(flashrt_kernel *kernel, const flashrt_launch_args *args);
+
 /* Checks arguments against a metadata file only: no driver, no GPU. */
 FLASHRT_API flashrt_status flashrt_validate(const char *metadata_path,
                                             const flashrt_tensor *q,
