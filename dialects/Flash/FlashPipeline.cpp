@@ -90,6 +90,22 @@ int64_t WgTmaLoadTileOp::getBoxBytes() {
   return box.getNumElements() * box.getElementTypeBitWidth() / 8;
 }
 
+LogicalResult WgSharedWindowOp::verify() {
+  int64_t align = getAlign();
+  if (align < 16 || align > 1024 || !llvm::isPowerOf2_64(align))
+    return emitOpError("align must be a power of two from 16 to 1024, got ")
+           << align;
+  auto window = cast<MemRefType>(getWindow().getType());
+  auto space =
+      dyn_cast_or_null<gpu::AddressSpaceAttr>(window.getMemorySpace());
+  if (!window.isDynamicDim(0) || !space ||
+      space.getValue() != gpu::AddressSpace::Workgroup)
+    return emitOpError("window must be a memref<?xi8> in workgroup memory, "
+                       "got ")
+           << window;
+  return success();
+}
+
 LogicalResult WgTmaLoadTileOp::verify() {
   nvgpu::TensorMapDescriptorType map = getTensorMap().getType();
   MemRefType box = map.getTensor();

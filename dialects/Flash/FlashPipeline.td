@@ -64,6 +64,37 @@ def Flash_RingSlotType : TypeDef<Flash_Dialect, "RingSlot"> {
 // Ops
 //===----------------------------------------------------------------------===//
 
+def Flash_WgSharedWindowOp : Flash_Op<"wg.shared_window", [Pure]> {
+  let summary = "The block's dynamic shared memory, from its first aligned "
+                "byte";
+  let description = [{
+    The kernel's dynamic shared memory (`gpu.dynamic_shared_memory`) is
+    only 16-byte aligned, but TMA's 128-byte-swizzled boxes and the wgmma
+    descriptors of their tiles want their base aligned to 1024 bytes. The
+    kernel asks for `align` bytes more than its tiles need and lays them
+    out from the first aligned byte: `shift` is that byte's offset in
+    `window` (in [0, align)), and `field` the wgmma descriptor's
+    start-address field of it (bits 4..17 of its shared-memory address,
+    `(address & 0x3FFFF) >> 4`), from which `flash.wg.make_descriptor`
+    builds each tile's descriptor. `align` is a power of two from 16 to
+    1024.
+
+    Example:
+
+    ```mlir
+    %window, %shift, %field = flash.wg.shared_window align 1024
+        : memref<?xi8, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins I64Attr:$align);
+  let results = (outs MemRefRankOf<[I8], [1]>:$window, Index:$shift,
+                 I64:$field);
+  let assemblyFormat = [{
+    `align` $align attr-dict `:` type($window)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flash_WgTmaLoadTileOp
     : Flash_Op<"wg.tma_load_tile", [AttrSizedOperandSegments]> {
   let summary = "TMA of a rows x columns tile into shared memory";

@@ -100,3 +100,27 @@ func.func @q_buffers(%bars: !bars, %tile: i32) -> index {
   %index = flash.wg.ring_slot_index %slot : !flash.ring_slot<stages = 2>
   return %index : index
 }
+
+// -----
+
+// shared_window: the dynamic window, shift = (1024 - address % 1024) % 1024
+// to its first aligned byte, and that byte's descriptor field.
+// CHECK-LABEL: func.func @window
+// CHECK-DAG: %[[ALIGN:.*]] = arith.constant 1024 : index
+// CHECK-DAG: %[[MASK:.*]] = arith.constant 262143 : i64
+// CHECK-DAG: %[[FOUR:.*]] = arith.constant 4 : i64
+// CHECK: %[[W:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[W]]
+// CHECK: %[[MIS:.*]] = arith.remui %[[ADDR]], %[[ALIGN]] : index
+// CHECK: %[[UP:.*]] = arith.subi %[[ALIGN]], %[[MIS]] : index
+// CHECK: %[[SHIFT:.*]] = arith.remui %[[UP]], %[[ALIGN]] : index
+// CHECK: %[[BASE:.*]] = arith.addi %[[ADDR]], %[[SHIFT]] : index
+// CHECK: %[[B64:.*]] = arith.index_cast %[[BASE]] : index to i64
+// CHECK: %[[LOW:.*]] = arith.andi %[[B64]], %[[MASK]] : i64
+// CHECK: %[[FIELD:.*]] = arith.shrui %[[LOW]], %[[FOUR]] : i64
+// CHECK: return %[[W]], %[[SHIFT]], %[[FIELD]]
+func.func @window() -> (memref<?xi8, #gpu.address_space<workgroup>>, index, i64) {
+  %window, %shift, %field = flash.wg.shared_window align 1024
+      : memref<?xi8, #gpu.address_space<workgroup>>
+  return %window, %shift, %field : memref<?xi8, #gpu.address_space<workgroup>>, index, i64
+}

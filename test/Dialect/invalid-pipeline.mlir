@@ -135,3 +135,19 @@ func.func @buffer_bytes(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
   flash.wg.tma_load_tile %map[%i, %i], %smem[%i + %i * 0], %bars[%i] columns 128 : !map, !smem, !bars
   return
 }
+
+// -----
+
+func.func @window_align() {
+  // expected-error @+1 {{'flash.wg.shared_window' op align must be a power of two from 16 to 1024, got 48}}
+  %w, %s, %f = flash.wg.shared_window align 48 : memref<?xi8, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @window_global() {
+  // expected-error @+1 {{'flash.wg.shared_window' op window must be a memref<?xi8> in workgroup memory, got 'memref<?xi8>'}}
+  %w, %s, %f = flash.wg.shared_window align 1024 : memref<?xi8>
+  return
+}

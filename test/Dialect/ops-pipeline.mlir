@@ -52,3 +52,11 @@ func.func @q_buffers(%map: !map, %smem: !smem, %bars: !bars, %tile: i32, %i: ind
   flash.wg.tma_load_tile %map[%i, %i], %smem[%i + %buf + 65536], %bars[%i] columns 128 : !map, !smem, !bars
   return
 }
+
+// The dynamic window from its first 1 KiB-aligned byte.
+// CHECK-LABEL: func.func @window
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = flash.wg.shared_window align 1024 : memref<?xi8, #gpu.address_space<workgroup>>
+func.func @window() -> (!smem, index, i64) {
+  %window, %shift, %field = flash.wg.shared_window align 1024 : !smem
+  return %window, %shift, %field : !smem, index, i64
+}

@@ -1,9 +1,9 @@
 //===- SharedMemory.cpp - smem layout, mbarriers, TMA producer ------------===//
 //
 // The shared-memory side of the kernel: the dynamic shared memory window
-// aligned to 1 KiB by hand, the mbarrier group (full_k[s], full_v[s],
-// empty[s], q), the block's key-tile bounds, and the producer warpgroup that
-// issues, per tile, the TMA loads of Q and of K/V tile j into the slot of
+// from its first 1 KiB-aligned byte (flash.wg.shared_window), the mbarrier
+// group (full_k[s], full_v[s], empty[s], q), the block's key-tile bounds,
+// and the producer warpgroup that issues, per tile, the TMA loads of Q and of K/V tile j into the slot of
 // ring position kvBase + j: a persistent block's ring runs on across its
 // tiles. The loads and the ring's waits and releases are the flash.wg ops
 // of dialects/Flash/FlashPipeline.td, which own the slot and phase
@@ -18,7 +18,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 using namespace mlir;
@@ -29,19 +28,13 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
   auto smemType = MemRefType::get(
       {ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  smem = gpu::DynamicSharedMemoryOp::create(b, smemType);
-  // 128B-swizzled TMA boxes and wgmma descriptors want a 1024-B aligned base;
-  // the dynamic window only guarantees 16 B, so shift it by hand (the kernel
-  // asks for 1 KiB more than the tiles need).
-  Value raw = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
-  Value mod = arith::RemUIOp::create(b, raw, cIndex(1024));
-  Value up = arith::SubIOp::create(b, cIndex(1024), mod);
-  shift = arith::RemUIOp::create(b, up, cIndex(1024));
-  Value base = arith::AddIOp::create(b, raw, shift);
-  Value base64 = arith::IndexCastOp::create(b, i64, base);
-  Value lo = arith::AndIOp::create(b, base64, cI64(0x3FFFF));
-  // The wgmma descriptor's start-address field is the address >> 4.
-  baseDesc = arith::ShRUIOp::create(b, lo, cI64(4));
+  // 128B-swizzled TMA boxes and wgmma descriptors want a 1024-B aligned
+  // base (the kernel asks for 1 KiB more than the tiles need).
+  auto window = WgSharedWindowOp::create(b, smemType, indexTy, i64,
+                                         b.getI64IntegerAttr(1024));
+  smem = window.getWindow();
+  shift = window.getShift();
+  baseDesc = window.getField();
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   tid32 = arith::IndexCastOp::create(b, i32, tid);

@@ -64,6 +64,7 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateSmemDescriptorPatterns(converter, patterns);
   wg_lowering::populateFragmentPatterns(converter, patterns);
   wg_lowering::populateMmaPatterns(converter, patterns);
+  wg_lowering::populateSharedWindowPatterns(converter, patterns);
   wg_lowering::populateTmaLoadTilePatterns(converter, patterns);
   wg_lowering::populateRingPatterns(converter, patterns);
   wg_lowering::populateRowReducePatterns(converter, patterns);
@@ -91,7 +92,7 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
   target.addIllegalOp<WgSmemDescriptorOp, WgMakeDescriptorOp,
                       WgAdvanceDescriptorOp, WgFragmentFromValuesOp,
                       WgFragmentValuesOp, WgMmaOp>();
-  target.addIllegalOp<WgTmaLoadTileOp, WgRingSlotOp, WgRingSlotIndexOp,
+  target.addIllegalOp<WgSharedWindowOp, WgTmaLoadTileOp, WgRingSlotOp, WgRingSlotIndexOp,
                       WgRingWaitFullOp, WgRingReleaseOp, WgRingWaitEmptyOp,
                       WgRingWaitReleasedOp>();
   target.addIllegalOp<WgMaskKeysOp, WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
