@@ -3,11 +3,11 @@
 // The shared-memory side of the kernel: the dynamic shared memory window
 // from its first 1 KiB-aligned byte (flash.wg.shared_window), the mbarrier
 // group (full_k[s], full_v[s], empty[s], q), the block's key-tile bounds,
-// and the producer warpgroup that issues, per tile, the TMA loads of Q and of K/V tile j into the slot of
-// ring position kvBase + j: a persistent block's ring runs on across its
-// tiles. The loads and the ring's waits and releases are the flash.wg ops
-// of dialects/Flash/FlashPipeline.td, which own the slot and phase
-// arithmetic.
+// and the producer warpgroup that issues, per tile, the TMA loads of Q and
+// of K/V tile j into the slot of ring position kvBase + j: a persistent
+// block's ring runs on across its tiles. The loads and the ring's waits
+// and releases are the flash.wg ops of dialects/Flash/FlashPipeline.td,
+// which own the slot and phase arithmetic.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"
+#include "../FlashWarpgroupToNVVM/RegisterUtils.h"
 
 #include "Flash/FlashOps.h"
 
@@ -48,15 +49,11 @@ KernelEmitter::SoftmaxResult KernelEmitter::softmax(SmallVector<Value> s,
       WgFragmentFromValuesOp::create(b, rowsF32Type, mOld),
       WgFragmentFromValuesOp::create(b, rowPartialsType, lOld), scaleLog2,
       lagMax, speculative);
-  auto valuesOf = [&](Value fragment) {
-    auto values = WgFragmentValuesOp::create(b, fragment).getValues();
-    return SmallVector<Value>(values.begin(), values.end());
-  };
   SoftmaxResult res;
-  res.packedP = valuesOf(update.getP());
-  res.mNew = valuesOf(update.getMNew());
-  res.lNew = valuesOf(update.getLNew());
-  res.alpha = valuesOf(update.getAlpha());
+  res.packedP = wg_lowering::fragmentValues(b, update.getP());
+  res.mNew = wg_lowering::fragmentValues(b, update.getMNew());
+  res.lNew = wg_lowering::fragmentValues(b, update.getLNew());
+  res.alpha = wg_lowering::fragmentValues(b, update.getAlpha());
   if (lagMax || speculative)
     res.moved = update.getMoved();
   return res;
@@ -66,7 +63,6 @@ SmallVector<Value> KernelEmitter::scaleAcc(ArrayRef<Value> acc,
                                            ArrayRef<Value> alpha, Value moved) {
   Value o = WgFragmentFromValuesOp::create(b, oType, acc);
   Value factor = WgFragmentFromValuesOp::create(b, rowsF32Type, alpha);
-  Value out = WgScaleRowsOp::create(b, oType, o, factor, moved);
-  auto values = WgFragmentValuesOp::create(b, out).getValues();
-  return SmallVector<Value>(values.begin(), values.end());
+  return wg_lowering::fragmentValues(
+      b, WgScaleRowsOp::create(b, oType, o, factor, moved));
 }

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"
+#include "../FlashWarpgroupToNVVM/RegisterUtils.h"
 
 #include "Flash/FlashOps.h"
 
@@ -128,9 +129,8 @@ Value KernelEmitter::emitS(const SOperands &ops, bool fence) {
 }
 
 SmallVector<Value> KernelEmitter::fencedValues(Value acc, int64_t count) {
-  auto values = WgFragmentValuesOp::create(b, acc).getValues();
-  assert(int64_t(values.size()) == count && "fragment of another size");
-  SmallVector<Value> vals(values.begin(), values.end());
+  SmallVector<Value> vals = wg_lowering::fragmentValues(b, acc);
+  assert(int64_t(vals.size()) == count && "fragment of another size");
   for (Value &v : vals)
     v = fenceOperand(b, v);
   return vals;

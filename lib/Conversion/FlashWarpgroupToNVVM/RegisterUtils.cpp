@@ -2,6 +2,8 @@
 
 #include "RegisterUtils.h"
 
+#include "Flash/FlashOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -105,4 +107,10 @@ SmallVector<Value> mlir::flash::wg_lowering::ifThenElse(
     scf::YieldOp::create(b, loc, elseFn());
   }
   return SmallVector<Value>(ifOp.getResults());
+}
+
+SmallVector<Value> mlir::flash::wg_lowering::fragmentValues(
+    ImplicitLocOpBuilder &b, Value fragment) {
+  auto values = WgFragmentValuesOp::create(b, fragment).getValues();
+  return SmallVector<Value>(values.begin(), values.end());
 }

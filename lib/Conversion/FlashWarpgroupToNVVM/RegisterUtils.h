@@ -24,6 +24,9 @@ namespace mlir::flash::wg_lowering {
 /// rest of it and needs no canonicalisation to be compared.
 Value entryConstant(OpBuilder &builder, Operation *op, TypedAttr attr);
 
+/// The values of a fragment's registers (flash.wg.fragment_values).
+SmallVector<Value> fragmentValues(ImplicitLocOpBuilder &b, Value fragment);
+
 /// scf.if `cond` whose two branches yield what `thenFn` and `elseFn`
 /// build (of `types`); its results.
 SmallVector<Value> ifThenElse(OpBuilder &b, Location loc, Value cond,

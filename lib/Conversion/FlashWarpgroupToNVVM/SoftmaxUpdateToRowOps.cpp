@@ -42,12 +42,6 @@ static float speculativeSumBound(Type elementType) {
   return std::exp2(elementType.isF16() ? 15.0f : 32.0f);
 }
 
-/// The registers of a row vector or an A operand fragment.
-static SmallVector<Value> valuesOf(ImplicitLocOpBuilder &b, Value fragment) {
-  auto values = WgFragmentValuesOp::create(b, fragment).getValues();
-  return SmallVector<Value>(values.begin(), values.end());
-}
-
 namespace {
 
 /// The scalar steps of one update, on the registers of the thread's two
@@ -62,8 +56,8 @@ public:
 
   /// The op's results in order: p, m_new, l_new, alpha, moved.
   SmallVector<Value> write() {
-    SmallVector<Value> mOld = valuesOf(b, op.getMOld());
-    SmallVector<Value> lOld = valuesOf(b, op.getLOld());
+    SmallVector<Value> mOld = fragmentValues(b, op.getMOld());
+    SmallVector<Value> lOld = fragmentValues(b, op.getLOld());
     Result res = op.getSpeculative() ? speculative(mOld, lOld)
                                      : referenced(mOld, lOld);
     Value moved = res.moved ? res.moved : constant(b.getBoolAttr(true));
@@ -194,7 +188,7 @@ private:
   SmallVector<Value> rowMaxLog2() {
     Value mx = WgRowMaxOp::create(b, rowsType, scores);
     SmallVector<Value> scaled;
-    for (Value m : valuesOf(b, mx))
+    for (Value m : fragmentValues(b, mx))
       scaled.push_back(arith::MulFOp::create(b, m, scale));
     return scaled;
   }
@@ -224,11 +218,11 @@ private:
   }
 
   SmallVector<Value> rowSums(Value p) {
-    return valuesOf(b, WgRowSumOp::create(b, partialsType, p));
+    return fragmentValues(b, WgRowSumOp::create(b, partialsType, p));
   }
 
   SmallVector<Value> packScores(Value p) {
-    return valuesOf(b, WgTruncFOp::create(b, pType, p));
+    return fragmentValues(b, WgTruncFOp::create(b, pType, p));
   }
 
   ImplicitLocOpBuilder &b;
@@ -261,7 +255,7 @@ struct GuardedScaleRowsToSCF : public OpRewritePattern<WgScaleRowsOp> {
     auto accType = cast<FragmentType>(op.getInput().getType());
     // The branch carries the accumulator's registers, not its struct, as
     // the key loops carry them.
-    SmallVector<Value> acc = valuesOf(b, op.getInput());
+    SmallVector<Value> acc = fragmentValues(b, op.getInput());
     Value anyMoved = NVVM::VoteSyncOp::create(
         b, b.getI1Type(), entryConstant(b, op, b.getI32IntegerAttr(-1)),
         op.getMoved(), NVVM::VoteSyncKind::any);
@@ -272,7 +266,7 @@ struct GuardedScaleRowsToSCF : public OpRewritePattern<WgScaleRowsOp> {
           Value o = WgFragmentFromValuesOp::create(b, accType, acc);
           Value scaled =
               WgScaleRowsOp::create(b, accType, o, op.getFactor(), Value());
-          return valuesOf(b, scaled);
+          return fragmentValues(b, scaled);
         },
         [&] { return acc; });
     rewriter.replaceOp(op, WgFragmentFromValuesOp::create(b, accType, out));
