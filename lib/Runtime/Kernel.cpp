@@ -248,24 +248,33 @@ static CUtensorMapSwizzle tmaSwizzle(unsigned bytes) {
   }
 }
 
-Error Kernel::encodeTma3d(const TmaRequest3d &r, void *out) {
-  const DriverApi &cu = **getDriver();
+/// One cuTensorMapEncodeTiled with what every flashc map shares (no
+/// interleave, 256-byte L2 promotion, no OOB fill, element strides 1);
+/// dims, strides and box innermost first. `call` names it in errors.
+static Error encodeTiled(void *out, DType dtype, unsigned rank, uint64_t base,
+                         const cuuint64_t *dims, const cuuint64_t *strides,
+                         const cuuint32_t *box, unsigned swizzle,
+                         const Twine &call) {
   static_assert(sizeof(CUtensorMap) == kTmaDescriptorBytes &&
                     alignof(CUtensorMap) >= 64,
                 "CUtensorMap is 128 bytes, 64-byte aligned");
+  const cuuint32_t elementStrides[3] = {1, 1, 1};
+  return checkCu((*getDriver())->cuTensorMapEncodeTiled(
+                     static_cast<CUtensorMap *>(out), tmaType(dtype), rank,
+                     reinterpret_cast<void *>(base), dims, strides, box,
+                     elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     tmaSwizzle(swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                 call, ErrorCode::InvalidArgument);
+}
+
+Error Kernel::encodeTma3d(const TmaRequest3d &r, void *out) {
   cuuint64_t dims[3] = {r.dims[0], r.dims[1], r.dims[2]};
   cuuint64_t strides[2] = {r.strideBytes[0], r.strideBytes[1]};
   cuuint32_t box[3] = {r.box[0], r.box[1], r.box[2]};
-  cuuint32_t elementStrides[3] = {1, 1, 1};
-  return checkCu(
-      cu.cuTensorMapEncodeTiled(
-          static_cast<CUtensorMap *>(out), tmaType(r.dtype), 3,
-          reinterpret_cast<void *>(r.base), dims, strides, box,
-          elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-          tmaSwizzle(r.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-      "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ", 3-D)",
-      ErrorCode::InvalidArgument);
+  return encodeTiled(out, r.dtype, 3, r.base, dims, strides, box, r.swizzle,
+                     "cuTensorMapEncodeTiled(" + tensorName(r.tensor) +
+                         ", 3-D)");
 }
 
 Expected<uint64_t> Kernel::createTmaPtr(const TmaRequest3d &r) {
@@ -361,16 +370,8 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
     cuuint64_t dims[2] = {r.cols, r.rows};
     cuuint64_t strides[1] = {r.rowStrideBytes};
     cuuint32_t box[2] = {r.boxCols, r.boxRows};
-    cuuint32_t elementStrides[2] = {1, 1};
-    return checkCu(cu.cuTensorMapEncodeTiled(
-                       static_cast<CUtensorMap *>(out), tmaType(r.dtype), 2,
-                       reinterpret_cast<void *>(r.base), dims, strides, box,
-                       elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                       tmaSwizzle(r.swizzle),
-                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                   "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ")",
-                   ErrorCode::InvalidArgument);
+    return encodeTiled(out, r.dtype, 2, r.base, dims, strides, box, r.swizzle,
+                       "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ")");
   };
   // Held until the launch is submitted: the tensor maps it packs must not
   // be freed by another thread's eviction before then.
