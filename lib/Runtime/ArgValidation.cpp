@@ -263,11 +263,11 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                     tensorName(id), stridesString(t)));
   }
   // Tensors read through a 3-D descriptor (tma of rank 3, tma_ptr) are
-  // viewed as [B*H, N, D]: N
-  // keeps its own stride (heads may be padded apart), but B and H must merge
-  // into one dimension. A dimension of size 1 imposes nothing (its stride is
-  // never used; see makeTmaRequest3d). Stride 1 along D and 16-byte strides
-  // are the rules above, which every q/k/v/o already meets.
+  // viewed as [B*H, N, D]: N keeps its own stride (heads may be padded
+  // apart), but B and H must merge into one dimension. A dimension of size
+  // 1 imposes nothing (its stride is never used; see makeTmaRequest3d).
+  // Stride 1 along D and 16-byte strides are the rules above, which every
+  // q/k/v/o already meets.
   for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
     if (!meta.usesTensorMap3d(id) || !usable[unsigned(id)])
       continue;

@@ -276,7 +276,8 @@ TEST(Metadata, Tma3dParses) {
   json::Object flat = tmaPtrEntry("q", 128, 64, 128, 3);
   flat["kind"] = "tma";
   flat.erase("rank");
-  auto m2 = parseKernelMetadata(toText(withParams(tmaPtrParams(std::move(flat)))));
+  auto m2 =
+      parseKernelMetadata(toText(withParams(tmaPtrParams(std::move(flat)))));
   ASSERT_TRUE(bool(m2)) << toString(m2.takeError());
   EXPECT_EQ(m2->params[0].rank, 2u);
   EXPECT_TRUE(m2->usesTma(TensorId::Q));

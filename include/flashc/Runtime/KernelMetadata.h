@@ -54,7 +54,7 @@ struct ParamSpec {
   TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma, TmaPtr
   ScalarKind scalar = ScalarKind::Batch; ///< I32, I64, F32
   unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
-  unsigned rank = 0; ///< Memref; Tma (2 or 3); TmaPtr (always 3)
+  unsigned rank = 0;                     ///< Memref; Tma (2 or 3); TmaPtr (3)
   int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
   unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
 

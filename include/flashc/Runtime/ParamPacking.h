@@ -42,9 +42,9 @@ using TmaEncoder =
     llvm::function_ref<llvm::Error(const TmaRequest &, void *descriptor)>;
 
 /// What a 3-D descriptor (tma of rank 3, by value, or tma_ptr) must
-/// describe: a map over the tensor viewed as [B*H, N, D]. Arrays are innermost first, as cuTensorMapEncodeTiled
-/// takes them. Interleave none, L2 promotion 256 B and OOB fill NONE (reads
-/// past N give zeros) are fixed.
+/// describe: a map over the tensor viewed as [B*H, N, D]. Arrays are
+/// innermost first, as cuTensorMapEncodeTiled takes them. Interleave none,
+/// L2 promotion 256 B and OOB fill NONE (reads past N give zeros) are fixed.
 struct TmaRequest3d {
   TensorId tensor = TensorId::Q; ///< for messages; not part of the key
   uint64_t base = 0;
