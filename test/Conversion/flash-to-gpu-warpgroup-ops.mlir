@@ -47,8 +47,8 @@
 // Tile 0's softmax, unmasked when a key tile is full, else masked: without
 // the causal mask the running max lags (lag_max), from -inf and 0.
 // CHECK: %[[S:.*]] = flash.wg.fragment_from_values {{.*}} : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>
-// CHECK: %[[L0:.*]] = flash.wg.fragment_from_values %[[ZERO:.*]], %[[ZERO]] : !flash.fragment<64xf32, #flash.wgmma_row_partials>
 // CHECK: %[[M0:.*]] = flash.wg.fragment_from_values %[[NEGINF:.*]], %[[NEGINF]] : !flash.fragment<64xf32, #flash.wgmma_rows>
+// CHECK: %[[L0:.*]] = flash.wg.fragment_from_values %[[ZERO:.*]], %[[ZERO]] : !flash.fragment<64xf32, #flash.wgmma_row_partials>
 // CHECK: flash.wg.softmax_update %[[S]], %[[M0]], %[[L0]], %{{.*}} lag_max : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xf32, #flash.wgmma_rows>, !flash.fragment<64xf32, #flash.wgmma_row_partials> -> !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
 // CHECK: } else {
 // CHECK: %[[ROWS:.*]] = flash.wg.fragment_from_values %{{.*}}, %{{.*}} : !flash.fragment<64xi32, #flash.wgmma_rows>

@@ -5,6 +5,7 @@
 // RUN:   -flash-gpu-schedule="overlap=0 pingpong=0 split-release=0 tma-store-o=0" -convert-flash-to-gpu | FileCheck %s
 // RUN: flash-opt %kernels/attention_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=CAUSAL --implicit-check-not=nvvm.vote.sync
 // RUN: flash-opt %s -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=SMALL
+// RUN: flash-opt %s -flash-gpu-schedule="overlap=0" -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=SMALLSERIAL
 // RUN: flash-opt %kernels/attention_d256.mlir -flash-tile -flash-fuse -flash-gpu-schedule="tma-store-o=0" -convert-flash-to-gpu | FileCheck %s --check-prefix=D256
 
 // The shipped kernels (bf16, D = 128, block 128 x 128, 2 stages, 2 consumer
@@ -253,6 +254,16 @@
 // SMALL-NOT: nvvm.barrier
 // SMALL-NOT: math.log2
 // SMALL: gpu.return
+
+// Its one key loop is masked throughout; the serial schedule runs it twice,
+// without the mask over the full key tiles [0, nFull) and with it after.
+// SMALLSERIAL: } consumer {
+// SMALLSERIAL: %[[FULL:.*]]:36 = scf.for %{{[^ ]*}} = %c0 to %[[NFULL:[^ ]*]] step %c1
+// SMALLSERIAL-NOT: flash.wg.mask_keys
+// SMALLSERIAL: scf.for %{{[^ ]*}} = %[[NFULL]] to %{{[^ ]*}} step %c1 iter_args(%{{[^ ]*}} = %[[FULL]]#0,
+// SMALLSERIAL: flash.wg.mask_keys
+// SMALLSERIAL-NOT: flash.wg.mask_keys
+// SMALLSERIAL: gpu.return
 
 func.func @tile_f16_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) attributes {flash.config = #flash.config<block_m = 64, block_n = 64, stages = 2, warpgroups = 1>} {
   %c0 = arith.constant 0 : index

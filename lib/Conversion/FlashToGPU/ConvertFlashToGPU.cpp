@@ -107,7 +107,7 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
 }
 
 /// Builds the gpu.module holding the kernel of `spec` next to `func`.
-static gpu::GPUModuleOp buildKernelModule(func::FuncOp func,
+static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
                                           const KernelSpec &spec,
                                           ScheduleAttr schedule) {
   MLIRContext *ctx = func.getContext();
@@ -139,7 +139,10 @@ static gpu::GPUModuleOp buildKernelModule(func::FuncOp func,
 
   ImplicitLocOpBuilder kb(func.getLoc(), ctx);
   KernelEmitter emitter(kb, spec, &kernel.getBody().front());
-  emitter.emitKernel();
+  if (failed(emitter.emitKernel())) {
+    module.erase();
+    return failure();
+  }
   return module;
 }
 
@@ -174,9 +177,14 @@ struct ConvertFlashToGPUPass
         failedAny = true;
         continue;
       }
-      gpu::GPUModuleOp kernelModule = buildKernelModule(func, *spec, schedule);
+      FailureOr<gpu::GPUModuleOp> kernelModule =
+          buildKernelModule(func, *spec, schedule);
+      if (failed(kernelModule)) {
+        failedAny = true;
+        continue;
+      }
       func.erase();
-      if (lowerWarpgroupOps && failed(lowerFlashWarpgroupOps(kernelModule)))
+      if (lowerWarpgroupOps && failed(lowerFlashWarpgroupOps(*kernelModule)))
         failedAny = true;
     }
     if (failedAny)

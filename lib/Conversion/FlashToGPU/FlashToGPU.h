@@ -18,11 +18,14 @@
 
 #include "../InlinePtx.h"
 #include "Flash/FlashAttrs.h"
+#include "Flash/FlashOps.h"
 #include "Flash/FlashTypes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -51,6 +54,11 @@ struct KernelSpec {
   int64_t warpgroups; // consumer warpgroups
   bool causal;
   bool hasLse;
+  /// The tile program's key loops (scf.for over key offsets): the masked
+  /// tiles', after the unmasked ones' where the program has split them.
+  /// The serial schedule lowers them (KeyLoopToWarpgroup.cpp); they belong
+  /// to the function being converted.
+  SmallVector<Operation *, 2> keyLoops;
   double scale;    // natural softmax scale
   float scaleLog2; // scale * log2(e), as the tile program has it
 
@@ -177,6 +185,26 @@ ScheduleAttr scheduleAttrOf(MLIRContext *ctx, const KernelSpec &spec);
 LogicalResult verifySchedule(func::FuncOp func, const KernelSpec &spec,
                              ScheduleAttr schedule);
 
+class KernelEmitter;
+
+/// The patterns that rewrite a key loop of the tile program, cloned into a
+/// consumer, into the serial schedule's wgmma steps and ring operations, with
+/// `emitter` as the consumer's context (its descriptors, ring, bounds and
+/// rows). KeyLoopToWarpgroup.cpp.
+void populateKeyLoopToWarpgroupPatterns(RewritePatternSet &patterns,
+                                        KernelEmitter &emitter);
+/// Which of a key loop's iter_args carries O, the running max and the row
+/// sums (read from its flash.rescale and flash.softmax_update).
+struct KeyLoopRoles {
+  unsigned o, m, l;
+};
+FailureOr<KeyLoopRoles> keyLoopRoles(scf::ForOp loop);
+/// Attribute marking a cloned program loop for those patterns.
+constexpr llvm::StringLiteral kKeyLoopAttrName = "flash.key_loop";
+/// Attribute marking the cast that hands a cloned loop nest's final state
+/// (m, l, O tiles) back to the emitter as registers.
+constexpr llvm::StringLiteral kKeyLoopStateAttrName = "flash.key_loop_state";
+
 /// The kernel's launch contract (`flash.launch`).
 DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
 
@@ -187,8 +215,9 @@ class KernelEmitter {
 public:
   KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec, Block *entry);
 
-  /// Emits the whole kernel, ending with gpu.return.
-  void emitKernel();
+  /// Emits the whole kernel, ending with gpu.return; fails (with an error
+  /// at the program's op) where a key loop could not be lowered.
+  LogicalResult emitKernel();
 
   //===--- constants (hoisted to the entry block, one per value) ----------===//
   Value cIndex(int64_t v);
@@ -316,24 +345,18 @@ public:
   void releaseK(Value slot);
 
   //===--- Softmax.cpp: online softmax on the accumulator layout ---------===//
-  struct SoftmaxResult {
-    /// The registers of flash.wg.softmax_update's results.
-    SmallVector<Value> mNew, lNew, alpha, packedP;
-    /// i1, where the running max may keep its reference (lagMax or
-    /// speculativeExp): one of this thread's rows moved it.
-    Value moved;
-  };
-  /// flash.mask (`masked`: key tile j's limits per row) and
-  /// flash.wg.softmax_update over S's registers `s`. `firstTile`: mOld is
-  /// the literal -inf of a tile program's first key tile, so there is
-  /// nothing to speculate on.
-  SoftmaxResult softmax(SmallVector<Value> s, ArrayRef<Value> mOld,
-                        ArrayRef<Value> lOld, bool masked, Value j,
-                        bool firstTile = false);
-  /// O *= alpha (flash.wg.scale_rows); with `moved` skipped (a
-  /// warp-uniform branch) when no row of the warp moved its running max.
-  SmallVector<Value> scaleAcc(ArrayRef<Value> acc, ArrayRef<Value> alpha,
-                              Value moved);
+  /// flash.wg.mask_keys: the fragment `scores` of key tile j masked on this
+  /// thread's query rows.
+  Value maskKeys(Value scores, Value j, bool causal);
+  /// flash.wg.softmax_update of S's fragment `scores` on the running max
+  /// `m` (rows) and sums `l` (row partials), with the schedule's rule for
+  /// the max. `firstTile`: m is the literal -inf of a tile program's first
+  /// key tile, so there is nothing to speculate on.
+  WgSoftmaxUpdateOp softmaxUpdate(Value scores, Value m, Value l,
+                                  bool firstTile);
+  /// O *= alpha on fragments (flash.wg.scale_rows), skipped per warp where
+  /// `moved` is given and false.
+  Value scaleRows(Value o, Value alpha, Value moved);
 
   //===--- Epilogue.cpp -----------------------------------------------===//
   void emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
@@ -352,15 +375,20 @@ public:
   void skipTurn() {
     inTurn(TypeRange(), [] { return SmallVector<Value>(); });
   }
-  /// The key loops, serial (S_j, softmax, PV_j) or overlapped (S_j with
-  /// PV_{j-1}); both return (m[2], l[2], acc).
-  SmallVector<Value> emitSerialLoops();
+  /// The tile program's key loops `loops` (KernelSpec::keyLoops, each
+  /// carrying on from the previous one) in the serial schedule (S_j,
+  /// softmax, PV_j): cloned here and rewritten by the patterns of
+  /// KeyLoopToWarpgroup.cpp. A masked loop alone is cloned twice, the
+  /// first time without its mask, for the tiles that need none. `init`
+  /// (m[2], l[2], acc) replaces the first loop's initial state when given.
+  /// Returns the final (m[2], l[2], acc), or failure after an error at the
+  /// op left unlowered.
+  FailureOr<SmallVector<Value>> lowerKeyLoops(ArrayRef<Operation *> loops,
+                                              ArrayRef<Value> init = {});
   /// S_j = Q K_j^T issued in this consumer's turn and waited for; its K
   /// slot (and after the last key tile, Q) released. Returns S's values.
   SmallVector<Value> waitedS(const Slot &s, Value j);
-  /// One serial key tile: state (m[2], l[2], acc) in, the same out.
-  SmallVector<Value> serialStep(Value j, ValueRange state, bool masked);
-  SmallVector<Value> emitOverlappedLoops();
+
   /// After the key loops: the tiles [ownHi, nHi) this consumer's rows do not
   /// see, waited for and released without a GEMM, with the ping-pong turns
   /// the other consumer spends on them, so the ring and the turns stay
@@ -369,6 +397,8 @@ public:
 
 private:
   Value constant(TypedAttr attr);
+  /// Failure of a part lowered by patterns (the error is emitted).
+  LogicalResult status = success();
 
 public:
   ImplicitLocOpBuilder &b;

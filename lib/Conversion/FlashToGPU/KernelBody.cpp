@@ -1,18 +1,10 @@
-//===- KernelBody.cpp - kernel roles and the consumer main loop -----------===//
+//===- KernelBody.cpp - kernel roles and the consumer ---------------------===//
 //
 // The skeleton of the kernel: constants, the prologue, the split into the
 // producer warpgroup (setmaxnreg dec, TMA) and the consumer warpgroups
-// (setmaxnreg inc), and a consumer's two key loops (unmasked tiles, then the
-// tiles that need flash.mask: the ragged tail and the causal diagonal; tiles
-// past the diagonal are never visited). Serial schedule, per key tile j:
-//   wait K_j; S = Q K_j^T (wgmma, wait 0); softmax; O *= alpha;
-//   wait V_j; O += P V_j (wgmma, wait 0); release slot j % stages.
-// Overlapped schedule (FA3): S_j and PV_{j-1} issued back to back, wait 1,
-// softmax(S_j) under PV_{j-1}, wait 0, O *= alpha. With ping-pong the two
-// consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's
-// softmax runs under the other's GEMMs; with split release the K slot is
-// freed as soon as S retired. At D = 256 (KernelSpec::serialMaskedTiles)
-// only the unmasked tiles overlap; the masked ones follow serially. Under
+// (setmaxnreg inc). A consumer's key loops are the tile program's own: they
+// are cloned into the consumer and rewritten by KeyLoopToWarpgroup.cpp's
+// patterns into the serial or the overlapped schedule (lowerKeyLoops). Under
 // the causal mask each consumer walks only the key tiles its own 64 rows see
 // and releases the block's others without a GEMM (skipUnseenKeyTiles).
 //
@@ -27,6 +19,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Iterators.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
 
@@ -166,7 +162,7 @@ KernelEmitter::ifThenElse(Value cond, TypeRange types,
   return wg_lowering::ifThenElse(b, b.getLoc(), cond, types, thenFn, elseFn);
 }
 
-void KernelEmitter::emitKernel() {
+LogicalResult KernelEmitter::emitKernel() {
   emitSharedMemoryAndBarriers();
   if (!spec.sw.persistent)
     emitTileBounds();
@@ -193,6 +189,7 @@ void KernelEmitter::emitKernel() {
     emitConsumer(consumer->getArgument(0), consumer->getArgument(1));
   }
   gpu::ReturnOp::create(b);
+  return status;
 }
 
 void KernelEmitter::emitConsumer(Value consumer, Value thread) {
@@ -248,8 +245,12 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
     // The serial schedule has no separate first tile.
     if (!spec.sw.overlap)
       probeStamp(FirstSoftmaxDone);
-    SmallVector<Value> state =
-        spec.sw.overlap ? emitOverlappedLoops() : emitSerialLoops();
+    FailureOr<SmallVector<Value>> loops = lowerKeyLoops(spec.keyLoops);
+    if (failed(loops)) {
+      status = failure();
+      return;
+    }
+    SmallVector<Value> state = std::move(*loops);
     skipUnseenKeyTiles();
     probeStamp(KeyLoopsDone);
     releaseQIfNoKeyTiles();
@@ -282,39 +283,177 @@ SmallVector<Value> KernelEmitter::waitedS(const Slot &s, Value j) {
   return sv;
 }
 
-SmallVector<Value> KernelEmitter::serialStep(Value j, ValueRange state,
-                                             bool masked) {
-  // S_j -> softmax -> PV_j, each product waited within the iteration.
-  SmallVector<Value> stateVec(state);
-  ArrayRef<Value> st(stateVec);
-  Slot s = slotInfo(j);
-  SmallVector<Value> sv = waitedS(s, j);
-  SoftmaxResult sm = softmax(sv, st.slice(0, 2), st.slice(2, 2), masked, j);
-  SmallVector<Value> acc = scaleAcc(st.drop_front(4), sm.alpha, sm.moved);
-  Value o = inTurn(oType, [&] {
-    SmallVector<Value> vDescs = prepPV(s);
-    return SmallVector<Value>{emitPV(sm.packedP, acc, vDescs)};
-  })[0];
-  wgWait(0);
-  SmallVector<Value> acc2 = oValues(o);
-  release(s.slot);
-  SmallVector<Value> yielded = sm.mNew;
-  llvm::append_range(yielded, sm.lNew);
-  llvm::append_range(yielded, acc2);
-  return yielded;
-}
+FailureOr<SmallVector<Value>>
+KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
+                             ArrayRef<Value> init) {
+  auto first = cast<scf::ForOp>(loops.front());
+  auto last = cast<scf::ForOp>(loops.back());
+  FailureOr<KeyLoopRoles> firstRoles = keyLoopRoles(first);
+  FailureOr<KeyLoopRoles> lastRoles = keyLoopRoles(last);
+  if (failed(firstRoles) || failed(lastRoles))
+    return failure();
 
-SmallVector<Value> KernelEmitter::emitSerialLoops() {
-  Value negInf = cF32(-std::numeric_limits<float>::infinity());
-  SmallVector<Value> init = {negInf, negInf, cF32(0.0f), cF32(0.0f)};
-  init.append(spec.oRegs(), cF32(0.0f));
-  SmallVector<Value> state =
-      forLoop(cIndex(0), nFullIdx, init, [&](Value j, ValueRange it) {
-        return serialStep(j, it, /*masked=*/false);
-      });
-  return forLoop(nFullIdx, ownHiIdx, state, [&](Value j, ValueRange it) {
-    return serialStep(j, it, /*masked=*/true);
+  // The ops this function creates lie between `before` and the state cast.
+  Block *block = b.getInsertionBlock();
+  Operation *before = b.getInsertionPoint() == block->begin()
+                          ? nullptr
+                          : &*std::prev(b.getInsertionPoint());
+
+  // What the loops read from the program around them. Constants come along;
+  // the rest (the Q tile, the tiles' coordinates, the lengths, the bounds)
+  // has kernel-level counterparts the patterns take from this emitter, so
+  // it becomes a placeholder that must be left without uses.
+  IRMapping map;
+  SmallVector<Operation *> placeholders;
+  llvm::SmallPtrSet<Operation *, 2> nest(loops.begin(), loops.end());
+  auto bring = [&](Value value) {
+    if (map.contains(value))
+      return;
+    Operation *def = value.getDefiningOp();
+    if (def && nest.contains(def))
+      return;
+    if (def && def->hasTrait<OpTrait::ConstantLike>()) {
+      map.map(value, b.clone(*def)->getResult(0));
+      return;
+    }
+    auto placeholder =
+        UnrealizedConversionCastOp::create(b, value.getType(), ValueRange());
+    placeholders.push_back(placeholder);
+    map.map(value, placeholder.getResult(0));
+  };
+  for (Operation *loop : loops) {
+    for (Value operand : loop->getOperands())
+      bring(operand);
+    loop->walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (!loop->isAncestor(operand.getParentRegion()->getParentOp()))
+          bring(operand);
+    });
+  }
+
+  SmallVector<Operation *> worklist;
+  auto cloneLoop = [&](Operation *loop) {
+    // A fresh mapping per clone: one that knows a block's arguments
+    // already would clone the block without them.
+    IRMapping cloneMap = map;
+    Operation *clone = b.clone(*loop, cloneMap);
+    clone->setAttr(kKeyLoopAttrName, b.getUnitAttr());
+    clone->walk([&](Operation *op) { worklist.push_back(op); });
+    return clone;
+  };
+  // Each clone starts from its predecessor's results, the first from the
+  // program's initial state or from `init`.
+  SmallVector<Operation *> clones;
+  if (loops.size() == 1 && init.empty()) {
+    // The tiles before nFull need no mask: the loop once without it, then
+    // once more, carrying on.
+    Operation *unmasked = cloneLoop(first);
+    SmallVector<MaskOp> masks;
+    unmasked->walk([&](MaskOp mask) { masks.push_back(mask); });
+    for (MaskOp mask : masks) {
+      llvm::erase(worklist, mask.getOperation());
+      mask.replaceAllUsesWith(mask.getScores());
+      mask.erase();
+    }
+    clones.push_back(unmasked);
+  }
+  for (Operation *loop : loops)
+    clones.push_back(cloneLoop(loop));
+  for (auto [prev, next] : llvm::zip(clones, llvm::drop_begin(clones)))
+    cast<scf::ForOp>(next).getInitArgsMutable().assign(prev->getResults());
+  if (!init.empty()) {
+    auto head = cast<scf::ForOp>(clones.front());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(head);
+    auto asTile = [&](Type fragment, ArrayRef<Value> registers, unsigned role) {
+      Value value = WgFragmentFromValuesOp::create(b, fragment, registers);
+      head.getInitArgsMutable()[role].assign(
+          UnrealizedConversionCastOp::create(
+              b, head.getInitArgs()[role].getType(), value)
+              .getResult(0));
+    };
+    asTile(rowsF32Type, init.slice(0, 2), firstRoles->m);
+    asTile(rowPartialsType, init.slice(2, 2), firstRoles->l);
+    asTile(oType, init.drop_front(4), firstRoles->o);
+  }
+  Operation *lastClone = clones.back();
+  // The loops' final state, handed back as registers (m, l, O).
+  SmallVector<Type> stateTypes(4 + spec.oRegs(), f32);
+  ValueRange results = lastClone->getResults();
+  auto state = UnrealizedConversionCastOp::create(
+      b, stateTypes,
+      ValueRange{results[lastRoles->m], results[lastRoles->l],
+                 results[lastRoles->o]});
+  // Not on the driver's worklist: without users it would be erased as dead.
+  state->setAttr(kKeyLoopStateAttrName, b.getUnitAttr());
+
+  RewritePatternSet patterns(ctx);
+  populateKeyLoopToWarpgroupPatterns(patterns, *this);
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
+      .enableFolding(false)
+      .enableConstantCSE(false)
+      .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  (void)applyOpPatternsGreedily(worklist, std::move(patterns), config);
+
+  // Every tile op and placeholder use must be gone.
+  WalkResult left = block->walk([&](Operation *op) {
+    if (op->hasAttr(kKeyLoopAttrName) ||
+        isa<LoadTileOp, DotOp, MaskOp, SoftmaxUpdateOp, RescaleOp>(op)) {
+      op->emitError("flash-to-gpu: the serial key loop's patterns left ")
+          << op->getName() << " unlowered";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
   });
+  if (left.wasInterrupted())
+    return failure();
+  for (Operation *placeholder : placeholders) {
+    if (!placeholder->use_empty()) {
+      Operation *user = *placeholder->user_begin();
+      user->emitError("flash-to-gpu: the serial key loop's lowering left a "
+                      "use of a tile program value in ")
+          << user->getName();
+      return failure();
+    }
+    placeholder->erase();
+  }
+
+  SmallVector<Value> registers;
+  b.setInsertionPoint(state);
+  for (Value tile : state->getOperands()) {
+    auto cast = tile.getDefiningOp<UnrealizedConversionCastOp>();
+    Value fragment = cast && cast->getNumOperands() == 1 ? cast->getOperand(0)
+                                                         : Value();
+    if (!fragment || !isa<FragmentType>(fragment.getType())) {
+      state->emitError("flash-to-gpu: a key loop's result was not lowered");
+      return failure();
+    }
+    if (auto from = fragment.getDefiningOp<WgFragmentFromValuesOp>())
+      llvm::append_range(registers, from.getValues());
+    else
+      llvm::append_range(registers, wg_lowering::fragmentValues(b, fragment));
+  }
+  b.setInsertionPointAfter(state);
+  Operation *end = state->getNextNode();
+  state->erase();
+  // What the rewrite left without uses: the tiles' casts, the fragments of
+  // registers, the key offsets.
+  for (bool erased = true; erased;) {
+    erased = false;
+    Operation *op = before ? before->getNextNode() : &block->front();
+    while (op != end) {
+      Operation *next = op->getNextNode();
+      op->walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *nested) {
+        if (isOpTriviallyDead(nested)) {
+          nested->erase();
+          erased = true;
+        }
+      });
+      op = next;
+    }
+  }
+  return registers;
 }
 
 void KernelEmitter::skipUnseenKeyTiles() {
@@ -361,124 +500,3 @@ void KernelEmitter::skipUnseenKeyTiles() {
   });
 }
 
-SmallVector<Value> KernelEmitter::emitOverlappedLoops() {
-  // FA3 intra-warpgroup overlap: S_j and PV_{j-1} are issued back to back
-  // and softmax(S_j) runs while PV_{j-1} is still in the tensor cores. The
-  // loop carries (m, l, P_{j-1} packed, acc); a prologue computes S_0 and its
-  // softmax, an epilogue issues the last PV.
-  const int64_t numP = spec.sRegs() / 2;
-  Value negInf = cF32(-std::numeric_limits<float>::infinity());
-  SmallVector<Type> stateTypes(4, f32);
-  stateTypes.append(numP, i32);
-  // The overlapped tiles: [0, ownHi), or [0, nFull) with serialMaskedTiles.
-  const bool serialTail = spec.serialMaskedTiles;
-  Value overlapHi = serialTail ? nFull : ownHi;
-  Value overlapHiIdx = serialTail ? nFullIdx : ownHiIdx;
-  Value hasTiles =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, overlapHi, cI32(0));
-
-  SmallVector<Value> empty = {negInf, negInf, cF32(0.0f), cF32(0.0f)};
-  empty.append(numP, cI32(0));
-  SmallVector<Value> st0 = ifThenElse(
-      hasTiles, stateTypes,
-      [&] {
-        SmallVector<Value> sv = waitedS(slotInfo(cIndex(0)), cIndex(0));
-        // Tile 0 needs flash.mask only if it is ragged or on the diagonal
-        // (nFull = 0): the mask costs a compare and a select per score, a
-        // quarter of the tiles at N = 512.
-        auto softmaxOfTile0 = [&](bool masked) {
-          SoftmaxResult sm =
-              softmax(sv, {negInf, negInf}, {cF32(0.0f), cF32(0.0f)}, masked,
-                      cIndex(0), /*firstTile=*/true);
-          SmallVector<Value> out = sm.mNew;
-          llvm::append_range(out, sm.lNew);
-          llvm::append_range(out, sm.packedP);
-          return out;
-        };
-        if (serialTail)
-          return softmaxOfTile0(false);
-        Value full =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, nFull, cI32(0));
-        return ifThenElse(
-            full, stateTypes, [&] { return softmaxOfTile0(false); },
-            [&] { return softmaxOfTile0(true); });
-      },
-      empty);
-
-  auto body = [&](bool masked) {
-    return [&, masked](Value j, ValueRange it) {
-      SmallVector<Value> itVec(it);
-      ArrayRef<Value> its(itVec);
-      ArrayRef<Value> mOld = its.slice(0, 2), lOld = its.slice(2, 2),
-                      pOld = its.slice(4, numP), acc = its.drop_front(4 + numP);
-      Value jm1 = arith::SubIOp::create(b, j, cIndex(1));
-      Slot s = slotInfo(j);
-      Slot prev = slotInfo(jm1);
-      // Waits and descriptors first, then one fence and both GEMMs.
-      SOperands sOps = prepS(s);
-      SmallVector<Value> vDescs = prepPV(prev);
-      SmallVector<Value> products =
-          inTurn(TypeRange{sType, oType}, [&] {
-            NVVM::WgmmaFenceAlignedOp::create(b);
-            Value sAcc = emitS(sOps, /*fence=*/false);
-            Value o = emitPV(pOld, acc, vDescs, /*fence=*/false);
-            return SmallVector<Value>{sAcc, o};
-          });
-      Value sAcc = products[0], o = products[1];
-      wgWait(1);
-      SmallVector<Value> sv = sValues(sAcc);
-      releaseK(s.slot);
-      releaseQAfterLastS(j);
-      SoftmaxResult sm = softmax(sv, mOld, lOld, masked, j);
-      wgWait(0);
-      // Keep P_{j-1} live until PV_{j-1} retired, so P_j does not get its
-      // registers while the wgmma still reads them (ptxas would serialise
-      // the wgmma chain, C7513).
-      for (Value p : pOld)
-        (void)fenceOperand(b, p);
-      SmallVector<Value> acc2 = oValues(o);
-      release(prev.slot);
-      SmallVector<Value> acc3 = scaleAcc(acc2, sm.alpha, sm.moved);
-      SmallVector<Value> yielded = sm.mNew;
-      llvm::append_range(yielded, sm.lNew);
-      llvm::append_range(yielded, sm.packedP);
-      llvm::append_range(yielded, acc3);
-      return yielded;
-    };
-  };
-  probeStamp(FirstSoftmaxDone);
-  SmallVector<Value> init = st0;
-  init.append(spec.oRegs(), cF32(0.0f));
-  Value one = cIndex(1);
-  Value firstMasked = arith::MaxUIOp::create(b, nFullIdx, one);
-  SmallVector<Value> st = forLoop(one, firstMasked, init, body(false));
-  if (!serialTail)
-    st = forLoop(firstMasked, ownHiIdx, st, body(true));
-
-  ArrayRef<Value> stRef(st);
-  ArrayRef<Value> pLast = stRef.slice(4, numP),
-                  accLast = stRef.drop_front(4 + numP);
-  SmallVector<Type> accTypes(spec.oRegs(), f32);
-  SmallVector<Value> accFinal = ifThenElse(
-      hasTiles, accTypes,
-      [&] {
-        Value jl = arith::SubIOp::create(b, overlapHiIdx, cIndex(1));
-        Slot s = slotInfo(jl);
-        Value o = inTurn(oType, [&] {
-          SmallVector<Value> vDescs = prepPV(s);
-          return SmallVector<Value>{emitPV(pLast, accLast, vDescs)};
-        })[0];
-        wgWait(0);
-        SmallVector<Value> acc = oValues(o);
-        release(s.slot);
-        return acc;
-      },
-      accLast);
-  SmallVector<Value> result(stRef.take_front(4));
-  llvm::append_range(result, accFinal);
-  if (!serialTail)
-    return result;
-  return forLoop(nFullIdx, ownHiIdx, result, [&](Value j, ValueRange it) {
-    return serialStep(j, it, /*masked=*/true);
-  });
-}

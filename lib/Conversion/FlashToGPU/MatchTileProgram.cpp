@@ -95,6 +95,8 @@ static FailureOr<LoopInfo> matchKeyLoop(scf::ForOp loop, Value q, Value k,
         "flash-to-gpu: not a canonical key loop (expected load K, load V, "
         "dot transpose_b, [mask], softmax_update, rescale, truncf, dot "
         "carrying acc, max, sum)");
+  if (failed(keyLoopRoles(loop)))
+    return failure();
   // S = Q K^T must read the Q tile.
   for (DotOp dot : loop.getBody()->getOps<DotOp>())
     if (dot.getTransposeB() && dot.getA() != q)
@@ -232,10 +234,18 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
 
   std::optional<bool> maskCausal;
   std::optional<float> scaleLog2;
-  for (scf::ForOp loop : loops) {
+  for (auto [index, loop] : llvm::enumerate(loops)) {
     FailureOr<LoopInfo> info = matchKeyLoop(loop, qLoad, k, v, spec);
     if (failed(info))
       return failure();
+    // The kernel walks the key tiles without the mask first, then those
+    // with it (the ragged tail, the causal diagonal): -flash-fuse's split,
+    // or one masked loop it splits itself.
+    const bool wantMask = index + 1 == loops.size();
+    if (static_cast<bool>(info->mask) != wantMask)
+      return loop.emitError("flash-to-gpu: expected a key loop with "
+                            "flash.mask last, after at most one without "
+                            "(the split of -flash-fuse)");
     if (info->mask) {
       if (maskCausal && *maskCausal != info->mask.getCausal())
         return info->mask.emitError(
@@ -267,5 +277,6 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   if (lse && !lseStore)
     return func.emitError("flash-to-gpu: the lse argument is never stored");
   spec.hasLse = static_cast<bool>(lseStore);
+  spec.keyLoops.assign(loops.begin(), loops.end());
   return spec;
 }

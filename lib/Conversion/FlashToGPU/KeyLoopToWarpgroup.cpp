@@ -1,0 +1,715 @@
+//===- KeyLoopToWarpgroup.cpp - the program's key loops on a consumer -----===//
+//
+// A consumer's key loops are the tile program's own scf.for loops (the
+// unmasked tiles', then the masked ones'), cloned into the consumer
+// warpgroup and rewritten by these patterns. The serial schedule rewrites
+// each loop op by op:
+//
+//   scf.for over key offsets, carrying (O, m, l) tiles
+//     -> scf.for over key tiles j, carrying (m, l, O) registers; its K and V
+//        loads become the slot of ring position kvBase + j
+//   flash.dot Q K^T        -> S = Q K_j^T as flash.wg.mma steps in this
+//                             consumer's turn, waited for; K (and after the
+//                             last tile Q) released
+//   flash.mask             -> flash.wg.mask_keys on the thread's rows
+//   flash.softmax_update   -> flash.wg.softmax_update (the schedule's rule
+//                             for the running max)
+//   flash.rescale          -> flash.wg.scale_rows, guarded by `moved`
+//   arith.truncf of P      -> nothing: the update's P is in the 16-bit
+//                             A-operand layout already
+//   flash.dot P V          -> O += P V_j in this consumer's turn, waited
+//                             for; the slot released
+//
+// The overlapped schedule (`overlap`) rewrites the pair of loops into one
+// software pipeline (S_j issued beside PV_{j-1}); the mask, the update and
+// the rescale in it are the program's ops, cloned into the pipeline and
+// rewritten by the same patterns.
+//
+// While a loop is rewritten a tile stands for its fragment through an
+// unrealized_conversion_cast (fragment -> tensor; a K or V tile: its ring
+// slot and descriptor offset -> tensor); the casts cancel once every op is
+// rewritten. The loops carry registers, not fragments. The consumer's
+// context (descriptors, ring, bounds, rows, ping-pong turns) is the
+// KernelEmitter's, until ops of their own carry it in the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashToGPU.h"
+#include "../FlashWarpgroupToNVVM/RegisterUtils.h"
+
+#include "Flash/FlashOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::gpu_lowering;
+
+/// Marks a rewritten key loop: its induction variable is the key tile index.
+static constexpr llvm::StringLiteral kKeyTileLoopAttrName =
+    "flash.key_tile_loop";
+
+FailureOr<KeyLoopRoles>
+mlir::flash::gpu_lowering::keyLoopRoles(scf::ForOp loop) {
+  Block *body = loop.getBody();
+  auto updates = llvm::to_vector(body->getOps<SoftmaxUpdateOp>());
+  auto rescales = llvm::to_vector(body->getOps<RescaleOp>());
+  auto iterArgIndex = [&](Value value) -> std::optional<unsigned> {
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!arg || arg.getOwner() != body || arg.getArgNumber() == 0)
+      return std::nullopt;
+    return arg.getArgNumber() - 1;
+  };
+  if (updates.size() == 1 && rescales.size() == 1 &&
+      loop.getNumRegionIterArgs() == 3) {
+    std::optional<unsigned> o = iterArgIndex(rescales[0].getAcc());
+    std::optional<unsigned> m = iterArgIndex(updates[0].getRowMax());
+    std::optional<unsigned> l = iterArgIndex(updates[0].getRowSum());
+    auto yield = cast<scf::YieldOp>(body->getTerminator());
+    if (o && m && l && *o != *m && *o != *l && *m != *l &&
+        yield.getOperand(*m) == updates[0].getNewMax() &&
+        yield.getOperand(*l) == updates[0].getNewSum())
+      return KeyLoopRoles{*o, *m, *l};
+  }
+  return loop.emitError("flash-to-gpu: a key loop must carry O through "
+                        "flash.rescale and the running max and sums through "
+                        "one flash.softmax_update");
+}
+
+namespace {
+
+/// The fragment a tile stands for while its loop is rewritten.
+Value fragmentOf(Value tile) {
+  auto cast = tile.getDefiningOp<UnrealizedConversionCastOp>();
+  if (!cast || cast->getNumOperands() != 1 ||
+      !isa<FragmentType>(cast->getOperand(0).getType()))
+    return {};
+  return cast->getOperand(0);
+}
+
+Value asTile(OpBuilder &b, Location loc, Value fragment, Type tileType) {
+  return UnrealizedConversionCastOp::create(b, loc, tileType, fragment)
+      .getResult(0);
+}
+
+/// The ring slot (and descriptor offset) a K or V tile landed in.
+std::optional<KernelEmitter::Slot> slotOf(Value tile) {
+  auto cast = tile.getDefiningOp<UnrealizedConversionCastOp>();
+  if (!cast || cast->getNumOperands() != 2 ||
+      !isa<RingSlotType>(cast->getOperand(0).getType()))
+    return std::nullopt;
+  return KernelEmitter::Slot{cast->getOperand(0), cast->getOperand(1)};
+}
+
+/// The key tile index of the rewritten key loop around `op`.
+Value keyTileIndex(Operation *op) {
+  auto loop = op->getParentOfType<scf::ForOp>();
+  if (!loop || !loop->hasAttr(kKeyTileLoopAttrName))
+    return {};
+  return loop.getInductionVar();
+}
+
+bool isSplatZero(Value value) {
+  DenseElementsAttr splat;
+  return matchPattern(value, m_Constant(&splat)) && splat.isSplat() &&
+         splat.getSplatValue<APFloat>().isPosZero();
+}
+
+/// Points the emitter's builder at `op` for one rewrite, reporting what it
+/// creates to the rewriter's driver.
+class EmitterAt {
+public:
+  EmitterAt(KernelEmitter &emitter, PatternRewriter &rewriter, Operation *op)
+      : b(emitter.b), guard(emitter.b), listener(emitter.b.getListener()),
+        loc(emitter.b.getLoc()) {
+    b.setInsertionPoint(op);
+    b.setListener(rewriter.getListener());
+    b.setLoc(op->getLoc());
+  }
+  ~EmitterAt() {
+    b.setListener(listener);
+    b.setLoc(loc);
+  }
+
+private:
+  ImplicitLocOpBuilder &b;
+  OpBuilder::InsertionGuard guard;
+  OpBuilder::Listener *listener;
+  Location loc;
+};
+
+/// The registers of `fragment`: the values it was built from, if it was.
+SmallVector<Value> registersOf(ImplicitLocOpBuilder &b, Value fragment) {
+  if (auto from = fragment.getDefiningOp<WgFragmentFromValuesOp>())
+    return SmallVector<Value>(from.getValues());
+  return wg_lowering::fragmentValues(b, fragment);
+}
+
+/// The registers a key loop starts from (m, l, O): those of its initial
+/// tiles' fragments or splat constants; empty while one is not rewritten.
+SmallVector<Value> initialRegisters(KernelEmitter &e, ValueRange inits,
+                                    const KeyLoopRoles &roles) {
+  SmallVector<Value> regs;
+  auto add = [&](Value init, int64_t count) {
+    DenseElementsAttr splat;
+    if (matchPattern(init, m_Constant(&splat)) && splat.isSplat()) {
+      regs.append(count,
+                  e.cF32(splat.getSplatValue<APFloat>().convertToFloat()));
+      return true;
+    }
+    Value fragment = fragmentOf(init);
+    if (!fragment)
+      return false;
+    llvm::append_range(regs, registersOf(e.b, fragment));
+    return true;
+  };
+  if (add(inits[roles.m], 2) && add(inits[roles.l], 2) &&
+      add(inits[roles.o], e.spec.oRegs()))
+    return regs;
+  return {};
+}
+
+template <typename OpTy>
+struct KeyLoopPattern : OpRewritePattern<OpTy> {
+  KeyLoopPattern(MLIRContext *ctx, KernelEmitter &emitter)
+      : OpRewritePattern<OpTy>(ctx), e(emitter) {}
+  KernelEmitter &e;
+};
+
+/// The key loop over key offsets becomes a loop over key tiles j in the
+/// consumer's range for it: [0, nFull) without the mask, [nFull, ownHi)
+/// with it. Its K and V loads become the slot of ring position kvBase + j,
+/// taken once at the top; it carries (m, l, O) registers.
+struct KeyLoopToRingLoop : KeyLoopPattern<scf::ForOp> {
+  using KeyLoopPattern::KeyLoopPattern;
+
+  LogicalResult matchAndRewrite(scf::ForOp loop,
+                                PatternRewriter &rewriter) const override {
+    if (!loop->hasAttr(kKeyLoopAttrName))
+      return failure();
+    FailureOr<KeyLoopRoles> roles = keyLoopRoles(loop);
+    if (failed(roles))
+      return failure();
+    Block *body = loop.getBody();
+    const bool masked = !body->getOps<MaskOp>().empty();
+    // Under overlap only the masked tiles of serialMaskedTiles run serially.
+    if (e.spec.sw.overlap && !(masked && e.spec.serialMaskedTiles))
+      return failure();
+    ValueRange inits = loop.getInitArgs();
+    EmitterAt at(e, rewriter, loop);
+    SmallVector<Value> state = initialRegisters(e, inits, *roles);
+    if (state.empty())
+      return rewriter.notifyMatchFailure(loop, "initial state not lowered");
+
+    Value lo = masked ? e.nFullIdx : e.cIndex(0);
+    Value hi = masked ? e.ownHiIdx : e.nFullIdx;
+    auto tiles = scf::ForOp::create(e.b, lo, hi, e.cIndex(1), state);
+    tiles->setAttr(kKeyTileLoopAttrName, rewriter.getUnitAttr());
+    Block *tileBody = tiles.getBody();
+    e.b.setInsertionPointToStart(tileBody);
+    Value j = tiles.getInductionVar();
+    KernelEmitter::Slot slot = e.slotInfo(j);
+    ValueRange regs = tiles.getRegionIterArgs();
+    SmallVector<Value> replacements(body->getNumArguments());
+    replacements[0] = arith::MulIOp::create(e.b, j, e.cIndex(e.spec.blockN));
+    auto carried = [&](unsigned role, Type type, ValueRange values) {
+      replacements[1 + role] = asTile(
+          e.b, loop.getLoc(),
+          WgFragmentFromValuesOp::create(e.b, type, values), inits[role]
+                                                                 .getType());
+    };
+    carried(roles->m, e.rowsF32Type, regs.slice(0, 2));
+    carried(roles->l, e.rowPartialsType, regs.slice(2, 2));
+    carried(roles->o, e.oType, regs.drop_front(4));
+
+    for (LoadTileOp load : llvm::make_early_inc_range(body->getOps<LoadTileOp>())) {
+      rewriter.setInsertionPoint(load);
+      rewriter.replaceOp(load,
+                         UnrealizedConversionCastOp::create(
+                             rewriter, load.getLoc(), load.getType(),
+                             ValueRange{slot.slot, slot.descOffset}));
+    }
+    rewriter.inlineBlockBefore(body, tileBody, tileBody->end(), replacements);
+
+    // The yield hands on the registers once the body's ops are rewritten.
+    auto yield = cast<scf::YieldOp>(tileBody->getTerminator());
+    rewriter.setInsertionPoint(yield);
+    auto next = UnrealizedConversionCastOp::create(
+        rewriter, yield.getLoc(), TypeRange(regs),
+        ValueRange{yield.getOperand(roles->m), yield.getOperand(roles->l),
+                   yield.getOperand(roles->o)});
+    rewriter.replaceOpWithNewOp<scf::YieldOp>(yield, next.getResults());
+
+    e.b.setInsertionPointAfter(tiles);
+    ValueRange out = tiles.getResults();
+    SmallVector<Value> results(3);
+    auto result = [&](unsigned role, Type type, ValueRange values) {
+      results[role] =
+          asTile(e.b, loop.getLoc(),
+                 WgFragmentFromValuesOp::create(e.b, type, values),
+                 loop.getResult(role).getType());
+    };
+    result(roles->m, e.rowsF32Type, out.slice(0, 2));
+    result(roles->l, e.rowPartialsType, out.slice(2, 2));
+    result(roles->o, e.oType, out.drop_front(4));
+    rewriter.replaceOp(loop, results);
+    return success();
+  }
+};
+
+/// The carried state's tiles, once rewritten, as the registers of their
+/// fragments (at the yield of a key loop or of a peeled tile).
+struct KeyLoopStateToRegisters
+    : OpRewritePattern<UnrealizedConversionCastOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(UnrealizedConversionCastOp cast,
+                                PatternRewriter &rewriter) const override {
+    if (cast->hasAttr(kKeyLoopStateAttrName) || cast->use_empty() ||
+        !llvm::all_of(cast->getUsers(), llvm::IsaPred<scf::YieldOp>))
+      return failure();
+    SmallVector<Value> fragments;
+    for (Value tile : cast->getOperands()) {
+      Value fragment = fragmentOf(tile);
+      if (!fragment)
+        return failure();
+      fragments.push_back(fragment);
+    }
+    ImplicitLocOpBuilder b(cast.getLoc(), rewriter);
+    b.setInsertionPoint(cast);
+    SmallVector<Value> regs;
+    for (Value fragment : fragments)
+      llvm::append_range(regs, registersOf(b, fragment));
+    if (regs.size() != cast->getNumResults())
+      return failure();
+    rewriter.replaceOp(cast, regs);
+    return success();
+  }
+};
+
+/// S = Q K_j^T: the wgmma steps in this consumer's turn, waited for, K (and
+/// after the tile's last S, Q) released.
+struct ScoresDotToWgMma : KeyLoopPattern<DotOp> {
+  using KeyLoopPattern::KeyLoopPattern;
+
+  LogicalResult matchAndRewrite(DotOp dot,
+                                PatternRewriter &rewriter) const override {
+    Value j = keyTileIndex(dot);
+    std::optional<KernelEmitter::Slot> slot = slotOf(dot.getB());
+    if (!j || !slot || !dot.getTransposeB() || !isSplatZero(dot.getAcc()))
+      return failure();
+    EmitterAt at(e, rewriter, dot);
+    SmallVector<Value> scores = e.waitedS(*slot, j);
+    Value fragment = WgFragmentFromValuesOp::create(e.b, e.sType, scores);
+    rewriter.replaceOp(dot, asTile(e.b, dot.getLoc(), fragment, dot.getType()));
+    return success();
+  }
+};
+
+/// flash.mask on key tile j's scores: the loop patterns give its key offset
+/// as j * block_n.
+struct MaskToMaskKeys : KeyLoopPattern<MaskOp> {
+  using KeyLoopPattern::KeyLoopPattern;
+
+  LogicalResult matchAndRewrite(MaskOp mask,
+                                PatternRewriter &rewriter) const override {
+    Value scores = fragmentOf(mask.getScores());
+    auto offset = mask.getColStart().getDefiningOp<arith::MulIOp>();
+    APInt blockN;
+    if (!scores || !offset ||
+        !matchPattern(offset.getRhs(), m_ConstantInt(&blockN)) ||
+        blockN != e.spec.blockN)
+      return failure();
+    EmitterAt at(e, rewriter, mask);
+    Value masked = e.maskKeys(scores, offset.getLhs(), mask.getCausal());
+    rewriter.replaceOp(mask,
+                       asTile(e.b, mask.getLoc(), masked, mask.getType()));
+    return success();
+  }
+};
+
+/// The update of one key tile. A tile program's first key tile starts from
+/// the literal -inf (and zero sums): the registers of those constants, and
+/// no speculation on a max that is not there.
+struct SoftmaxUpdateToWg : KeyLoopPattern<SoftmaxUpdateOp> {
+  using KeyLoopPattern::KeyLoopPattern;
+
+  LogicalResult matchAndRewrite(SoftmaxUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Value scores = fragmentOf(op.getScores());
+    if (!scores || !op.getBase2())
+      return failure();
+    EmitterAt at(e, rewriter, op);
+    const bool firstTile = isSplat(op.getRowMax(), -INFINITY);
+    Value m = fragmentOrSplat(op.getRowMax(), e.rowsF32Type);
+    Value l = fragmentOrSplat(op.getRowSum(), e.rowPartialsType);
+    if (!m || !l)
+      return failure();
+    WgSoftmaxUpdateOp update = e.softmaxUpdate(scores, m, l, firstTile);
+    Location loc = op.getLoc();
+    rewriter.replaceOp(
+        op, {asTile(e.b, loc, update.getP(), op.getP().getType()),
+             asTile(e.b, loc, update.getMNew(), op.getNewMax().getType()),
+             asTile(e.b, loc, update.getLNew(), op.getNewSum().getType()),
+             asTile(e.b, loc, update.getAlpha(), op.getAlpha().getType())});
+    return success();
+  }
+
+  bool isSplat(Value tile, float value) const {
+    DenseElementsAttr splat;
+    return matchPattern(tile, m_Constant(&splat)) && splat.isSplat() &&
+           splat.getSplatValue<APFloat>().convertToFloat() == value;
+  }
+
+  /// A row vector's fragment, or one built from its splat constant.
+  Value fragmentOrSplat(Value tile, FragmentType type) const {
+    if (Value fragment = fragmentOf(tile))
+      return fragment;
+    DenseElementsAttr splat;
+    if (!matchPattern(tile, m_Constant(&splat)) || !splat.isSplat())
+      return {};
+    Value value = e.cF32(splat.getSplatValue<APFloat>().convertToFloat());
+    return WgFragmentFromValuesOp::create(e.b, type, ValueRange{value, value});
+  }
+};
+
+struct RescaleToScaleRows : KeyLoopPattern<RescaleOp> {
+  using KeyLoopPattern::KeyLoopPattern;
+
+  LogicalResult matchAndRewrite(RescaleOp op,
+                                PatternRewriter &rewriter) const override {
+    Value acc = fragmentOf(op.getAcc());
+    Value alpha = fragmentOf(op.getAlpha());
+    if (!acc || !alpha)
+      return failure();
+    // Where the running max may keep its reference, rows whose max did not
+    // move skip the multiplies.
+    Value moved;
+    if (auto update = alpha.getDefiningOp<WgSoftmaxUpdateOp>())
+      if (update.getLagMax() || update.getSpeculative())
+        moved = update.getMoved();
+    EmitterAt at(e, rewriter, op);
+    Value scaled = e.scaleRows(acc, alpha, moved);
+    rewriter.replaceOp(op, asTile(e.b, op.getLoc(), scaled, op.getType()));
+    return success();
+  }
+};
+
+/// P's rounding: flash.wg.softmax_update gave P in the 16-bit A layout.
+struct ProbabilitiesTruncF : OpRewritePattern<arith::TruncFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::TruncFOp op,
+                                PatternRewriter &rewriter) const override {
+    Value p = fragmentOf(op.getIn());
+    auto type = p ? dyn_cast<FragmentType>(p.getType()) : FragmentType();
+    auto tile = dyn_cast<RankedTensorType>(op.getType());
+    if (!type || !tile || !isa<WgmmaOperandALayoutAttr>(type.getLayout()) ||
+        type.getElementType() != tile.getElementType())
+      return failure();
+    rewriter.replaceOp(op, asTile(rewriter, op.getLoc(), p, tile));
+    return success();
+  }
+};
+
+/// O += P V_j in this consumer's turn, waited for; the slot released.
+struct OutputDotToWgMma : KeyLoopPattern<DotOp> {
+  using KeyLoopPattern::KeyLoopPattern;
+
+  LogicalResult matchAndRewrite(DotOp dot,
+                                PatternRewriter &rewriter) const override {
+    Value p = fragmentOf(dot.getA());
+    Value acc = fragmentOf(dot.getAcc());
+    std::optional<KernelEmitter::Slot> slot = slotOf(dot.getB());
+    if (!keyTileIndex(dot) || dot.getTransposeB() || !p || !acc || !slot)
+      return failure();
+    EmitterAt at(e, rewriter, dot);
+    SmallVector<Value> packedP = registersOf(e.b, p);
+    SmallVector<Value> accRegs = registersOf(e.b, acc);
+    Value o = e.inTurn(e.oType, [&] {
+      SmallVector<Value> vDescs = e.prepPV(*slot);
+      return SmallVector<Value>{e.emitPV(packedP, accRegs, vDescs)};
+    })[0];
+    e.wgWait(0);
+    SmallVector<Value> out = e.oValues(o);
+    e.release(slot->slot);
+    Value fragment = WgFragmentFromValuesOp::create(e.b, e.oType, out);
+    rewriter.replaceOp(dot, asTile(e.b, dot.getLoc(), fragment, dot.getType()));
+    return success();
+  }
+};
+
+/// FA3's intra-warpgroup overlap (#flash.schedule's `overlap`): the unmasked
+/// key loop and the masked one after it as one software pipeline. S_0 and
+/// its softmax are peeled (the unmasked softmax where tile 0 is full, else
+/// the masked one); in the loops S_j is issued beside PV_{j-1} in one turn,
+/// the softmax of S_j runs while PV_{j-1} is in the tensor cores, then O is
+/// rescaled; the last PV is peeled. The loops carry (m, l, P_{j-1}, O). The
+/// mask, the update and the rescale are the program's own ops, cloned into
+/// the pipeline and rewritten by the patterns above. With
+/// serialMaskedTiles only the unmasked tiles are pipelined and the masked
+/// loop is left to the serial pattern.
+struct KeyLoopsToOverlappedRingLoops : KeyLoopPattern<scf::ForOp> {
+  using KeyLoopPattern::KeyLoopPattern;
+
+  LogicalResult matchAndRewrite(scf::ForOp unmasked,
+                                PatternRewriter &rewriter) const override {
+    if (!e.spec.sw.overlap || !unmasked->hasAttr(kKeyLoopAttrName) ||
+        !unmasked.getBody()->getOps<MaskOp>().empty() ||
+        unmasked->use_empty())
+      return failure();
+    auto masked = dyn_cast<scf::ForOp>(*unmasked->user_begin());
+    if (!masked || !masked->hasAttr(kKeyLoopAttrName) ||
+        masked.getInitArgs() != unmasked.getResults())
+      return failure();
+    FailureOr<KeyLoopRoles> roles = keyLoopRoles(unmasked);
+    FailureOr<KeyLoopRoles> maskedRoles = keyLoopRoles(masked);
+    if (failed(roles) || failed(maskedRoles))
+      return failure();
+    EmitterAt at(e, rewriter, unmasked);
+    SmallVector<Value> init =
+        initialRegisters(e, unmasked.getInitArgs(), *roles);
+    if (init.empty())
+      return rewriter.notifyMatchFailure(unmasked, "initial state");
+
+    const KernelSpec &spec = e.spec;
+    const int64_t numP = spec.sRegs() / 2;
+    const bool serialTail = spec.serialMaskedTiles;
+    SmallVector<Type> stateTypes(4, e.f32);
+    stateTypes.append(numP, e.i32);
+    // The pipelined tiles: [0, ownHi), or [0, nFull) with serialMaskedTiles.
+    Value overlapHi = serialTail ? e.nFull : e.ownHi;
+    Value overlapHiIdx = serialTail ? e.nFullIdx : e.ownHiIdx;
+    Value hasTiles = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sgt,
+                                           overlapHi, e.cI32(0));
+    Value negInf = e.cF32(-INFINITY);
+    SmallVector<Value> empty = {negInf, negInf, e.cF32(0.0f), e.cF32(0.0f)};
+    empty.append(numP, e.cI32(0));
+    ValueRange initTiles = unmasked.getInitArgs();
+    SmallVector<Value> st0 = e.ifThenElse(
+        hasTiles, stateTypes,
+        [&] {
+          Value zero = e.cIndex(0);
+          Value s = scoresTile(e.waitedS(e.slotInfo(zero), zero), unmasked);
+          // Tile 0 needs flash.mask only if it is ragged or on the diagonal
+          // (nFull = 0): the mask costs a compare and a select per score.
+          auto tile0 = [&](scf::ForOp loop, const KeyLoopRoles &r) {
+            IRMapping map;
+            SoftmaxUpdateOp update =
+                cloneSoftmax(rewriter, loop, r, s, initTiles[roles->m],
+                             initTiles[roles->l], zero, map);
+            return stateRegisters(rewriter, {map.lookup(update.getNewMax()),
+                                             map.lookup(update.getNewSum()),
+                                             map.lookup(update.getP())},
+                                  stateTypes);
+          };
+          if (serialTail)
+            return tile0(unmasked, *roles);
+          Value full = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sgt,
+                                             e.nFull, e.cI32(0));
+          return e.ifThenElse(
+              full, stateTypes, [&] { return tile0(unmasked, *roles); },
+              [&] { return tile0(masked, *maskedRoles); });
+        },
+        empty);
+    e.probeStamp(KernelEmitter::FirstSoftmaxDone);
+
+    SmallVector<Value> state = st0;
+    state.append(ArrayRef<Value>(init).drop_front(4).begin(),
+                 ArrayRef<Value>(init).drop_front(4).end());
+    Value one = e.cIndex(1);
+    Value firstMasked = arith::MaxUIOp::create(e.b, e.nFullIdx, one);
+    state = pipelinedLoop(rewriter, unmasked, *roles, one, firstMasked, state);
+    if (!serialTail)
+      state = pipelinedLoop(rewriter, masked, *maskedRoles, firstMasked,
+                            e.ownHiIdx, state);
+
+    ArrayRef<Value> st(state);
+    ArrayRef<Value> pLast = st.slice(4, numP), accLast = st.drop_front(4 + numP);
+    SmallVector<Type> accTypes(spec.oRegs(), e.f32);
+    SmallVector<Value> accFinal = e.ifThenElse(
+        hasTiles, accTypes,
+        [&] {
+          Value last = arith::SubIOp::create(e.b, overlapHiIdx, one);
+          KernelEmitter::Slot s = e.slotInfo(last);
+          Value o = e.inTurn(e.oType, [&] {
+            SmallVector<Value> vDescs = e.prepPV(s);
+            return SmallVector<Value>{e.emitPV(pLast, accLast, vDescs)};
+          })[0];
+          e.wgWait(0);
+          SmallVector<Value> acc = e.oValues(o);
+          e.release(s.slot);
+          return acc;
+        },
+        accLast);
+
+    // The pipeline's result stands for the loop it ends with.
+    scf::ForOp end = serialTail ? unmasked : masked;
+    const KeyLoopRoles &endRoles = serialTail ? *roles : *maskedRoles;
+    SmallVector<Value> results(3);
+    Location loc = end.getLoc();
+    auto result = [&](unsigned role, Type type, ValueRange values) {
+      results[role] =
+          asTile(e.b, loc, WgFragmentFromValuesOp::create(e.b, type, values),
+                 end.getResult(role).getType());
+    };
+    result(endRoles.m, e.rowsF32Type, st.slice(0, 2));
+    result(endRoles.l, e.rowPartialsType, st.slice(2, 2));
+    result(endRoles.o, e.oType, accFinal);
+    rewriter.replaceOp(end, results);
+    if (!serialTail)
+      rewriter.eraseOp(unmasked);
+    return success();
+  }
+
+private:
+  /// S's registers as the tile of `loop`'s S = Q K^T.
+  Value scoresTile(ArrayRef<Value> scores, scf::ForOp loop) const {
+    Type type;
+    for (DotOp dot : loop.getBody()->getOps<DotOp>())
+      if (dot.getTransposeB())
+        type = dot.getType();
+    Value fragment = WgFragmentFromValuesOp::create(e.b, e.sType, scores);
+    return asTile(e.b, loop.getLoc(), fragment, type);
+  }
+
+  /// Clones `loop`'s softmax (what its body computes from S besides the
+  /// products and the rescale: the mask, the update, their arithmetic) at
+  /// the emitter's insertion point, for the scores `s`, the carried max and
+  /// sums `m` and `l`, and key tile j. Returns the program's update op;
+  /// `map` gives its clone's values.
+  SoftmaxUpdateOp cloneSoftmax(PatternRewriter &rewriter, scf::ForOp loop,
+                               const KeyLoopRoles &roles, Value s, Value m,
+                               Value l, Value j, IRMapping &map) const {
+    Block *body = loop.getBody();
+    map.map(loop.getInductionVar(),
+            arith::MulIOp::create(e.b, j, e.cIndex(e.spec.blockN)));
+    map.map(body->getArgument(1 + roles.m), m);
+    map.map(body->getArgument(1 + roles.l), l);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(e.b.getInsertionBlock(), e.b.getInsertionPoint());
+    SoftmaxUpdateOp update;
+    for (Operation &op : body->without_terminator()) {
+      if (auto dot = dyn_cast<DotOp>(op)) {
+        if (dot.getTransposeB())
+          map.map(dot.getResult(), s);
+        continue;
+      }
+      if (isa<LoadTileOp, RescaleOp>(op))
+        continue;
+      if (auto trunc = dyn_cast<arith::TruncFOp>(op))
+        if (isa<RankedTensorType>(trunc.getType()))
+          continue;
+      rewriter.clone(op, map);
+      if (auto u = dyn_cast<SoftmaxUpdateOp>(op))
+        update = u;
+    }
+    return update;
+  }
+
+  /// Registers of the state tiles, for a yield.
+  SmallVector<Value> stateRegisters(PatternRewriter &rewriter,
+                                    ValueRange tiles, TypeRange types) const {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(e.b.getInsertionBlock(), e.b.getInsertionPoint());
+    auto cast = UnrealizedConversionCastOp::create(rewriter, e.b.getLoc(),
+                                                   types, tiles);
+    return SmallVector<Value>(cast.getResults());
+  }
+
+  /// Key tiles [lo, hi) of `loop`, S_j beside PV_{j-1}: state (m[2], l[2],
+  /// P_{j-1}, O) in, the same out.
+  SmallVector<Value> pipelinedLoop(PatternRewriter &rewriter, scf::ForOp loop,
+                                   const KeyLoopRoles &roles, Value lo,
+                                   Value hi, ArrayRef<Value> init) const {
+    const int64_t numP = e.spec.sRegs() / 2;
+    // The loop is in place before its body is built, so the driver sees
+    // the ops cloned into it.
+    auto tiles = scf::ForOp::create(e.b, lo, hi, e.cIndex(1), init);
+    OpBuilder::InsertionGuard guard(e.b);
+    e.b.setInsertionPointToStart(tiles.getBody());
+    {
+      Value j = tiles.getInductionVar();
+      SmallVector<Value> itVec(tiles.getRegionIterArgs());
+      ArrayRef<Value> its(itVec);
+      SmallVector<Value> pOld(its.slice(4, numP));
+      SmallVector<Value> acc(its.drop_front(4 + numP));
+      Value jm1 = arith::SubIOp::create(e.b, j, e.cIndex(1));
+      KernelEmitter::Slot s = e.slotInfo(j);
+      KernelEmitter::Slot prev = e.slotInfo(jm1);
+      // Waits and descriptors first, then one fence and both GEMMs.
+      KernelEmitter::SOperands sOps = e.prepS(s);
+      SmallVector<Value> vDescs = e.prepPV(prev);
+      SmallVector<Value> products =
+          e.inTurn(TypeRange{e.sType, e.oType}, [&] {
+            NVVM::WgmmaFenceAlignedOp::create(e.b);
+            Value sAcc = e.emitS(sOps, /*fence=*/false);
+            Value o = e.emitPV(pOld, acc, vDescs, /*fence=*/false);
+            return SmallVector<Value>{sAcc, o};
+          });
+      e.wgWait(1);
+      SmallVector<Value> scores = e.sValues(products[0]);
+      e.releaseK(s.slot);
+      e.releaseQAfterLastS(j);
+      Value sTile = scoresTile(scores, loop);
+      Location loc = loop.getLoc();
+      auto carried = [&](Type type, ArrayRef<Value> regs, Type tileType) {
+        return asTile(e.b, loc, WgFragmentFromValuesOp::create(e.b, type, regs),
+                      tileType);
+      };
+      ValueRange tiles = loop.getRegionIterArgs();
+      IRMapping map;
+      SoftmaxUpdateOp update = cloneSoftmax(
+          rewriter, loop, roles, sTile,
+          carried(e.rowsF32Type, its.slice(0, 2), tiles[roles.m].getType()),
+          carried(e.rowPartialsType, its.slice(2, 2),
+                  tiles[roles.l].getType()),
+          j, map);
+      e.wgWait(0);
+      // Keep P_{j-1} live until PV_{j-1} retired, so P_j does not get its
+      // registers while the wgmma still reads them (ptxas would serialise
+      // the wgmma chain, C7513).
+      for (Value p : pOld)
+        (void)fenceOperand(e.b, p);
+      SmallVector<Value> o = e.oValues(products[1]);
+      e.release(prev.slot);
+      // O *= alpha_j: the program's rescale on PV_{j-1}'s result.
+      map.map(loop.getBody()->getArgument(1 + roles.o),
+              carried(e.oType, o, tiles[roles.o].getType()));
+      Value rescaled;
+      for (RescaleOp rescale : loop.getBody()->getOps<RescaleOp>()) {
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPoint(e.b.getInsertionBlock(),
+                                   e.b.getInsertionPoint());
+        rescaled = rewriter.clone(*rescale, map)->getResult(0);
+      }
+      SmallVector<Type> types(4, e.f32);
+      types.append(numP, e.i32);
+      types.append(e.spec.oRegs(), e.f32);
+      scf::YieldOp::create(e.b,
+                           stateRegisters(rewriter,
+                                          {map.lookup(update.getNewMax()),
+                                           map.lookup(update.getNewSum()),
+                                           map.lookup(update.getP()), rescaled},
+                                          types));
+    }
+    return SmallVector<Value>(tiles.getResults());
+  }
+};
+
+} // namespace
+
+void mlir::flash::gpu_lowering::populateKeyLoopToWarpgroupPatterns(
+    RewritePatternSet &patterns, KernelEmitter &emitter) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<KeyLoopToRingLoop, KeyLoopsToOverlappedRingLoops,
+               ScoresDotToWgMma, MaskToMaskKeys, SoftmaxUpdateToWg,
+               RescaleToScaleRows, OutputDotToWgMma>(ctx, emitter);
+  patterns.add<KeyLoopStateToRegisters, ProbabilitiesTruncF>(ctx);
+}
