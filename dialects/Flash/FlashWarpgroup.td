@@ -814,8 +814,12 @@ def Flash_WgWarpSpecializeOp : Flash_WgOp<"warp_specialize", [
   let hasVerifier = 1;
 }
 
+// Not RecursiveMemoryEffects: a turn waits on and arrives at named barriers
+// even when its region is empty (a turn skipped to keep the two consumers
+// paired), so it must not be erased as dead.
 def Flash_WgPingpongTurnOp : Flash_WgOp<"pingpong_turn", [
-    SingleBlockImplicitTerminator<"WgYieldOp">, RecursiveMemoryEffects]> {
+    SingleBlockImplicitTerminator<"WgYieldOp">,
+    MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "Runs its region in this consumer's turn of a two-consumer ping-pong";
   let description = [{
     Two consumer warpgroups take turns issuing their wgmmas, so that one's

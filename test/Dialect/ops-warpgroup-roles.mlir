@@ -1,5 +1,8 @@
 // RUN: flash-opt %s | flash-opt | FileCheck %s
 // RUN: flash-opt %s -mlir-print-op-generic | flash-opt | FileCheck %s
+// An empty turn (one skipped to keep the consumers' turns paired) still
+// synchronises: canonicalisation must not erase it as dead.
+// RUN: flash-opt %s -canonicalize | FileCheck %s --check-prefix=KEPT
 
 // The roles of a warp-specialised block: a producer warpgroup and consumer
 // warpgroups, each region with its thread (and consumer) index.
@@ -32,6 +35,10 @@ func.func @roles(%x: i32) {
 // CHECK-NEXT: }
 // CHECK: flash.wg.pingpong_turn %{{.*}} {
 // CHECK-NEXT: }
+// KEPT-LABEL: func.func @turn
+// KEPT: flash.wg.pingpong_turn %{{.*}} -> i32, f32 {
+// KEPT: flash.wg.pingpong_turn %{{.*}} {
+// KEPT-NEXT: }
 func.func @turn(%consumer: i32, %x: f32) -> (i32, f32) {
   %r:2 = flash.wg.pingpong_turn %consumer -> i32, f32 {
     %a = arith.addi %consumer, %consumer : i32

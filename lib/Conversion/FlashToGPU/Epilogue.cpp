@@ -1,19 +1,21 @@
 //===- Epilogue.cpp - flash.finalize and the O / LSE stores ---------------===//
 //
-// After the last key tile: the row sums are quad-reduced (flash.wg.row_sum),
-// O = acc / l (0 when l = 0) is rounded to 16-bit pairs (flash.wg.scale_rows,
-// flash.wg.truncf) and stored straight from the registers with a row bound
-// check (flash.wg.store_global: flash.store_tile's "rows past the end are not
-// written"; a causal first block also has rows before row 0, see
-// emitTileBounds), and LSE = (m + log2 l) * ln 2 (-inf when l = 0) is stored
-// as a row vector. O is [B, H, seq_q, D] contiguous, LSE [B, H, seq_q]. With
-// KernelSpec::tmaStoreO, O goes through the warpgroup's rows of the Q buffer
-// (flash.wg.store_shared) and a TMA store instead (TMA clips the rows past
-// the end).
+// The tile program's epilogue on a consumer, rewritten by patterns after its
+// key loops: flash.finalize quad-reduces the row sums (flash.wg.row_sum) and
+// gives O = acc / l (0 when l = 0; flash.wg.scale_rows) and
+// LSE = (m + log2 l) * ln 2 (-inf when l = 0) as a row vector; O's
+// arith.truncf rounds it to 16-bit pairs (flash.wg.truncf, by the truncf
+// pattern of KeyLoopToWarpgroup.cpp); flash.store_tile stores from the
+// registers with a row bound check (flash.wg.store_global: the op's "rows
+// past the end are not written"; a causal first block also has rows before
+// row 0, see emitTileBounds). O is [B, H, seq_q, D] contiguous, LSE
+// [B, H, seq_q]. With KernelSpec::tmaStoreO, O goes through the
+// warpgroup's rows of the Q buffer (flash.wg.store_shared) and a TMA store
+// instead (TMA clips the rows past the end).
 //
 //===----------------------------------------------------------------------===//
 
-#include "FlashToGPU.h"
+#include "ConsumerPatterns.h"
 
 #include "Flash/FlashOps.h"
 
@@ -31,46 +33,102 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-void KernelEmitter::emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
-                                 ArrayRef<Value> accFinal) {
-  Value negInf = cF32(-std::numeric_limits<float>::infinity());
-  Value partials = WgFragmentFromValuesOp::create(b, rowPartialsType, lFinal);
-  Value sums = WgRowSumOp::create(b, rowsF32Type, partials);
-  SmallVector<Value, 2> inv, lse;
-  for (auto [r, l] :
-       llvm::enumerate(WgFragmentValuesOp::create(b, sums).getValues())) {
-    Value empty =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l, cF32(0.0f));
-    Value rcp = arith::DivFOp::create(b, cF32(1.0f), l);
-    inv.push_back(arith::SelectOp::create(b, empty, cF32(0.0f), rcp));
-    if (!spec.hasLse)
-      continue;
-    Value lg = math::Log2Op::create(b, l);
-    Value t = arith::AddFOp::create(b, mFinal[r], lg);
-    Value t2 = arith::MulFOp::create(b, t, cF32(float(std::log(2.0))));
-    lse.push_back(arith::SelectOp::create(b, empty, negInf, t2));
-  }
-  Value o = WgFragmentFromValuesOp::create(b, oType, accFinal);
-  Value normalised = WgScaleRowsOp::create(
-      b, oType, o, WgFragmentFromValuesOp::create(b, rowsF32Type, inv),
-      /*moved=*/Value());
-  auto o16Type = FragmentType::get(ctx, {64, spec.headDim}, spec.elementType,
-                                   WgmmaOperandALayoutAttr::get(ctx));
-  Value o16 = WgTruncFOp::create(b, o16Type, normalised);
+namespace {
 
-  // The warpgroup's rows: 64 from the block's first, per consumer.
-  Value head = arith::IndexCastOp::create(b, i32, blockY);
-  Value firstRow = arith::AddIOp::create(
-      b, m0, arith::MulIOp::create(b, consumerIdx, cI32(64)));
-  if (spec.sw.tmaStoreO)
-    storeOViaTma(o16);
-  else
-    WgStoreGlobalOp::create(b, o16, outPtr, head, firstRow, seqQ);
-  // Under probeStamps the LSE buffer holds the probe's records.
-  if (spec.hasLse && !spec.probeStamps)
-    WgStoreGlobalOp::create(
-        b, WgFragmentFromValuesOp::create(b, rowsF32Type, lse), lsePtr, head,
-        firstRow, seqQ);
+struct FinalizeToRowOps : ConsumerPattern<FinalizeOp> {
+  using ConsumerPattern::ConsumerPattern;
+
+  LogicalResult matchAndRewrite(FinalizeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value acc = fragmentOf(op.getAcc());
+    Value m = fragmentOf(op.getRowMax());
+    Value l = fragmentOf(op.getRowSum());
+    if (!op.getBase2() || !acc || !m || !l)
+      return failure();
+    EmitterAt at(e, rewriter, op);
+    ImplicitLocOpBuilder &b = e.b;
+    const bool wantLse = !op.getLse().use_empty();
+    SmallVector<Value> mRegs = registersOf(b, m);
+    Value negInf = e.cF32(-std::numeric_limits<float>::infinity());
+    Value sums = WgRowSumOp::create(b, e.rowsF32Type, l);
+    SmallVector<Value, 2> inv, lse;
+    for (auto [r, sum] :
+         llvm::enumerate(WgFragmentValuesOp::create(b, sums).getValues())) {
+      Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
+                                          e.cF32(0.0f));
+      Value rcp = arith::DivFOp::create(b, e.cF32(1.0f), sum);
+      inv.push_back(arith::SelectOp::create(b, empty, e.cF32(0.0f), rcp));
+      if (!wantLse)
+        continue;
+      Value lg = math::Log2Op::create(b, sum);
+      Value t = arith::AddFOp::create(b, mRegs[r], lg);
+      Value t2 = arith::MulFOp::create(b, t, e.cF32(float(std::log(2.0))));
+      lse.push_back(arith::SelectOp::create(b, empty, negInf, t2));
+    }
+    Value normalised = WgScaleRowsOp::create(
+        b, e.oType, acc, WgFragmentFromValuesOp::create(b, e.rowsF32Type, inv),
+        /*moved=*/Value());
+    Value lseRows = wantLse
+                        ? WgFragmentFromValuesOp::create(b, e.rowsF32Type, lse)
+                        : sums;
+    rewriter.replaceOp(
+        op, {asTile(b, op.getLoc(), normalised, op.getOutput().getType()),
+             asTile(b, op.getLoc(), lseRows, op.getLse().getType())});
+    return success();
+  }
+};
+
+/// The tile's flash.store_tile ops, of O (16-bit, A-operand layout) and of
+/// LSE (a row vector): this warpgroup's 64 rows from the block's first,
+/// taken once, at the first store, for all of them.
+struct StoreTilesToWg : ConsumerPattern<StoreTileOp> {
+  using ConsumerPattern::ConsumerPattern;
+
+  LogicalResult matchAndRewrite(StoreTileOp first,
+                                PatternRewriter &rewriter) const override {
+    for (Operation *op = first->getPrevNode(); op; op = op->getPrevNode())
+      if (isa<StoreTileOp>(op))
+        return failure();
+    SmallVector<std::pair<StoreTileOp, Value>> stores;
+    for (Operation *op = first; op; op = op->getNextNode()) {
+      auto store = dyn_cast<StoreTileOp>(op);
+      if (!store)
+        continue;
+      Value value = fragmentOf(store.getValue());
+      auto type = value ? dyn_cast<FragmentType>(value.getType())
+                        : FragmentType();
+      if (!type || !isa<WgmmaRowsLayoutAttr, WgmmaOperandALayoutAttr>(
+                       type.getLayout()))
+        return failure();
+      stores.push_back({store, value});
+    }
+    EmitterAt at(e, rewriter, first);
+    ImplicitLocOpBuilder &b = e.b;
+    Value head = arith::IndexCastOp::create(b, e.i32, e.blockY);
+    Value firstRow = arith::AddIOp::create(
+        b, e.m0, arith::MulIOp::create(b, e.consumerIdx, e.cI32(64)));
+    for (auto [store, value] : stores) {
+      b.setInsertionPoint(store);
+      const bool rows = isa<WgmmaRowsLayoutAttr>(
+          cast<FragmentType>(value.getType()).getLayout());
+      if (!rows && e.spec.sw.tmaStoreO)
+        e.storeOViaTma(value);
+      else if (!rows || !e.spec.probeStamps)
+        // Under probeStamps the LSE buffer holds the probe's records.
+        WgStoreGlobalOp::create(b, value, rows ? e.lsePtr : e.outPtr, head,
+                                firstRow, e.seqQ);
+      rewriter.eraseOp(store);
+    }
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::flash::gpu_lowering::populateEpilogueToWarpgroupPatterns(
+    RewritePatternSet &patterns, KernelEmitter &emitter) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<FinalizeToRowOps, StoreTilesToWg>(ctx, emitter);
 }
 
 void KernelEmitter::storeOViaTma(Value o16) {

@@ -59,6 +59,9 @@ struct KernelSpec {
   /// The serial schedule lowers them (KeyLoopToWarpgroup.cpp); they belong
   /// to the function being converted.
   SmallVector<Operation *, 2> keyLoops;
+  /// What follows them: flash.finalize, O's arith.truncf and the
+  /// flash.store_tile ops, in program order.
+  SmallVector<Operation *, 4> epilogueOps;
   double scale;    // natural softmax scale
   float scaleLog2; // scale * log2(e), as the tile program has it
 
@@ -199,11 +202,18 @@ struct KeyLoopRoles {
   unsigned o, m, l;
 };
 FailureOr<KeyLoopRoles> keyLoopRoles(scf::ForOp loop);
+/// The key loop state's registers (m[2], l[2], O's) as `loop`'s three
+/// carried tiles, in its order: the fragments built from them, cast to the
+/// tiles' types while the loop's ops are rewritten.
+SmallVector<Value> stateTiles(KernelEmitter &e, scf::ForOp loop,
+                              const KeyLoopRoles &roles, ArrayRef<Value> m,
+                              ArrayRef<Value> l, ArrayRef<Value> o);
+/// The patterns that rewrite the tile program's epilogue (flash.finalize,
+/// O's rounding, flash.store_tile) on a consumer. Epilogue.cpp.
+void populateEpilogueToWarpgroupPatterns(RewritePatternSet &patterns,
+                                         KernelEmitter &emitter);
 /// Attribute marking a cloned program loop for those patterns.
 constexpr llvm::StringLiteral kKeyLoopAttrName = "flash.key_loop";
-/// Attribute marking the cast that hands a cloned loop nest's final state
-/// (m, l, O tiles) back to the emitter as registers.
-constexpr llvm::StringLiteral kKeyLoopStateAttrName = "flash.key_loop_state";
 
 /// The kernel's launch contract (`flash.launch`).
 DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
@@ -359,8 +369,6 @@ public:
   Value scaleRows(Value o, Value alpha, Value moved);
 
   //===--- Epilogue.cpp -----------------------------------------------===//
-  void emitEpilogue(ArrayRef<Value> mFinal, ArrayRef<Value> lFinal,
-                    ArrayRef<Value> accFinal);
   /// O through this warpgroup's rows of the Q buffer and TMA (tmaStoreO);
   /// `o16` is O normalised and rounded (flash.wg.truncf).
   void storeOViaTma(Value o16);
@@ -375,16 +383,14 @@ public:
   void skipTurn() {
     inTurn(TypeRange(), [] { return SmallVector<Value>(); });
   }
-  /// The tile program's key loops `loops` (KernelSpec::keyLoops, each
-  /// carrying on from the previous one) in the serial schedule (S_j,
-  /// softmax, PV_j): cloned here and rewritten by the patterns of
-  /// KeyLoopToWarpgroup.cpp. A masked loop alone is cloned twice, the
-  /// first time without its mask, for the tiles that need none. `init`
-  /// (m[2], l[2], acc) replaces the first loop's initial state when given.
-  /// Returns the final (m[2], l[2], acc), or failure after an error at the
-  /// op left unlowered.
-  FailureOr<SmallVector<Value>> lowerKeyLoops(ArrayRef<Operation *> loops,
-                                              ArrayRef<Value> init = {});
+  /// The tile program's key loops and epilogue (KernelSpec::keyLoops and
+  /// epilogueOps), cloned here and rewritten by the patterns of
+  /// KeyLoopToWarpgroup.cpp (the serial or the overlapped schedule) and
+  /// Epilogue.cpp, with `afterKeyLoops` emitting what comes between them.
+  /// A masked key loop alone is cloned twice, the first time without its
+  /// mask, for the tiles that need none. Fails after an error at the
+  /// program's op left unlowered.
+  LogicalResult lowerTileProgram(function_ref<void()> afterKeyLoops);
   /// S_j = Q K_j^T issued in this consumer's turn and waited for; its K
   /// slot (and after the last key tile, Q) released. Returns S's values.
   SmallVector<Value> waitedS(const Slot &s, Value j);

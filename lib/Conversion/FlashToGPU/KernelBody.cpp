@@ -2,11 +2,12 @@
 //
 // The skeleton of the kernel: constants, the prologue, the split into the
 // producer warpgroup (setmaxnreg dec, TMA) and the consumer warpgroups
-// (setmaxnreg inc). A consumer's key loops are the tile program's own: they
-// are cloned into the consumer and rewritten by KeyLoopToWarpgroup.cpp's
-// patterns into the serial or the overlapped schedule (lowerKeyLoops). Under
-// the causal mask each consumer walks only the key tiles its own 64 rows see
-// and releases the block's others without a GEMM (skipUnseenKeyTiles).
+// (setmaxnreg inc). A consumer's key loops and epilogue are the tile
+// program's own: they are cloned into the consumer and rewritten by the
+// patterns of KeyLoopToWarpgroup.cpp (the serial or the overlapped
+// schedule) and Epilogue.cpp (lowerTileProgram). Under the causal mask each
+// consumer walks only the key tiles its own 64 rows see and releases the
+// block's others without a GEMM (skipUnseenKeyTiles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -245,17 +246,14 @@ void KernelEmitter::emitConsumer(Value consumer, Value thread) {
     // The serial schedule has no separate first tile.
     if (!spec.sw.overlap)
       probeStamp(FirstSoftmaxDone);
-    FailureOr<SmallVector<Value>> loops = lowerKeyLoops(spec.keyLoops);
-    if (failed(loops)) {
+    if (failed(lowerTileProgram([&] {
+          skipUnseenKeyTiles();
+          probeStamp(KeyLoopsDone);
+          releaseQIfNoKeyTiles();
+        }))) {
       status = failure();
       return;
     }
-    SmallVector<Value> state = std::move(*loops);
-    skipUnseenKeyTiles();
-    probeStamp(KeyLoopsDone);
-    releaseQIfNoKeyTiles();
-    ArrayRef<Value> st(state);
-    emitEpilogue(st.slice(0, 2), st.slice(2, 2), st.drop_front(4));
     probeStamp(EpilogueDone);
     writeProbeRecord();
   });
@@ -283,34 +281,31 @@ SmallVector<Value> KernelEmitter::waitedS(const Slot &s, Value j) {
   return sv;
 }
 
-FailureOr<SmallVector<Value>>
-KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
-                             ArrayRef<Value> init) {
+LogicalResult
+KernelEmitter::lowerTileProgram(function_ref<void()> afterKeyLoops) {
+  ArrayRef<Operation *> loops = spec.keyLoops;
   auto first = cast<scf::ForOp>(loops.front());
   auto last = cast<scf::ForOp>(loops.back());
-  FailureOr<KeyLoopRoles> firstRoles = keyLoopRoles(first);
-  FailureOr<KeyLoopRoles> lastRoles = keyLoopRoles(last);
-  if (failed(firstRoles) || failed(lastRoles))
-    return failure();
 
-  // The ops this function creates lie between `before` and the state cast.
+  // The ops this function creates lie after `before`.
   Block *block = b.getInsertionBlock();
   Operation *before = b.getInsertionPoint() == block->begin()
                           ? nullptr
                           : &*std::prev(b.getInsertionPoint());
 
-  // What the loops read from the program around them. Constants come along;
-  // the rest (the Q tile, the tiles' coordinates, the lengths, the bounds)
-  // has kernel-level counterparts the patterns take from this emitter, so
-  // it becomes a placeholder that must be left without uses.
+  // What the program's ops read from the rest of it. Constants come along;
+  // the rest (the Q tile, the tiles' coordinates, the memrefs, the lengths,
+  // the bounds) has kernel-level counterparts the patterns take from this
+  // emitter, so it becomes a placeholder that must be left without uses.
   IRMapping map;
   SmallVector<Operation *> placeholders;
-  llvm::SmallPtrSet<Operation *, 2> nest(loops.begin(), loops.end());
+  llvm::SmallPtrSet<Operation *, 8> program(loops.begin(), loops.end());
+  program.insert(spec.epilogueOps.begin(), spec.epilogueOps.end());
   auto bring = [&](Value value) {
     if (map.contains(value))
       return;
     Operation *def = value.getDefiningOp();
-    if (def && nest.contains(def))
+    if (def && program.contains(def))
       return;
     if (def && def->hasTrait<OpTrait::ConstantLike>()) {
       map.map(value, b.clone(*def)->getResult(0));
@@ -321,12 +316,10 @@ KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
     placeholders.push_back(placeholder);
     map.map(value, placeholder.getResult(0));
   };
-  for (Operation *loop : loops) {
-    for (Value operand : loop->getOperands())
-      bring(operand);
-    loop->walk([&](Operation *op) {
-      for (Value operand : op->getOperands())
-        if (!loop->isAncestor(operand.getParentRegion()->getParentOp()))
+  for (Operation *op : program) {
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (!op->isAncestor(operand.getParentRegion()->getParentOp()))
           bring(operand);
     });
   }
@@ -341,10 +334,9 @@ KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
     clone->walk([&](Operation *op) { worklist.push_back(op); });
     return clone;
   };
-  // Each clone starts from its predecessor's results, the first from the
-  // program's initial state or from `init`.
+  // Each clone starts from its predecessor's results.
   SmallVector<Operation *> clones;
-  if (loops.size() == 1 && init.empty()) {
+  if (loops.size() == 1) {
     // The tiles before nFull need no mask: the loop once without it, then
     // once more, carrying on.
     Operation *unmasked = cloneLoop(first);
@@ -361,34 +353,15 @@ KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
     clones.push_back(cloneLoop(loop));
   for (auto [prev, next] : llvm::zip(clones, llvm::drop_begin(clones)))
     cast<scf::ForOp>(next).getInitArgsMutable().assign(prev->getResults());
-  if (!init.empty()) {
-    auto head = cast<scf::ForOp>(clones.front());
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(head);
-    auto asTile = [&](Type fragment, ArrayRef<Value> registers, unsigned role) {
-      Value value = WgFragmentFromValuesOp::create(b, fragment, registers);
-      head.getInitArgsMutable()[role].assign(
-          UnrealizedConversionCastOp::create(
-              b, head.getInitArgs()[role].getType(), value)
-              .getResult(0));
-    };
-    asTile(rowsF32Type, init.slice(0, 2), firstRoles->m);
-    asTile(rowPartialsType, init.slice(2, 2), firstRoles->l);
-    asTile(oType, init.drop_front(4), firstRoles->o);
-  }
-  Operation *lastClone = clones.back();
-  // The loops' final state, handed back as registers (m, l, O).
-  SmallVector<Type> stateTypes(4 + spec.oRegs(), f32);
-  ValueRange results = lastClone->getResults();
-  auto state = UnrealizedConversionCastOp::create(
-      b, stateTypes,
-      ValueRange{results[lastRoles->m], results[lastRoles->l],
-                 results[lastRoles->o]});
-  // Not on the driver's worklist: without users it would be erased as dead.
-  state->setAttr(kKeyLoopStateAttrName, b.getUnitAttr());
+  map.map(last.getResults(), clones.back()->getResults());
+
+  afterKeyLoops();
+  for (Operation *op : spec.epilogueOps)
+    worklist.push_back(b.clone(*op, map));
 
   RewritePatternSet patterns(ctx);
   populateKeyLoopToWarpgroupPatterns(patterns, *this);
+  populateEpilogueToWarpgroupPatterns(patterns, *this);
   GreedyRewriteConfig config;
   config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
       .enableFolding(false)
@@ -396,11 +369,12 @@ KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
       .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
   (void)applyOpPatternsGreedily(worklist, std::move(patterns), config);
 
-  // Every tile op and placeholder use must be gone.
+  // Every program op and placeholder use must be gone.
   WalkResult left = block->walk([&](Operation *op) {
     if (op->hasAttr(kKeyLoopAttrName) ||
-        isa<LoadTileOp, DotOp, MaskOp, SoftmaxUpdateOp, RescaleOp>(op)) {
-      op->emitError("flash-to-gpu: the serial key loop's patterns left ")
+        isa<LoadTileOp, DotOp, MaskOp, SoftmaxUpdateOp, RescaleOp, FinalizeOp,
+            StoreTileOp>(op)) {
+      op->emitError("flash-to-gpu: the consumer's patterns left ")
           << op->getName() << " unlowered";
       return WalkResult::interrupt();
     }
@@ -411,34 +385,19 @@ KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
   for (Operation *placeholder : placeholders) {
     if (!placeholder->use_empty()) {
       Operation *user = *placeholder->user_begin();
-      user->emitError("flash-to-gpu: the serial key loop's lowering left a "
-                      "use of a tile program value in ")
+      user->emitError("flash-to-gpu: the consumer's lowering left a use of "
+                      "a tile program value in ")
           << user->getName();
       return failure();
     }
     placeholder->erase();
   }
 
-  SmallVector<Value> registers;
-  b.setInsertionPoint(state);
-  for (Value tile : state->getOperands()) {
-    auto cast = tile.getDefiningOp<UnrealizedConversionCastOp>();
-    Value fragment = cast && cast->getNumOperands() == 1 ? cast->getOperand(0)
-                                                         : Value();
-    if (!fragment || !isa<FragmentType>(fragment.getType())) {
-      state->emitError("flash-to-gpu: a key loop's result was not lowered");
-      return failure();
-    }
-    if (auto from = fragment.getDefiningOp<WgFragmentFromValuesOp>())
-      llvm::append_range(registers, from.getValues());
-    else
-      llvm::append_range(registers, wg_lowering::fragmentValues(b, fragment));
-  }
-  b.setInsertionPointAfter(state);
-  Operation *end = state->getNextNode();
-  state->erase();
   // What the rewrite left without uses: the tiles' casts, the fragments of
   // registers, the key offsets.
+  Operation *end = b.getInsertionPoint() == block->end()
+                       ? nullptr
+                       : &*b.getInsertionPoint();
   for (bool erased = true; erased;) {
     erased = false;
     Operation *op = before ? before->getNextNode() : &block->front();
@@ -453,7 +412,16 @@ KernelEmitter::lowerKeyLoops(ArrayRef<Operation *> loops,
       op = next;
     }
   }
-  return registers;
+  // A tile that no pattern consumed (O's rounding without its store, say).
+  WalkResult tiles = block->walk([&](UnrealizedConversionCastOp cast) {
+    if (llvm::any_of(cast->getResultTypes(), llvm::IsaPred<TensorType>)) {
+      cast->emitError("flash-to-gpu: a tile of the program was left "
+                      "unlowered");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(tiles.wasInterrupted());
 }
 
 void KernelEmitter::skipUnseenKeyTiles() {

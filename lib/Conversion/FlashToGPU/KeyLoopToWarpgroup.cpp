@@ -16,7 +16,8 @@
 //                             for the running max)
 //   flash.rescale          -> flash.wg.scale_rows, guarded by `moved`
 //   arith.truncf of P      -> nothing: the update's P is in the 16-bit
-//                             A-operand layout already
+//                             A-operand layout already (the same pattern
+//                             rounds O in the epilogue)
 //   flash.dot P V          -> O += P V_j in this consumer's turn, waited
 //                             for; the slot released
 //
@@ -34,8 +35,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FlashToGPU.h"
-#include "../FlashWarpgroupToNVVM/RegisterUtils.h"
+#include "ConsumerPatterns.h"
 
 #include "Flash/FlashOps.h"
 
@@ -82,21 +82,23 @@ mlir::flash::gpu_lowering::keyLoopRoles(scf::ForOp loop) {
                         "one flash.softmax_update");
 }
 
+SmallVector<Value> mlir::flash::gpu_lowering::stateTiles(
+    KernelEmitter &e, scf::ForOp loop, const KeyLoopRoles &roles,
+    ArrayRef<Value> m, ArrayRef<Value> l, ArrayRef<Value> o) {
+  SmallVector<Value> tiles(3);
+  auto tile = [&](unsigned role, Type type, ArrayRef<Value> regs) {
+    tiles[role] =
+        asTile(e.b, loop.getLoc(),
+               WgFragmentFromValuesOp::create(e.b, type, regs),
+               loop.getResult(role).getType());
+  };
+  tile(roles.m, e.rowsF32Type, m);
+  tile(roles.l, e.rowPartialsType, l);
+  tile(roles.o, e.oType, o);
+  return tiles;
+}
+
 namespace {
-
-/// The fragment a tile stands for while its loop is rewritten.
-Value fragmentOf(Value tile) {
-  auto cast = tile.getDefiningOp<UnrealizedConversionCastOp>();
-  if (!cast || cast->getNumOperands() != 1 ||
-      !isa<FragmentType>(cast->getOperand(0).getType()))
-    return {};
-  return cast->getOperand(0);
-}
-
-Value asTile(OpBuilder &b, Location loc, Value fragment, Type tileType) {
-  return UnrealizedConversionCastOp::create(b, loc, tileType, fragment)
-      .getResult(0);
-}
 
 /// The ring slot (and descriptor offset) a K or V tile landed in.
 std::optional<KernelEmitter::Slot> slotOf(Value tile) {
@@ -119,36 +121,6 @@ bool isSplatZero(Value value) {
   DenseElementsAttr splat;
   return matchPattern(value, m_Constant(&splat)) && splat.isSplat() &&
          splat.getSplatValue<APFloat>().isPosZero();
-}
-
-/// Points the emitter's builder at `op` for one rewrite, reporting what it
-/// creates to the rewriter's driver.
-class EmitterAt {
-public:
-  EmitterAt(KernelEmitter &emitter, PatternRewriter &rewriter, Operation *op)
-      : b(emitter.b), guard(emitter.b), listener(emitter.b.getListener()),
-        loc(emitter.b.getLoc()) {
-    b.setInsertionPoint(op);
-    b.setListener(rewriter.getListener());
-    b.setLoc(op->getLoc());
-  }
-  ~EmitterAt() {
-    b.setListener(listener);
-    b.setLoc(loc);
-  }
-
-private:
-  ImplicitLocOpBuilder &b;
-  OpBuilder::InsertionGuard guard;
-  OpBuilder::Listener *listener;
-  Location loc;
-};
-
-/// The registers of `fragment`: the values it was built from, if it was.
-SmallVector<Value> registersOf(ImplicitLocOpBuilder &b, Value fragment) {
-  if (auto from = fragment.getDefiningOp<WgFragmentFromValuesOp>())
-    return SmallVector<Value>(from.getValues());
-  return wg_lowering::fragmentValues(b, fragment);
 }
 
 /// The registers a key loop starts from (m, l, O): those of its initial
@@ -175,19 +147,12 @@ SmallVector<Value> initialRegisters(KernelEmitter &e, ValueRange inits,
   return {};
 }
 
-template <typename OpTy>
-struct KeyLoopPattern : OpRewritePattern<OpTy> {
-  KeyLoopPattern(MLIRContext *ctx, KernelEmitter &emitter)
-      : OpRewritePattern<OpTy>(ctx), e(emitter) {}
-  KernelEmitter &e;
-};
-
 /// The key loop over key offsets becomes a loop over key tiles j in the
 /// consumer's range for it: [0, nFull) without the mask, [nFull, ownHi)
 /// with it. Its K and V loads become the slot of ring position kvBase + j,
 /// taken once at the top; it carries (m, l, O) registers.
-struct KeyLoopToRingLoop : KeyLoopPattern<scf::ForOp> {
-  using KeyLoopPattern::KeyLoopPattern;
+struct KeyLoopToRingLoop : ConsumerPattern<scf::ForOp> {
+  using ConsumerPattern::ConsumerPattern;
 
   LogicalResult matchAndRewrite(scf::ForOp loop,
                                 PatternRewriter &rewriter) const override {
@@ -218,15 +183,11 @@ struct KeyLoopToRingLoop : KeyLoopPattern<scf::ForOp> {
     ValueRange regs = tiles.getRegionIterArgs();
     SmallVector<Value> replacements(body->getNumArguments());
     replacements[0] = arith::MulIOp::create(e.b, j, e.cIndex(e.spec.blockN));
-    auto carried = [&](unsigned role, Type type, ValueRange values) {
-      replacements[1 + role] = asTile(
-          e.b, loop.getLoc(),
-          WgFragmentFromValuesOp::create(e.b, type, values), inits[role]
-                                                                 .getType());
-    };
-    carried(roles->m, e.rowsF32Type, regs.slice(0, 2));
-    carried(roles->l, e.rowPartialsType, regs.slice(2, 2));
-    carried(roles->o, e.oType, regs.drop_front(4));
+    SmallVector<Value> regVec(regs);
+    ArrayRef<Value> r(regVec);
+    llvm::copy(stateTiles(e, loop, *roles, r.slice(0, 2), r.slice(2, 2),
+                          r.drop_front(4)),
+               replacements.begin() + 1);
 
     for (LoadTileOp load : llvm::make_early_inc_range(body->getOps<LoadTileOp>())) {
       rewriter.setInsertionPoint(load);
@@ -247,18 +208,10 @@ struct KeyLoopToRingLoop : KeyLoopPattern<scf::ForOp> {
     rewriter.replaceOpWithNewOp<scf::YieldOp>(yield, next.getResults());
 
     e.b.setInsertionPointAfter(tiles);
-    ValueRange out = tiles.getResults();
-    SmallVector<Value> results(3);
-    auto result = [&](unsigned role, Type type, ValueRange values) {
-      results[role] =
-          asTile(e.b, loop.getLoc(),
-                 WgFragmentFromValuesOp::create(e.b, type, values),
-                 loop.getResult(role).getType());
-    };
-    result(roles->m, e.rowsF32Type, out.slice(0, 2));
-    result(roles->l, e.rowPartialsType, out.slice(2, 2));
-    result(roles->o, e.oType, out.drop_front(4));
-    rewriter.replaceOp(loop, results);
+    SmallVector<Value> outVec(tiles.getResults());
+    ArrayRef<Value> out(outVec);
+    rewriter.replaceOp(loop, stateTiles(e, loop, *roles, out.slice(0, 2),
+                                        out.slice(2, 2), out.drop_front(4)));
     return success();
   }
 };
@@ -271,7 +224,7 @@ struct KeyLoopStateToRegisters
 
   LogicalResult matchAndRewrite(UnrealizedConversionCastOp cast,
                                 PatternRewriter &rewriter) const override {
-    if (cast->hasAttr(kKeyLoopStateAttrName) || cast->use_empty() ||
+    if (cast->use_empty() ||
         !llvm::all_of(cast->getUsers(), llvm::IsaPred<scf::YieldOp>))
       return failure();
     SmallVector<Value> fragments;
@@ -295,8 +248,8 @@ struct KeyLoopStateToRegisters
 
 /// S = Q K_j^T: the wgmma steps in this consumer's turn, waited for, K (and
 /// after the tile's last S, Q) released.
-struct ScoresDotToWgMma : KeyLoopPattern<DotOp> {
-  using KeyLoopPattern::KeyLoopPattern;
+struct ScoresDotToWgMma : ConsumerPattern<DotOp> {
+  using ConsumerPattern::ConsumerPattern;
 
   LogicalResult matchAndRewrite(DotOp dot,
                                 PatternRewriter &rewriter) const override {
@@ -314,8 +267,8 @@ struct ScoresDotToWgMma : KeyLoopPattern<DotOp> {
 
 /// flash.mask on key tile j's scores: the loop patterns give its key offset
 /// as j * block_n.
-struct MaskToMaskKeys : KeyLoopPattern<MaskOp> {
-  using KeyLoopPattern::KeyLoopPattern;
+struct MaskToMaskKeys : ConsumerPattern<MaskOp> {
+  using ConsumerPattern::ConsumerPattern;
 
   LogicalResult matchAndRewrite(MaskOp mask,
                                 PatternRewriter &rewriter) const override {
@@ -337,8 +290,8 @@ struct MaskToMaskKeys : KeyLoopPattern<MaskOp> {
 /// The update of one key tile. A tile program's first key tile starts from
 /// the literal -inf (and zero sums): the registers of those constants, and
 /// no speculation on a max that is not there.
-struct SoftmaxUpdateToWg : KeyLoopPattern<SoftmaxUpdateOp> {
-  using KeyLoopPattern::KeyLoopPattern;
+struct SoftmaxUpdateToWg : ConsumerPattern<SoftmaxUpdateOp> {
+  using ConsumerPattern::ConsumerPattern;
 
   LogicalResult matchAndRewrite(SoftmaxUpdateOp op,
                                 PatternRewriter &rewriter) const override {
@@ -379,8 +332,8 @@ struct SoftmaxUpdateToWg : KeyLoopPattern<SoftmaxUpdateOp> {
   }
 };
 
-struct RescaleToScaleRows : KeyLoopPattern<RescaleOp> {
-  using KeyLoopPattern::KeyLoopPattern;
+struct RescaleToScaleRows : ConsumerPattern<RescaleOp> {
+  using ConsumerPattern::ConsumerPattern;
 
   LogicalResult matchAndRewrite(RescaleOp op,
                                 PatternRewriter &rewriter) const override {
@@ -401,26 +354,38 @@ struct RescaleToScaleRows : KeyLoopPattern<RescaleOp> {
   }
 };
 
-/// P's rounding: flash.wg.softmax_update gave P in the 16-bit A layout.
-struct ProbabilitiesTruncF : OpRewritePattern<arith::TruncFOp> {
+/// arith.truncf of a tile into the 16-bit pairs of the A-operand layout:
+/// O in the epilogue (flash.wg.truncf), or nothing where the fragment is in
+/// that layout already (P, from flash.wg.softmax_update).
+struct TileTruncFToWg : OpRewritePattern<arith::TruncFOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(arith::TruncFOp op,
                                 PatternRewriter &rewriter) const override {
-    Value p = fragmentOf(op.getIn());
-    auto type = p ? dyn_cast<FragmentType>(p.getType()) : FragmentType();
+    Value in = fragmentOf(op.getIn());
+    auto type = in ? dyn_cast<FragmentType>(in.getType()) : FragmentType();
     auto tile = dyn_cast<RankedTensorType>(op.getType());
-    if (!type || !tile || !isa<WgmmaOperandALayoutAttr>(type.getLayout()) ||
-        type.getElementType() != tile.getElementType())
+    if (!type || !tile)
       return failure();
-    rewriter.replaceOp(op, asTile(rewriter, op.getLoc(), p, tile));
+    Value out = in;
+    if (isa<WgmmaAccumulatorLayoutAttr>(type.getLayout())) {
+      MLIRContext *ctx = op.getContext();
+      auto outType = FragmentType::get(ctx, type.getShape(),
+                                       tile.getElementType(),
+                                       WgmmaOperandALayoutAttr::get(ctx));
+      out = WgTruncFOp::create(rewriter, op.getLoc(), outType, in);
+    } else if (!isa<WgmmaOperandALayoutAttr>(type.getLayout()) ||
+               type.getElementType() != tile.getElementType()) {
+      return failure();
+    }
+    rewriter.replaceOp(op, asTile(rewriter, op.getLoc(), out, tile));
     return success();
   }
 };
 
 /// O += P V_j in this consumer's turn, waited for; the slot released.
-struct OutputDotToWgMma : KeyLoopPattern<DotOp> {
-  using KeyLoopPattern::KeyLoopPattern;
+struct OutputDotToWgMma : ConsumerPattern<DotOp> {
+  using ConsumerPattern::ConsumerPattern;
 
   LogicalResult matchAndRewrite(DotOp dot,
                                 PatternRewriter &rewriter) const override {
@@ -455,8 +420,8 @@ struct OutputDotToWgMma : KeyLoopPattern<DotOp> {
 /// the pipeline and rewritten by the patterns above. With
 /// serialMaskedTiles only the unmasked tiles are pipelined and the masked
 /// loop is left to the serial pattern.
-struct KeyLoopsToOverlappedRingLoops : KeyLoopPattern<scf::ForOp> {
-  using KeyLoopPattern::KeyLoopPattern;
+struct KeyLoopsToOverlappedRingLoops : ConsumerPattern<scf::ForOp> {
+  using ConsumerPattern::ConsumerPattern;
 
   LogicalResult matchAndRewrite(scf::ForOp unmasked,
                                 PatternRewriter &rewriter) const override {
@@ -552,17 +517,8 @@ struct KeyLoopsToOverlappedRingLoops : KeyLoopPattern<scf::ForOp> {
     // The pipeline's result stands for the loop it ends with.
     scf::ForOp end = serialTail ? unmasked : masked;
     const KeyLoopRoles &endRoles = serialTail ? *roles : *maskedRoles;
-    SmallVector<Value> results(3);
-    Location loc = end.getLoc();
-    auto result = [&](unsigned role, Type type, ValueRange values) {
-      results[role] =
-          asTile(e.b, loc, WgFragmentFromValuesOp::create(e.b, type, values),
-                 end.getResult(role).getType());
-    };
-    result(endRoles.m, e.rowsF32Type, st.slice(0, 2));
-    result(endRoles.l, e.rowPartialsType, st.slice(2, 2));
-    result(endRoles.o, e.oType, accFinal);
-    rewriter.replaceOp(end, results);
+    rewriter.replaceOp(end, stateTiles(e, end, endRoles, st.slice(0, 2),
+                                       st.slice(2, 2), accFinal));
     if (!serialTail)
       rewriter.eraseOp(unmasked);
     return success();
@@ -711,5 +667,5 @@ void mlir::flash::gpu_lowering::populateKeyLoopToWarpgroupPatterns(
   patterns.add<KeyLoopToRingLoop, KeyLoopsToOverlappedRingLoops,
                ScoresDotToWgMma, MaskToMaskKeys, SoftmaxUpdateToWg,
                RescaleToScaleRows, OutputDotToWgMma>(ctx, emitter);
-  patterns.add<KeyLoopStateToRegisters, ProbabilitiesTruncF>(ctx);
+  patterns.add<KeyLoopStateToRegisters, TileTruncFToWg>(ctx);
 }

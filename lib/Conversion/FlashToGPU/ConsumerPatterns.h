@@ -1,0 +1,79 @@
+//===- ConsumerPatterns.h - patterns over a consumer's tile ops -*- C++ -*-===//
+//
+// What the patterns that rewrite the tile program's ops inside a consumer
+// warpgroup (KeyLoopToWarpgroup.cpp, Epilogue.cpp) share. While they run a
+// tile stands for its fragment through an unrealized_conversion_cast
+// (fragment -> tensor); the casts cancel once every op is rewritten. The
+// consumer's context (descriptors, ring, bounds, rows, turns) is the
+// KernelEmitter's, whose builder a pattern points at the op it rewrites.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_CONSUMERPATTERNS_H
+#define FLASHC_LIB_CONVERSION_FLASHTOGPU_CONSUMERPATTERNS_H
+
+#include "FlashToGPU.h"
+#include "../FlashWarpgroupToNVVM/RegisterUtils.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::flash::gpu_lowering {
+
+/// The fragment a tile stands for while its ops are rewritten, or null.
+inline Value fragmentOf(Value tile) {
+  auto cast = tile.getDefiningOp<UnrealizedConversionCastOp>();
+  if (!cast || cast->getNumOperands() != 1 ||
+      !isa<FragmentType>(cast->getOperand(0).getType()))
+    return {};
+  return cast->getOperand(0);
+}
+
+/// A tile standing for `fragment`.
+inline Value asTile(OpBuilder &b, Location loc, Value fragment,
+                    Type tileType) {
+  return UnrealizedConversionCastOp::create(b, loc, tileType, fragment)
+      .getResult(0);
+}
+
+/// The registers of `fragment`: the values it was built from, if it was.
+inline SmallVector<Value> registersOf(ImplicitLocOpBuilder &b,
+                                      Value fragment) {
+  if (auto from = fragment.getDefiningOp<WgFragmentFromValuesOp>())
+    return SmallVector<Value>(from.getValues());
+  return wg_lowering::fragmentValues(b, fragment);
+}
+
+/// Points the emitter's builder at `op` for one rewrite, reporting what it
+/// creates to the rewriter's driver.
+class EmitterAt {
+public:
+  EmitterAt(KernelEmitter &emitter, PatternRewriter &rewriter, Operation *op)
+      : b(emitter.b), guard(emitter.b), listener(emitter.b.getListener()),
+        loc(emitter.b.getLoc()) {
+    b.setInsertionPoint(op);
+    b.setListener(rewriter.getListener());
+    b.setLoc(op->getLoc());
+  }
+  ~EmitterAt() {
+    b.setListener(listener);
+    b.setLoc(loc);
+  }
+
+private:
+  ImplicitLocOpBuilder &b;
+  OpBuilder::InsertionGuard guard;
+  OpBuilder::Listener *listener;
+  Location loc;
+};
+
+/// A pattern with the consumer's context.
+template <typename OpTy>
+struct ConsumerPattern : OpRewritePattern<OpTy> {
+  ConsumerPattern(MLIRContext *ctx, KernelEmitter &emitter)
+      : OpRewritePattern<OpTy>(ctx), e(emitter) {}
+  KernelEmitter &e;
+};
+
+} // namespace mlir::flash::gpu_lowering
+
+#endif // FLASHC_LIB_CONVERSION_FLASHTOGPU_CONSUMERPATTERNS_H
