@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ConsumerPatterns.h"
+#include "ProgramPatterns.h"
 
 #include "Flash/FlashOps.h"
 
@@ -35,8 +35,8 @@ using namespace mlir::flash::gpu_lowering;
 
 namespace {
 
-struct FinalizeToRowOps : ConsumerPattern<FinalizeOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct FinalizeToRowOps : EmitterPattern<FinalizeOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(FinalizeOp op,
                                 PatternRewriter &rewriter) const override {
@@ -81,8 +81,8 @@ struct FinalizeToRowOps : ConsumerPattern<FinalizeOp> {
 /// The tile's flash.store_tile ops, of O (16-bit, A-operand layout) and of
 /// LSE (a row vector): this warpgroup's 64 rows from the block's first,
 /// taken once, at the first store, for all of them.
-struct StoreTilesToWg : ConsumerPattern<StoreTileOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct StoreTilesToWg : EmitterPattern<StoreTileOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(StoreTileOp first,
                                 PatternRewriter &rewriter) const override {

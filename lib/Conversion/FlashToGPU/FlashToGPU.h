@@ -24,8 +24,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -62,6 +64,8 @@ struct KernelSpec {
   /// What follows them: flash.finalize, O's arith.truncf and the
   /// flash.store_tile ops, in program order.
   SmallVector<Operation *, 4> epilogueOps;
+  /// The program's load of the Q tile.
+  Operation *qLoad = nullptr;
   double scale;    // natural softmax scale
   float scaleLog2; // scale * log2(e), as the tile program has it
 
@@ -212,6 +216,11 @@ SmallVector<Value> stateTiles(KernelEmitter &e, scf::ForOp loop,
 /// O's rounding, flash.store_tile) on a consumer. Epilogue.cpp.
 void populateEpilogueToWarpgroupPatterns(RewritePatternSet &patterns,
                                          KernelEmitter &emitter);
+/// The patterns that rewrite the producer's share of the tile program (the Q
+/// load, the key loops' K and V loads) into its TMA loads on the rings.
+/// ProducerLoads.cpp.
+void populateProducerLoadPatterns(RewritePatternSet &patterns,
+                                  KernelEmitter &emitter);
 /// Attribute marking a cloned program loop for those patterns.
 constexpr llvm::StringLiteral kKeyLoopAttrName = "flash.key_loop";
 
@@ -391,6 +400,36 @@ public:
   /// mask, for the tiles that need none. Fails after an error at the
   /// program's op left unlowered.
   LogicalResult lowerTileProgram(function_ref<void()> afterKeyLoops);
+  /// The producer's share of the tile program: its Q load and the key
+  /// loops' K and V loads (KernelSpec::qLoad, keyLoops), cloned here and
+  /// rewritten by the patterns of ProducerLoads.cpp into the TMA loads of
+  /// this tile.
+  LogicalResult lowerProducerProgram();
+
+  /// Tile program ops cloned at the emitter's insertion point for patterns
+  /// to rewrite: what they read from the rest of the program is mapped to
+  /// kernel values (constants, the tensor maps of Q, K and V) or to
+  /// placeholders that must end up unused.
+  struct ProgramClone {
+    ProgramClone(KernelEmitter &e, StringRef role, ArrayRef<Operation *> ops);
+    /// Clones `op` (a key loop marked for the patterns), mapping its
+    /// results for the ops cloned after it.
+    Operation *clone(Operation *op);
+    /// Gives `value` a user outside the patterns' reach until they ran, so
+    /// the driver does not erase what computes it as dead.
+    void keepAlive(Value value);
+    /// Applies `patterns` to the clones; fails with an error at the first
+    /// program op or value left unlowered, and erases what became dead.
+    LogicalResult lower(FrozenRewritePatternSet patterns);
+
+    KernelEmitter &e;
+    /// "producer" or "consumer", for the errors.
+    StringRef role;
+    Block *block;
+    Operation *before = nullptr;
+    IRMapping map;
+    SmallVector<Operation *> placeholders, worklist, sinks;
+  };
   /// S_j = Q K_j^T issued in this consumer's turn and waited for; its K
   /// slot (and after the last key tile, Q) released. Returns S's values.
   SmallVector<Value> waitedS(const Slot &s, Value j);

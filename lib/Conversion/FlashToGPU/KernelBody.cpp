@@ -281,26 +281,19 @@ SmallVector<Value> KernelEmitter::waitedS(const Slot &s, Value j) {
   return sv;
 }
 
-LogicalResult
-KernelEmitter::lowerTileProgram(function_ref<void()> afterKeyLoops) {
-  ArrayRef<Operation *> loops = spec.keyLoops;
-  auto first = cast<scf::ForOp>(loops.front());
-  auto last = cast<scf::ForOp>(loops.back());
-
-  // The ops this function creates lie after `before`.
-  Block *block = b.getInsertionBlock();
-  Operation *before = b.getInsertionPoint() == block->begin()
-                          ? nullptr
-                          : &*std::prev(b.getInsertionPoint());
-
+KernelEmitter::ProgramClone::ProgramClone(KernelEmitter &e, StringRef role,
+                                          ArrayRef<Operation *> ops)
+    : e(e), role(role), block(e.b.getInsertionBlock()) {
+  ImplicitLocOpBuilder &b = e.b;
+  before = b.getInsertionPoint() == block->begin()
+               ? nullptr
+               : &*std::prev(b.getInsertionPoint());
   // What the program's ops read from the rest of it. Constants come along;
-  // the rest (the Q tile, the tiles' coordinates, the memrefs, the lengths,
-  // the bounds) has kernel-level counterparts the patterns take from this
-  // emitter, so it becomes a placeholder that must be left without uses.
-  IRMapping map;
-  SmallVector<Operation *> placeholders;
-  llvm::SmallPtrSet<Operation *, 8> program(loops.begin(), loops.end());
-  program.insert(spec.epilogueOps.begin(), spec.epilogueOps.end());
+  // Q, K and V are read through their tensor maps; the rest (the Q tile, the
+  // tiles' coordinates, the lengths, the bounds) has kernel-level
+  // counterparts the patterns take from the emitter, so it becomes a
+  // placeholder that must be left without uses.
+  llvm::SmallPtrSet<Operation *, 8> program(ops.begin(), ops.end());
   auto bring = [&](Value value) {
     if (map.contains(value))
       return;
@@ -311,71 +304,63 @@ KernelEmitter::lowerTileProgram(function_ref<void()> afterKeyLoops) {
       map.map(value, b.clone(*def)->getResult(0));
       return;
     }
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
+        arg.getArgNumber() < 3) {
+      Value maps[] = {e.tmQ, e.tmK, e.tmV};
+      map.map(value, UnrealizedConversionCastOp::create(
+                         b, value.getType(), maps[arg.getArgNumber()])
+                         .getResult(0));
+      return;
+    }
     auto placeholder =
         UnrealizedConversionCastOp::create(b, value.getType(), ValueRange());
     placeholders.push_back(placeholder);
     map.map(value, placeholder.getResult(0));
   };
-  for (Operation *op : program) {
+  for (Operation *op : ops)
     op->walk([&](Operation *nested) {
       for (Value operand : nested->getOperands())
         if (!op->isAncestor(operand.getParentRegion()->getParentOp()))
           bring(operand);
     });
-  }
+}
 
-  SmallVector<Operation *> worklist;
-  auto cloneLoop = [&](Operation *loop) {
-    // A fresh mapping per clone: one that knows a block's arguments
-    // already would clone the block without them.
-    IRMapping cloneMap = map;
-    Operation *clone = b.clone(*loop, cloneMap);
-    clone->setAttr(kKeyLoopAttrName, b.getUnitAttr());
-    clone->walk([&](Operation *op) { worklist.push_back(op); });
-    return clone;
-  };
-  // Each clone starts from its predecessor's results.
-  SmallVector<Operation *> clones;
-  if (loops.size() == 1) {
-    // The tiles before nFull need no mask: the loop once without it, then
-    // once more, carrying on.
-    Operation *unmasked = cloneLoop(first);
-    SmallVector<MaskOp> masks;
-    unmasked->walk([&](MaskOp mask) { masks.push_back(mask); });
-    for (MaskOp mask : masks) {
-      llvm::erase(worklist, mask.getOperation());
-      mask.replaceAllUsesWith(mask.getScores());
-      mask.erase();
-    }
-    clones.push_back(unmasked);
-  }
-  for (Operation *loop : loops)
-    clones.push_back(cloneLoop(loop));
-  for (auto [prev, next] : llvm::zip(clones, llvm::drop_begin(clones)))
-    cast<scf::ForOp>(next).getInitArgsMutable().assign(prev->getResults());
-  map.map(last.getResults(), clones.back()->getResults());
+Operation *KernelEmitter::ProgramClone::clone(Operation *op) {
+  // A fresh mapping per clone: one that knows a block's arguments already
+  // would clone the block without them.
+  IRMapping cloneMap = map;
+  Operation *copy = e.b.clone(*op, cloneMap);
+  map.map(op->getResults(), copy->getResults());
+  if (isa<scf::ForOp>(copy))
+    copy->setAttr(kKeyLoopAttrName, e.b.getUnitAttr());
+  copy->walk([&](Operation *nested) { worklist.push_back(nested); });
+  return copy;
+}
 
-  afterKeyLoops();
-  for (Operation *op : spec.epilogueOps)
-    worklist.push_back(b.clone(*op, map));
+void KernelEmitter::ProgramClone::keepAlive(Value value) {
+  sinks.push_back(UnrealizedConversionCastOp::create(e.b, e.b.getI1Type(),
+                                                     value));
+}
 
-  RewritePatternSet patterns(ctx);
-  populateKeyLoopToWarpgroupPatterns(patterns, *this);
-  populateEpilogueToWarpgroupPatterns(patterns, *this);
+LogicalResult
+KernelEmitter::ProgramClone::lower(FrozenRewritePatternSet patterns) {
   GreedyRewriteConfig config;
   config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
       .enableFolding(false)
       .enableConstantCSE(false)
       .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-  (void)applyOpPatternsGreedily(worklist, std::move(patterns), config);
+  (void)applyOpPatternsGreedily(worklist, patterns, config);
+  for (Operation *sink : sinks)
+    sink->erase();
 
   // Every program op and placeholder use must be gone.
   WalkResult left = block->walk([&](Operation *op) {
     if (op->hasAttr(kKeyLoopAttrName) ||
         isa<LoadTileOp, DotOp, MaskOp, SoftmaxUpdateOp, RescaleOp, FinalizeOp,
             StoreTileOp>(op)) {
-      op->emitError("flash-to-gpu: the consumer's patterns left ")
-          << op->getName() << " unlowered";
+      op->emitError("flash-to-gpu: the ")
+          << role << "'s patterns left " << op->getName() << " unlowered";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -385,8 +370,8 @@ KernelEmitter::lowerTileProgram(function_ref<void()> afterKeyLoops) {
   for (Operation *placeholder : placeholders) {
     if (!placeholder->use_empty()) {
       Operation *user = *placeholder->user_begin();
-      user->emitError("flash-to-gpu: the consumer's lowering left a use of "
-                      "a tile program value in ")
+      user->emitError("flash-to-gpu: the lowering left a use of a tile "
+                      "program value in ")
           << user->getName();
       return failure();
     }
@@ -395,6 +380,7 @@ KernelEmitter::lowerTileProgram(function_ref<void()> afterKeyLoops) {
 
   // What the rewrite left without uses: the tiles' casts, the fragments of
   // registers, the key offsets.
+  ImplicitLocOpBuilder &b = e.b;
   Operation *end = b.getInsertionPoint() == block->end()
                        ? nullptr
                        : &*b.getInsertionPoint();
@@ -414,14 +400,67 @@ KernelEmitter::lowerTileProgram(function_ref<void()> afterKeyLoops) {
   }
   // A tile that no pattern consumed (O's rounding without its store, say).
   WalkResult tiles = block->walk([&](UnrealizedConversionCastOp cast) {
-    if (llvm::any_of(cast->getResultTypes(), llvm::IsaPred<TensorType>)) {
-      cast->emitError("flash-to-gpu: a tile of the program was left "
+    if (llvm::any_of(cast->getResultTypes(),
+                     llvm::IsaPred<TensorType, MemRefType>)) {
+      cast->emitError("flash-to-gpu: a value of the tile program was left "
                       "unlowered");
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
   });
   return failure(tiles.wasInterrupted());
+}
+
+LogicalResult
+KernelEmitter::lowerTileProgram(function_ref<void()> afterKeyLoops) {
+  ArrayRef<Operation *> loops = spec.keyLoops;
+  SmallVector<Operation *> ops(loops);
+  llvm::append_range(ops, spec.epilogueOps);
+  ProgramClone program(*this, "consumer", ops);
+
+  // Each key loop starts from its predecessor's results.
+  SmallVector<Operation *> clones;
+  if (loops.size() == 1) {
+    // The tiles before nFull need no mask: the loop once without it, then
+    // once more, carrying on.
+    Operation *unmasked = program.clone(loops.front());
+    SmallVector<MaskOp> masks;
+    unmasked->walk([&](MaskOp mask) { masks.push_back(mask); });
+    for (MaskOp mask : masks) {
+      llvm::erase(program.worklist, mask.getOperation());
+      mask.replaceAllUsesWith(mask.getScores());
+      mask.erase();
+    }
+    clones.push_back(unmasked);
+  }
+  for (Operation *loop : loops)
+    clones.push_back(program.clone(loop));
+  for (auto [prev, next] : llvm::zip(clones, llvm::drop_begin(clones)))
+    cast<scf::ForOp>(next).getInitArgsMutable().assign(prev->getResults());
+
+  afterKeyLoops();
+  for (Operation *op : spec.epilogueOps)
+    program.clone(op);
+
+  RewritePatternSet patterns(ctx);
+  populateKeyLoopToWarpgroupPatterns(patterns, *this);
+  populateEpilogueToWarpgroupPatterns(patterns, *this);
+  return program.lower(std::move(patterns));
+}
+
+LogicalResult KernelEmitter::lowerProducerProgram() {
+  SmallVector<Operation *> ops = {spec.qLoad};
+  llvm::append_range(ops, spec.keyLoops);
+  ProgramClone program(*this, "producer", ops);
+  for (Operation *op : ops)
+    program.clone(op);
+  // Nothing in the producer reads the loads' tiles or the key loops' state;
+  // without a user the driver would erase them, loads and all, as dead.
+  program.keepAlive(program.map.lookup(spec.qLoad->getResult(0)));
+  program.keepAlive(program.map.lookup(spec.keyLoops.back()->getResult(0)));
+  RewritePatternSet patterns(ctx);
+  populateProducerLoadPatterns(patterns, *this);
+  return program.lower(std::move(patterns));
 }
 
 void KernelEmitter::skipUnseenKeyTiles() {

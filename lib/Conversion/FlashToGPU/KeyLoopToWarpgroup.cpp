@@ -35,7 +35,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ConsumerPatterns.h"
+#include "ProgramPatterns.h"
 
 #include "Flash/FlashOps.h"
 
@@ -151,8 +151,8 @@ SmallVector<Value> initialRegisters(KernelEmitter &e, ValueRange inits,
 /// consumer's range for it: [0, nFull) without the mask, [nFull, ownHi)
 /// with it. Its K and V loads become the slot of ring position kvBase + j,
 /// taken once at the top; it carries (m, l, O) registers.
-struct KeyLoopToRingLoop : ConsumerPattern<scf::ForOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct KeyLoopToRingLoop : EmitterPattern<scf::ForOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(scf::ForOp loop,
                                 PatternRewriter &rewriter) const override {
@@ -248,8 +248,8 @@ struct KeyLoopStateToRegisters
 
 /// S = Q K_j^T: the wgmma steps in this consumer's turn, waited for, K (and
 /// after the tile's last S, Q) released.
-struct ScoresDotToWgMma : ConsumerPattern<DotOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct ScoresDotToWgMma : EmitterPattern<DotOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(DotOp dot,
                                 PatternRewriter &rewriter) const override {
@@ -267,8 +267,8 @@ struct ScoresDotToWgMma : ConsumerPattern<DotOp> {
 
 /// flash.mask on key tile j's scores: the loop patterns give its key offset
 /// as j * block_n.
-struct MaskToMaskKeys : ConsumerPattern<MaskOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct MaskToMaskKeys : EmitterPattern<MaskOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(MaskOp mask,
                                 PatternRewriter &rewriter) const override {
@@ -290,8 +290,8 @@ struct MaskToMaskKeys : ConsumerPattern<MaskOp> {
 /// The update of one key tile. A tile program's first key tile starts from
 /// the literal -inf (and zero sums): the registers of those constants, and
 /// no speculation on a max that is not there.
-struct SoftmaxUpdateToWg : ConsumerPattern<SoftmaxUpdateOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct SoftmaxUpdateToWg : EmitterPattern<SoftmaxUpdateOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(SoftmaxUpdateOp op,
                                 PatternRewriter &rewriter) const override {
@@ -332,8 +332,8 @@ struct SoftmaxUpdateToWg : ConsumerPattern<SoftmaxUpdateOp> {
   }
 };
 
-struct RescaleToScaleRows : ConsumerPattern<RescaleOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct RescaleToScaleRows : EmitterPattern<RescaleOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(RescaleOp op,
                                 PatternRewriter &rewriter) const override {
@@ -384,8 +384,8 @@ struct TileTruncFToWg : OpRewritePattern<arith::TruncFOp> {
 };
 
 /// O += P V_j in this consumer's turn, waited for; the slot released.
-struct OutputDotToWgMma : ConsumerPattern<DotOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct OutputDotToWgMma : EmitterPattern<DotOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(DotOp dot,
                                 PatternRewriter &rewriter) const override {
@@ -420,8 +420,8 @@ struct OutputDotToWgMma : ConsumerPattern<DotOp> {
 /// the pipeline and rewritten by the patterns above. With
 /// serialMaskedTiles only the unmasked tiles are pipelined and the masked
 /// loop is left to the serial pattern.
-struct KeyLoopsToOverlappedRingLoops : ConsumerPattern<scf::ForOp> {
-  using ConsumerPattern::ConsumerPattern;
+struct KeyLoopsToOverlappedRingLoops : EmitterPattern<scf::ForOp> {
+  using EmitterPattern::EmitterPattern;
 
   LogicalResult matchAndRewrite(scf::ForOp unmasked,
                                 PatternRewriter &rewriter) const override {

@@ -278,6 +278,7 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return func.emitError("flash-to-gpu: the lse argument is never stored");
   spec.hasLse = static_cast<bool>(lseStore);
   spec.keyLoops.assign(loops.begin(), loops.end());
+  spec.qLoad = qLoad;
   for (Operation &op : grid.getBody().front())
     if (&op == finalize.getOperation() || &op == trunc.getOperation() ||
         &op == oStore.getOperation() || &op == lseStore.getOperation())

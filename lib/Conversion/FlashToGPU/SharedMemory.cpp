@@ -177,25 +177,8 @@ void KernelEmitter::emitProducer() {
     nvgpu::TmaPrefetchOp::create(b, tmK, Value());
     nvgpu::TmaPrefetchOp::create(b, tmV, Value());
     forEachTile(/*producer=*/true, [&] {
-      // With dynamicSchedule the claim loop waited already.
-      if (spec.sw.persistent && !spec.sw.dynamicSchedule)
-        waitQBufferFree();
-      issueQ();
-      forLoop(cIndex(0), nHiIdx, ValueRange(), [&](Value j, ValueRange) {
-        Value pos = ringPosition(j);
-        if (!spec.sw.splitRelease) {
-          waitEmpty(pos, spec.barEmpty());
-          issueKV(j);
-          return SmallVector<Value>();
-        }
-        // K of tile j may load once S of tile j - stages retired, V once its
-        // P V did: K runs ahead of V.
-        waitEmpty(pos, spec.barEmptyK());
-        issueKV(j, KV::K);
-        waitEmpty(pos, spec.barEmpty());
-        issueKV(j, KV::V);
-        return SmallVector<Value>();
-      });
+      if (failed(lowerProducerProgram()))
+        status = failure();
     });
     if (spec.prefetchNextBlock)
       prefetchNextBlockInputs();

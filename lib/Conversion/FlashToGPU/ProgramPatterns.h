@@ -1,16 +1,17 @@
-//===- ConsumerPatterns.h - patterns over a consumer's tile ops -*- C++ -*-===//
+//===- ProgramPatterns.h - patterns over a role's tile ops ------*- C++ -*-===//
 //
-// What the patterns that rewrite the tile program's ops inside a consumer
-// warpgroup (KeyLoopToWarpgroup.cpp, Epilogue.cpp) share. While they run a
-// tile stands for its fragment through an unrealized_conversion_cast
-// (fragment -> tensor); the casts cancel once every op is rewritten. The
-// consumer's context (descriptors, ring, bounds, rows, turns) is the
-// KernelEmitter's, whose builder a pattern points at the op it rewrites.
+// What the patterns that rewrite the tile program's ops inside the producer
+// or a consumer warpgroup (ProducerLoads.cpp, KeyLoopToWarpgroup.cpp,
+// Epilogue.cpp) share. While they run a tile stands for its fragment
+// through an unrealized_conversion_cast (fragment -> tensor); the casts
+// cancel once every op is rewritten. The role's context (descriptors,
+// rings, bounds, rows, turns) is the KernelEmitter's, whose builder a
+// pattern points at the op it rewrites.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_CONSUMERPATTERNS_H
-#define FLASHC_LIB_CONVERSION_FLASHTOGPU_CONSUMERPATTERNS_H
+#ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_PROGRAMPATTERNS_H
+#define FLASHC_LIB_CONVERSION_FLASHTOGPU_PROGRAMPATTERNS_H
 
 #include "FlashToGPU.h"
 #include "../FlashWarpgroupToNVVM/RegisterUtils.h"
@@ -66,14 +67,14 @@ private:
   Location loc;
 };
 
-/// A pattern with the consumer's context.
+/// A pattern with the emitter's context.
 template <typename OpTy>
-struct ConsumerPattern : OpRewritePattern<OpTy> {
-  ConsumerPattern(MLIRContext *ctx, KernelEmitter &emitter)
+struct EmitterPattern : OpRewritePattern<OpTy> {
+  EmitterPattern(MLIRContext *ctx, KernelEmitter &emitter)
       : OpRewritePattern<OpTy>(ctx), e(emitter) {}
   KernelEmitter &e;
 };
 
 } // namespace mlir::flash::gpu_lowering
 
-#endif // FLASHC_LIB_CONVERSION_FLASHTOGPU_CONSUMERPATTERNS_H
+#endif // FLASHC_LIB_CONVERSION_FLASHTOGPU_PROGRAMPATTERNS_H
