@@ -17,13 +17,17 @@ fails the test, which prints the case to reproduce it.
     python3 test/fuzz/mutate_kernels.py --flash-opt build/bin/flash-opt \\
         --corpus 'test/Conversion/flash-wg-*.mlir' \\
         --passes=-convert-flash-wg-to-nvvm
+    python3 test/fuzz/mutate_kernels.py --flash-opt build/bin/flash-opt \\
+        --tile-programs --passes='-flash-gpu-schedule -convert-flash-to-gpu'
 """
 import argparse
+import atexit
 import concurrent.futures
 import glob
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -127,6 +131,10 @@ def main(argv=None):
     parser.add_argument("--corpus", help="glob of inputs (with --flash-opt)")
     parser.add_argument("--passes", default="",
                         help="flash-opt's pass flags, space-separated")
+    parser.add_argument("--tile-programs", action="store_true",
+                        help="with --flash-opt and no --corpus: the shipped "
+                        "kernels' tile programs (-flash-tile -flash-fuse), "
+                        "so user-written tile ops reach --passes")
     parser.add_argument("--cases", type=int, default=120)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--jobs", type=int, default=2)
@@ -141,6 +149,23 @@ def main(argv=None):
 
         def command(path, tmp):
             return [args.flashc, path, "-o", os.path.join(tmp, "k.ptx")]
+    elif args.tile_programs:
+        kernel_dir = os.path.join(ROOT, "kernels")
+        corpus = tempfile.mkdtemp(prefix="tile-programs-")
+        atexit.register(shutil.rmtree, corpus, ignore_errors=True)
+        kernels = []
+        for k in sorted(os.listdir(kernel_dir)):
+            if not k.endswith(".mlir"):
+                continue
+            path = os.path.join(corpus, k)
+            with open(path, "w") as f:
+                subprocess.run([args.flash_opt, os.path.join(kernel_dir, k),
+                                "-flash-tile", "-flash-fuse"],
+                               stdout=f, check=True)
+            kernels.append(path)
+
+        def command(path, tmp):
+            return [args.flash_opt, path, "-split-input-file"] + args.passes.split()
     else:
         kernels = sorted(glob.glob(os.path.join(ROOT, args.corpus or "")))
         if not kernels:
