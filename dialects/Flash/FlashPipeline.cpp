@@ -106,6 +106,21 @@ LogicalResult WgSharedWindowOp::verify() {
   return success();
 }
 
+LogicalResult WgInitBarriersOp::verify() {
+  auto group = cast<nvgpu::MBarrierGroupType>(getBarriers().getType());
+  ArrayRef<int64_t> counts = getCounts();
+  if (int64_t(counts.size()) != group.getNumBarriers())
+    return emitOpError("has ")
+           << counts.size() << " arrival count(s) for "
+           << group.getNumBarriers() << " barrier(s)";
+  for (auto [i, count] : llvm::enumerate(counts))
+    if (count < 1 || count >= (int64_t(1) << 20))
+      return emitOpError("barrier ")
+             << i << "'s arrival count must be from 1 to 2^20 - 1, got "
+             << count;
+  return success();
+}
+
 LogicalResult WgTmaLoadTileOp::verify() {
   nvgpu::TensorMapDescriptorType map = getTensorMap().getType();
   MemRefType box = map.getTensor();

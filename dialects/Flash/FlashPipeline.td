@@ -8,11 +8,11 @@
 // in lib/Conversion/FlashWarpgroupToNVVM/ to upstream nvgpu and arith ops.
 //
 // The barriers stay one `!nvgpu.mbarrier.group` per kernel, created and
-// initialised with the upstream ops (`nvgpu.mbarrier.create`,
-// `nvgpu.mbarrier.init`): the ops here name the part of that group a ring
-// uses (a base index) rather than allocate barriers of their own, so the
-// kernel's barrier layout stays the schedule's choice. A single arrival or
-// wait that follows no ring discipline is the upstream op itself.
+// initialised by `flash.wg.init_barriers` with the arrival count of each:
+// the ops here name the part of that group a ring uses (a base index)
+// rather than allocate barriers of their own, so the kernel's barrier
+// layout stays the schedule's choice. A single arrival or wait that follows
+// no ring discipline is the upstream op itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,6 +91,36 @@ def Flash_WgSharedWindowOp : Flash_Op<"wg.shared_window", [Pure]> {
                  I64:$field);
   let assemblyFormat = [{
     `align` $align attr-dict `:` type($window)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_WgInitBarriersOp
+    : Flash_Op<"wg.init_barriers", [MemoryEffects<[MemAlloc, MemWrite]>]> {
+  let summary = "The block's mbarriers, each initialised with its arrival "
+                "count";
+  let description = [{
+    Creates the block's group of mbarriers (`nvgpu.mbarrier.create`), has
+    thread 0 initialise barrier `i` to expect `counts[i]` arrivals, and
+    makes the initialisation visible to the whole block (a block barrier)
+    before any warpgroup waits on or arrives at one of them. The rings'
+    ops name their barriers by index in this group: for example a ring of
+    S stages whose fills complete on one TMA arrival and whose slots free
+    once every consumer thread arrived takes S barriers of count 1 and S
+    of count 128 x consumers. A count is from 1 to 2^20 - 1 (the
+    mbarrier's arrival counter), one per barrier of the group.
+
+    Example:
+
+    ```mlir
+    %bar = flash.wg.init_barriers counts [1, 1, 256, 256, 1]
+        : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 5>
+    ```
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$counts);
+  let results = (outs Flash_MBarrierGroup:$barriers);
+  let assemblyFormat = [{
+    `counts` $counts attr-dict `:` type($barriers)
   }];
   let hasVerifier = 1;
 }

@@ -20,7 +20,7 @@
 // SEC: %[[GY:.*]] = gpu.grid_dim y
 // SEC-NEXT: %[[NUMM:.*]] = arith.index_cast %[[GY]] : index to i32
 // SEC: gpu.barrier
-// SEC-NEXT: %[[FROMEND:.*]] = arith.subi %[[NUMM]], %{{.*}} : i32
+// SEC: %[[FROMEND:.*]] = arith.subi %[[NUMM]], %{{.*}} : i32
 // PERS: %[[NUMM:.*]] = arith.ceildivui %[[NQ]], %c192_i32 : i32
 // PERS: scf.while
 // PERS: %[[FROMEND:.*]] = arith.subi %[[NUMM]], %{{.*}} : i32

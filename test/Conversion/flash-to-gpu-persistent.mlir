@@ -34,8 +34,8 @@
 // consumer thread arrives: 256).
 // CHECK: %[[BAR:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 12>
 // CHECK: nvgpu.mbarrier.init %[[BAR]][%c8], %c1
-// CHECK-NEXT: nvgpu.mbarrier.init %[[BAR]][%c10], %c256
 // CHECK-NEXT: nvgpu.mbarrier.init %[[BAR]][%c9], %c1
+// CHECK-NEXT: nvgpu.mbarrier.init %[[BAR]][%c10], %c256
 // CHECK-NEXT: nvgpu.mbarrier.init %[[BAR]][%c11], %c256
 
 // Producer: the tile schedule (query blocks of seq_q; causal work items are

@@ -75,7 +75,9 @@
 // RUN: flash-opt %kernels/attention.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=RING
 
 // RING-LABEL: gpu.func @attention
-// RING: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
+// The barriers by index: full_k, full_v (one TMA arrival each), empty,
+// empty_k (every consumer thread: 256) of two stages, then Q's.
+// RING: %[[BARS:.*]] = flash.wg.init_barriers counts [1, 1, 1, 1, 256, 256, 256, 256, 1] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // Producer: Q (full barrier 8), then per key tile j the empty waits of
 // split release (K on 6 + slot, V on 4 + slot) before K and V.
 // RING: flash.wg.tma_load_tile %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}], %[[BARS]][%{{.*}}] columns 128 : !nvgpu.tensormap.descriptor<tensor = memref<1x128x64xbf16, #gpu.address_space<workgroup>>, {{.*}}>
@@ -102,7 +104,9 @@
 // RUN: flash-opt %kernels/attention_d64.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=QBUF
 
 // QBUF-LABEL: gpu.func @attention_d64
-// QBUF: %[[BARS:.*]] = nvgpu.mbarrier.create
+// One stage: full_k, full_v, empty, empty_k (four consumers: 512), then
+// two Q buffers' q and q_empty.
+// QBUF: %[[BARS:.*]] = flash.wg.init_barriers counts [1, 1, 512, 512, 1, 1, 512, 512]
 // QBUF: flash.wg.tile_loop %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} block_m = 256 {
 // QBUF-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: index, %{{.*}}: i32, %{{.*}}: index, %[[QSLOT:.*]]: !flash.ring_slot<stages = 2>):
 // QBUF: %[[BUF:.*]] = flash.wg.ring_slot_index %[[QSLOT]] : !flash.ring_slot<stages = 2>

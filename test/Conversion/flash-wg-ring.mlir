@@ -124,3 +124,27 @@ func.func @window() -> (memref<?xi8, #gpu.address_space<workgroup>>, index, i64)
       : memref<?xi8, #gpu.address_space<workgroup>>
   return %window, %shift, %field : memref<?xi8, #gpu.address_space<workgroup>>, index, i64
 }
+
+// -----
+
+// The block's barriers: the group, thread 0's init of each with its count,
+// in index order, then a block barrier before any thread uses one.
+// CHECK-LABEL: func.func @barriers
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+// CHECK-NEXT: %[[TID:.*]] = gpu.thread_id x
+// CHECK-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %[[C0]] : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: nvgpu.mbarrier.init %[[BARS]][%[[C0]]], %[[C1]]
+// CHECK-NEXT: nvgpu.mbarrier.init %[[BARS]][%[[C1]]], %[[C1]]
+// CHECK-NEXT: nvgpu.mbarrier.init %[[BARS]][%[[C2]]], %[[C256]]
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: return %[[BARS]]
+func.func @barriers() -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3> {
+  %b = flash.wg.init_barriers counts [1, 1, 256] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+  return %b : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+}

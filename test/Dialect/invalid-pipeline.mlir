@@ -151,3 +151,19 @@ func.func @window_global() {
   %w, %s, %f = flash.wg.shared_window align 1024 : memref<?xi8>
   return
 }
+
+// -----
+
+func.func @barriers_count_mismatch() {
+  // expected-error @+1 {{'flash.wg.init_barriers' op has 2 arrival count(s) for 3 barrier(s)}}
+  %b = flash.wg.init_barriers counts [1, 256] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+  return
+}
+
+// -----
+
+func.func @barriers_zero_count() {
+  // expected-error @+1 {{'flash.wg.init_barriers' op barrier 1's arrival count must be from 1 to 2^20 - 1, got 0}}
+  %b = flash.wg.init_barriers counts [1, 0] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+  return
+}

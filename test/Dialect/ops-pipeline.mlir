@@ -60,3 +60,11 @@ func.func @window() -> (!smem, index, i64) {
   %window, %shift, %field = flash.wg.shared_window align 1024 : !smem
   return %window, %shift, %field : !smem, index, i64
 }
+
+// The block's barriers with their arrival counts.
+// CHECK-LABEL: func.func @barriers
+// CHECK: flash.wg.init_barriers counts [1, 1, 256] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+func.func @barriers() {
+  %b = flash.wg.init_barriers counts [1, 1, 256] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+  return
+}

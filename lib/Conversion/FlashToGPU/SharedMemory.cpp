@@ -45,32 +45,22 @@ void KernelEmitter::emitSharedMemoryAndBarriers() {
     blockY = tile.getHead();
     numQueryBlocks = tile.getQueryBlocks();
   }
-  bar = nvgpu::MBarrierCreateOp::create(b, barType);
-
+  // The barriers by index: full_k[s] and full_v[s] complete on a TMA
+  // arrival; every consumer thread arrives on empty[s] (and empty_k[s])
+  // once done with the slot; q[b] completes on Q's TMA, q_empty[b] once
+  // the buffer's last reader released it.
+  SmallVector<int64_t> counts(spec.numBarriers(), 1);
+  for (int64_t s = 0; s < spec.stages; ++s) {
+    counts[spec.barEmpty() + s] = 128 * spec.warpgroups;
+    if (spec.sw.splitRelease)
+      counts[spec.barEmptyK() + s] = 128 * spec.warpgroups;
+  }
+  if (spec.sw.persistent)
+    for (int64_t q = 0; q < spec.qBuffers; ++q)
+      counts[spec.barQEmpty() + q] = spec.qEmptyArrivals();
+  bar = WgInitBarriersOp::create(b, barType, counts);
   isThread0 =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cIndex(0));
-  ifThen(isThread0, [&] {
-    for (int64_t s = 0; s < spec.stages; ++s) {
-      nvgpu::MBarrierInitOp::create(b, bar, cIndex(1),
-                                    cIndex(spec.barFullK() + s), Value());
-      nvgpu::MBarrierInitOp::create(b, bar, cIndex(1),
-                                    cIndex(spec.barFullV() + s), Value());
-      // Every consumer thread arrives once it is done with the slot.
-      nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
-                                    cIndex(spec.barEmpty() + s), Value());
-      if (spec.sw.splitRelease)
-        nvgpu::MBarrierInitOp::create(b, bar, cIndex(128 * spec.warpgroups),
-                                      cIndex(spec.barEmptyK() + s), Value());
-    }
-    for (int64_t q = 0; q < spec.qBuffers; ++q) {
-      nvgpu::MBarrierInitOp::create(b, bar, cIndex(1), cIndex(spec.barQ() + q),
-                                    Value());
-      if (spec.sw.persistent)
-        nvgpu::MBarrierInitOp::create(b, bar, cIndex(spec.qEmptyArrivals()),
-                                      cIndex(spec.barQEmpty() + q), Value());
-    }
-  });
-  gpu::BarrierOp::create(b);
 }
 
 void KernelEmitter::emitTileBounds() {

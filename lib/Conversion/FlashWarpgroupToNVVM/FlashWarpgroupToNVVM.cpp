@@ -65,6 +65,7 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateFragmentPatterns(converter, patterns);
   wg_lowering::populateMmaPatterns(converter, patterns);
   wg_lowering::populateSharedWindowPatterns(converter, patterns);
+  wg_lowering::populateInitBarriersPatterns(converter, patterns);
   wg_lowering::populateTmaLoadTilePatterns(converter, patterns);
   wg_lowering::populateRingPatterns(converter, patterns);
   wg_lowering::populateRowReducePatterns(converter, patterns);
@@ -89,19 +90,10 @@ LogicalResult mlir::flash::lowerFlashWarpgroupOps(Operation *root) {
   RewritePatternSet patterns(ctx);
   populateFlashWarpgroupToNVVMPatterns(converter, patterns);
   ConversionTarget target(*ctx);
-  target.addIllegalOp<WgSmemDescriptorOp, WgMakeDescriptorOp,
-                      WgAdvanceDescriptorOp, WgFragmentFromValuesOp,
-                      WgFragmentValuesOp, WgMmaOp>();
-  target.addIllegalOp<WgSharedWindowOp, WgTmaLoadTileOp, WgRingSlotOp, WgRingSlotIndexOp,
-                      WgRingWaitFullOp, WgRingReleaseOp, WgRingWaitEmptyOp,
-                      WgRingWaitReleasedOp>();
-  target.addIllegalOp<WgMaskKeysOp, WgMaskColumnsOp, WgRowMaxOp, WgRowSumOp, WgScaledExp2Op,
-                      WgScaleRowsOp, WgSoftmaxUpdateOp, WgTruncFOp>();
-  target.addIllegalOp<WgStoreGlobalOp, WgStoreSharedOp, WgWarpSpecializeOp,
-                      WgPingpongTurnOp, WgYieldOp>();
-  target.addIllegalOp<WgBlockTileOp, WgTileLoopOp, WgClaimedTileLoopOp,
-                      WgTileBoundsOp, WgKeyTilesSeenOp, WgWarpUniformOp>();
-  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  // Every op of the warp-specialised level has its pattern; none may stay.
+  target.markUnknownOpDynamicallyLegal([](Operation *op) {
+    return !op->getName().getStringRef().starts_with("flash.wg.");
+  });
   return applyPartialConversion(root, target, std::move(patterns));
 }
 

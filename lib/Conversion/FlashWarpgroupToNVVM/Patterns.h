@@ -23,6 +23,9 @@ void populateFragmentPatterns(const TypeConverter &converter,
 /// advance_descriptor.
 void populateSmemDescriptorPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns);
+/// InitBarriersToNVGPU.cpp: flash.wg.init_barriers.
+void populateInitBarriersPatterns(const TypeConverter &converter,
+                                  RewritePatternSet &patterns);
 /// SharedWindowToGPU.cpp: flash.wg.shared_window.
 void populateSharedWindowPatterns(const TypeConverter &converter,
                                   RewritePatternSet &patterns);
