@@ -206,12 +206,6 @@ struct KeyLoopRoles {
   unsigned o, m, l;
 };
 FailureOr<KeyLoopRoles> keyLoopRoles(scf::ForOp loop);
-/// The key loop state's registers (m[2], l[2], O's) as `loop`'s three
-/// carried tiles, in its order: the fragments built from them, cast to the
-/// tiles' types while the loop's ops are rewritten.
-SmallVector<Value> stateTiles(KernelEmitter &e, scf::ForOp loop,
-                              const KeyLoopRoles &roles, ArrayRef<Value> m,
-                              ArrayRef<Value> l, ArrayRef<Value> o);
 /// The patterns that rewrite the tile program's epilogue (flash.finalize,
 /// O's rounding, flash.store_tile) on a consumer. Epilogue.cpp.
 void populateEpilogueToWarpgroupPatterns(RewritePatternSet &patterns,
@@ -223,6 +217,9 @@ void populateProducerLoadPatterns(RewritePatternSet &patterns,
                                   KernelEmitter &emitter);
 /// Attribute marking a cloned program loop for those patterns.
 constexpr llvm::StringLiteral kKeyLoopAttrName = "flash.key_loop";
+/// Attribute marking a rewritten serial key loop while its ops are
+/// rewritten: its induction variable is the key tile index.
+constexpr llvm::StringLiteral kKeyTileLoopAttrName = "flash.key_tile_loop";
 
 /// The kernel's launch contract (`flash.launch`).
 DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);

@@ -353,6 +353,7 @@ KernelEmitter::ProgramClone::lower(FrozenRewritePatternSet patterns) {
   (void)applyOpPatternsGreedily(worklist, patterns, config);
   for (Operation *sink : sinks)
     sink->erase();
+  block->walk([](scf::ForOp loop) { loop->removeAttr(kKeyTileLoopAttrName); });
 
   // Every program op and placeholder use must be gone.
   WalkResult left = block->walk([&](Operation *op) {

@@ -51,9 +51,6 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-/// Marks a rewritten key loop: its induction variable is the key tile index.
-static constexpr llvm::StringLiteral kKeyTileLoopAttrName =
-    "flash.key_tile_loop";
 
 FailureOr<KeyLoopRoles>
 mlir::flash::gpu_lowering::keyLoopRoles(scf::ForOp loop) {
@@ -82,9 +79,12 @@ mlir::flash::gpu_lowering::keyLoopRoles(scf::ForOp loop) {
                         "one flash.softmax_update");
 }
 
-SmallVector<Value> mlir::flash::gpu_lowering::stateTiles(
-    KernelEmitter &e, scf::ForOp loop, const KeyLoopRoles &roles,
-    ArrayRef<Value> m, ArrayRef<Value> l, ArrayRef<Value> o) {
+/// The key loop state's registers (m[2], l[2], O's) as `loop`'s three
+/// carried tiles, in its order.
+static SmallVector<Value> stateTiles(KernelEmitter &e, scf::ForOp loop,
+                                     const KeyLoopRoles &roles,
+                                     ArrayRef<Value> m, ArrayRef<Value> l,
+                                     ArrayRef<Value> o) {
   SmallVector<Value> tiles(3);
   auto tile = [&](unsigned role, Type type, ArrayRef<Value> regs) {
     tiles[role] =
