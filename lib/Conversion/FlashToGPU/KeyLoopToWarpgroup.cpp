@@ -117,10 +117,18 @@ Value keyTileIndex(Operation *op) {
   return loop.getInductionVar();
 }
 
-bool isSplatZero(Value value) {
+/// The value of a tile that is a splat float constant.
+std::optional<APFloat> splatOf(Value tile) {
   DenseElementsAttr splat;
-  return matchPattern(value, m_Constant(&splat)) && splat.isSplat() &&
-         splat.getSplatValue<APFloat>().isPosZero();
+  if (!matchPattern(tile, m_Constant(&splat)) || !splat.isSplat() ||
+      !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>();
+}
+
+bool isSplatZero(Value value) {
+  std::optional<APFloat> splat = splatOf(value);
+  return splat && splat->isPosZero();
 }
 
 /// The registers a key loop starts from (m, l, O): those of its initial
@@ -129,10 +137,8 @@ SmallVector<Value> initialRegisters(KernelEmitter &e, ValueRange inits,
                                     const KeyLoopRoles &roles) {
   SmallVector<Value> regs;
   auto add = [&](Value init, int64_t count) {
-    DenseElementsAttr splat;
-    if (matchPattern(init, m_Constant(&splat)) && splat.isSplat()) {
-      regs.append(count,
-                  e.cF32(splat.getSplatValue<APFloat>().convertToFloat()));
+    if (std::optional<APFloat> splat = splatOf(init)) {
+      regs.append(count, e.cF32(splat->convertToFloat()));
       return true;
     }
     Value fragment = fragmentOf(init);
@@ -299,7 +305,8 @@ struct SoftmaxUpdateToWg : EmitterPattern<SoftmaxUpdateOp> {
     if (!scores || !op.getBase2())
       return failure();
     EmitterAt at(e, rewriter, op);
-    const bool firstTile = isSplat(op.getRowMax(), -INFINITY);
+    std::optional<APFloat> mOld = splatOf(op.getRowMax());
+    const bool firstTile = mOld && mOld->convertToFloat() == -INFINITY;
     Value m = fragmentOrSplat(op.getRowMax(), e.rowsF32Type);
     Value l = fragmentOrSplat(op.getRowSum(), e.rowPartialsType);
     if (!m || !l)
@@ -314,20 +321,14 @@ struct SoftmaxUpdateToWg : EmitterPattern<SoftmaxUpdateOp> {
     return success();
   }
 
-  bool isSplat(Value tile, float value) const {
-    DenseElementsAttr splat;
-    return matchPattern(tile, m_Constant(&splat)) && splat.isSplat() &&
-           splat.getSplatValue<APFloat>().convertToFloat() == value;
-  }
-
   /// A row vector's fragment, or one built from its splat constant.
   Value fragmentOrSplat(Value tile, FragmentType type) const {
     if (Value fragment = fragmentOf(tile))
       return fragment;
-    DenseElementsAttr splat;
-    if (!matchPattern(tile, m_Constant(&splat)) || !splat.isSplat())
+    std::optional<APFloat> splat = splatOf(tile);
+    if (!splat)
       return {};
-    Value value = e.cF32(splat.getSplatValue<APFloat>().convertToFloat());
+    Value value = e.cF32(splat->convertToFloat());
     return WgFragmentFromValuesOp::create(e.b, type, ValueRange{value, value});
   }
 };
@@ -467,11 +468,11 @@ struct KeyLoopsToOverlappedRingLoops : EmitterPattern<scf::ForOp> {
           auto tile0 = [&](scf::ForOp loop, const KeyLoopRoles &r) {
             IRMapping map;
             SoftmaxUpdateOp update =
-                cloneSoftmax(rewriter, loop, r, s, initTiles[roles->m],
+                cloneSoftmax(loop, r, s, initTiles[roles->m],
                              initTiles[roles->l], zero, map);
-            return stateRegisters(rewriter, {map.lookup(update.getNewMax()),
-                                             map.lookup(update.getNewSum()),
-                                             map.lookup(update.getP())},
+            return stateRegisters({map.lookup(update.getNewMax()),
+                                   map.lookup(update.getNewSum()),
+                                   map.lookup(update.getP())},
                                   stateTypes);
           };
           if (serialTail)
@@ -490,10 +491,10 @@ struct KeyLoopsToOverlappedRingLoops : EmitterPattern<scf::ForOp> {
                  ArrayRef<Value>(init).drop_front(4).end());
     Value one = e.cIndex(1);
     Value firstMasked = arith::MaxUIOp::create(e.b, e.nFullIdx, one);
-    state = pipelinedLoop(rewriter, unmasked, *roles, one, firstMasked, state);
+    state = pipelinedLoop(unmasked, *roles, one, firstMasked, state);
     if (!serialTail)
-      state = pipelinedLoop(rewriter, masked, *maskedRoles, firstMasked,
-                            e.ownHiIdx, state);
+      state = pipelinedLoop(masked, *maskedRoles, firstMasked, e.ownHiIdx,
+                            state);
 
     ArrayRef<Value> st(state);
     ArrayRef<Value> pLast = st.slice(4, numP), accLast = st.drop_front(4 + numP);
@@ -539,17 +540,16 @@ private:
   /// products and the rescale: the mask, the update, their arithmetic) at
   /// the emitter's insertion point, for the scores `s`, the carried max and
   /// sums `m` and `l`, and key tile j. Returns the program's update op;
-  /// `map` gives its clone's values.
-  SoftmaxUpdateOp cloneSoftmax(PatternRewriter &rewriter, scf::ForOp loop,
-                               const KeyLoopRoles &roles, Value s, Value m,
-                               Value l, Value j, IRMapping &map) const {
+  /// `map` gives its clone's values. The emitter's builder reports the
+  /// clones to the driver, whose patterns rewrite them.
+  SoftmaxUpdateOp cloneSoftmax(scf::ForOp loop, const KeyLoopRoles &roles,
+                               Value s, Value m, Value l, Value j,
+                               IRMapping &map) const {
     Block *body = loop.getBody();
     map.map(loop.getInductionVar(),
             arith::MulIOp::create(e.b, j, e.cIndex(e.spec.blockN)));
     map.map(body->getArgument(1 + roles.m), m);
     map.map(body->getArgument(1 + roles.l), l);
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPoint(e.b.getInsertionBlock(), e.b.getInsertionPoint());
     SoftmaxUpdateOp update;
     for (Operation &op : body->without_terminator()) {
       if (auto dot = dyn_cast<DotOp>(op)) {
@@ -562,7 +562,7 @@ private:
       if (auto trunc = dyn_cast<arith::TruncFOp>(op))
         if (isa<RankedTensorType>(trunc.getType()))
           continue;
-      rewriter.clone(op, map);
+      e.b.clone(op, map);
       if (auto u = dyn_cast<SoftmaxUpdateOp>(op))
         update = u;
     }
@@ -570,92 +570,78 @@ private:
   }
 
   /// Registers of the state tiles, for a yield.
-  SmallVector<Value> stateRegisters(PatternRewriter &rewriter,
-                                    ValueRange tiles, TypeRange types) const {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPoint(e.b.getInsertionBlock(), e.b.getInsertionPoint());
-    auto cast = UnrealizedConversionCastOp::create(rewriter, e.b.getLoc(),
-                                                   types, tiles);
+  SmallVector<Value> stateRegisters(ValueRange tiles, TypeRange types) const {
+    auto cast = UnrealizedConversionCastOp::create(e.b, types, tiles);
     return SmallVector<Value>(cast.getResults());
   }
 
   /// Key tiles [lo, hi) of `loop`, S_j beside PV_{j-1}: state (m[2], l[2],
   /// P_{j-1}, O) in, the same out.
-  SmallVector<Value> pipelinedLoop(PatternRewriter &rewriter, scf::ForOp loop,
-                                   const KeyLoopRoles &roles, Value lo,
-                                   Value hi, ArrayRef<Value> init) const {
+  SmallVector<Value> pipelinedLoop(scf::ForOp loop, const KeyLoopRoles &roles,
+                                   Value lo, Value hi,
+                                   ArrayRef<Value> init) const {
     const int64_t numP = e.spec.sRegs() / 2;
     // The loop is in place before its body is built, so the driver sees
     // the ops cloned into it.
-    auto tiles = scf::ForOp::create(e.b, lo, hi, e.cIndex(1), init);
+    auto loopOverTiles = scf::ForOp::create(e.b, lo, hi, e.cIndex(1), init);
     OpBuilder::InsertionGuard guard(e.b);
-    e.b.setInsertionPointToStart(tiles.getBody());
-    {
-      Value j = tiles.getInductionVar();
-      SmallVector<Value> itVec(tiles.getRegionIterArgs());
-      ArrayRef<Value> its(itVec);
-      SmallVector<Value> pOld(its.slice(4, numP));
-      SmallVector<Value> acc(its.drop_front(4 + numP));
-      Value jm1 = arith::SubIOp::create(e.b, j, e.cIndex(1));
-      KernelEmitter::Slot s = e.slotInfo(j);
-      KernelEmitter::Slot prev = e.slotInfo(jm1);
-      // Waits and descriptors first, then one fence and both GEMMs.
-      KernelEmitter::SOperands sOps = e.prepS(s);
-      SmallVector<Value> vDescs = e.prepPV(prev);
-      SmallVector<Value> products =
-          e.inTurn(TypeRange{e.sType, e.oType}, [&] {
-            NVVM::WgmmaFenceAlignedOp::create(e.b);
-            Value sAcc = e.emitS(sOps, /*fence=*/false);
-            Value o = e.emitPV(pOld, acc, vDescs, /*fence=*/false);
-            return SmallVector<Value>{sAcc, o};
-          });
-      e.wgWait(1);
-      SmallVector<Value> scores = e.sValues(products[0]);
-      e.releaseK(s.slot);
-      e.releaseQAfterLastS(j);
-      Value sTile = scoresTile(scores, loop);
-      Location loc = loop.getLoc();
-      auto carried = [&](Type type, ArrayRef<Value> regs, Type tileType) {
-        return asTile(e.b, loc, WgFragmentFromValuesOp::create(e.b, type, regs),
-                      tileType);
-      };
-      ValueRange tiles = loop.getRegionIterArgs();
-      IRMapping map;
-      SoftmaxUpdateOp update = cloneSoftmax(
-          rewriter, loop, roles, sTile,
-          carried(e.rowsF32Type, its.slice(0, 2), tiles[roles.m].getType()),
-          carried(e.rowPartialsType, its.slice(2, 2),
-                  tiles[roles.l].getType()),
-          j, map);
-      e.wgWait(0);
-      // Keep P_{j-1} live until PV_{j-1} retired, so P_j does not get its
-      // registers while the wgmma still reads them (ptxas would serialise
-      // the wgmma chain, C7513).
-      for (Value p : pOld)
-        (void)fenceOperand(e.b, p);
-      SmallVector<Value> o = e.oValues(products[1]);
-      e.release(prev.slot);
-      // O *= alpha_j: the program's rescale on PV_{j-1}'s result.
-      map.map(loop.getBody()->getArgument(1 + roles.o),
-              carried(e.oType, o, tiles[roles.o].getType()));
-      Value rescaled;
-      for (RescaleOp rescale : loop.getBody()->getOps<RescaleOp>()) {
-        OpBuilder::InsertionGuard guard(rewriter);
-        rewriter.setInsertionPoint(e.b.getInsertionBlock(),
-                                   e.b.getInsertionPoint());
-        rescaled = rewriter.clone(*rescale, map)->getResult(0);
-      }
-      SmallVector<Type> types(4, e.f32);
-      types.append(numP, e.i32);
-      types.append(e.spec.oRegs(), e.f32);
-      scf::YieldOp::create(e.b,
-                           stateRegisters(rewriter,
-                                          {map.lookup(update.getNewMax()),
-                                           map.lookup(update.getNewSum()),
-                                           map.lookup(update.getP()), rescaled},
-                                          types));
-    }
-    return SmallVector<Value>(tiles.getResults());
+    e.b.setInsertionPointToStart(loopOverTiles.getBody());
+    Value j = loopOverTiles.getInductionVar();
+    SmallVector<Value> itVec(loopOverTiles.getRegionIterArgs());
+    ArrayRef<Value> its(itVec);
+    SmallVector<Value> pOld(its.slice(4, numP));
+    SmallVector<Value> acc(its.drop_front(4 + numP));
+    Value jm1 = arith::SubIOp::create(e.b, j, e.cIndex(1));
+    KernelEmitter::Slot s = e.slotInfo(j);
+    KernelEmitter::Slot prev = e.slotInfo(jm1);
+    // Waits and descriptors first, then one fence and both GEMMs.
+    KernelEmitter::SOperands sOps = e.prepS(s);
+    SmallVector<Value> vDescs = e.prepPV(prev);
+    SmallVector<Value> products =
+        e.inTurn(TypeRange{e.sType, e.oType}, [&] {
+          NVVM::WgmmaFenceAlignedOp::create(e.b);
+          Value sAcc = e.emitS(sOps, /*fence=*/false);
+          Value o = e.emitPV(pOld, acc, vDescs, /*fence=*/false);
+          return SmallVector<Value>{sAcc, o};
+        });
+    e.wgWait(1);
+    SmallVector<Value> scores = e.sValues(products[0]);
+    e.releaseK(s.slot);
+    e.releaseQAfterLastS(j);
+    Value sTile = scoresTile(scores, loop);
+    Location loc = loop.getLoc();
+    auto carried = [&](Type type, ArrayRef<Value> regs, Type tileType) {
+      return asTile(e.b, loc, WgFragmentFromValuesOp::create(e.b, type, regs),
+                    tileType);
+    };
+    ValueRange tiles = loop.getRegionIterArgs();
+    IRMapping map;
+    SoftmaxUpdateOp update = cloneSoftmax(
+        loop, roles, sTile,
+        carried(e.rowsF32Type, its.slice(0, 2), tiles[roles.m].getType()),
+        carried(e.rowPartialsType, its.slice(2, 2),
+                tiles[roles.l].getType()),
+        j, map);
+    e.wgWait(0);
+    // Keep P_{j-1} live until PV_{j-1} retired, so P_j does not get its
+    // registers while the wgmma still reads them (ptxas would serialise
+    // the wgmma chain, C7513).
+    for (Value p : pOld)
+      (void)fenceOperand(e.b, p);
+    SmallVector<Value> o = e.oValues(products[1]);
+    e.release(prev.slot);
+    // O *= alpha_j: the program's rescale on PV_{j-1}'s result.
+    map.map(loop.getBody()->getArgument(1 + roles.o),
+            carried(e.oType, o, tiles[roles.o].getType()));
+    Value rescaled;
+    for (RescaleOp rescale : loop.getBody()->getOps<RescaleOp>())
+      rescaled = e.b.clone(*rescale, map)->getResult(0);
+    scf::YieldOp::create(e.b, stateRegisters({map.lookup(update.getNewMax()),
+                                              map.lookup(update.getNewSum()),
+                                              map.lookup(update.getP()),
+                                              rescaled},
+                                             loopOverTiles.getResultTypes()));
+    return SmallVector<Value>(loopOverTiles.getResults());
   }
 };
 
