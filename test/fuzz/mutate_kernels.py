@@ -142,34 +142,29 @@ def main(argv=None):
     parser.add_argument("--keep", help="write every failing case here")
     args = parser.parse_args(argv)
 
+    kernel_dir = os.path.join(ROOT, "kernels")
+    shipped = sorted(os.path.join(kernel_dir, k)
+                     for k in os.listdir(kernel_dir) if k.endswith(".mlir"))
     if args.flashc:
-        kernel_dir = os.path.join(ROOT, "kernels")
-        kernels = sorted(os.path.join(kernel_dir, k)
-                         for k in os.listdir(kernel_dir) if k.endswith(".mlir"))
+        kernels = shipped
 
         def command(path, tmp):
             return [args.flashc, path, "-o", os.path.join(tmp, "k.ptx")]
-    elif args.tile_programs:
-        kernel_dir = os.path.join(ROOT, "kernels")
-        corpus = tempfile.mkdtemp(prefix="tile-programs-")
-        atexit.register(shutil.rmtree, corpus, ignore_errors=True)
-        kernels = []
-        for k in sorted(os.listdir(kernel_dir)):
-            if not k.endswith(".mlir"):
-                continue
-            path = os.path.join(corpus, k)
-            with open(path, "w") as f:
-                subprocess.run([args.flash_opt, os.path.join(kernel_dir, k),
-                                "-flash-tile", "-flash-fuse"],
-                               stdout=f, check=True)
-            kernels.append(path)
-
-        def command(path, tmp):
-            return [args.flash_opt, path, "-split-input-file"] + args.passes.split()
     else:
-        kernels = sorted(glob.glob(os.path.join(ROOT, args.corpus or "")))
-        if not kernels:
-            parser.error(f"--corpus '{args.corpus}' matches no file")
+        if args.tile_programs:
+            corpus = tempfile.mkdtemp(prefix="tile-programs-")
+            atexit.register(shutil.rmtree, corpus, ignore_errors=True)
+            kernels = []
+            for source in shipped:
+                path = os.path.join(corpus, os.path.basename(source))
+                with open(path, "w") as f:
+                    subprocess.run([args.flash_opt, source, "-flash-tile",
+                                    "-flash-fuse"], stdout=f, check=True)
+                kernels.append(path)
+        else:
+            kernels = sorted(glob.glob(os.path.join(ROOT, args.corpus or "")))
+            if not kernels:
+                parser.error(f"--corpus '{args.corpus}' matches no file")
 
         def command(path, tmp):
             return [args.flash_opt, path, "-split-input-file"] + args.passes.split()
