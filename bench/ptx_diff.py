@@ -11,7 +11,13 @@ what runs on the GPU; where a kernel differs it needs the GPU A/B
 (bench/ab.py) and the SASS check (bench/sass.py).
 
     python3 bench/ptx_diff.py --old /tmp/flashc-old --new build/bin/flashc \\
-        [--tuning-db bench/tuning/h200-fa3.json] [--jobs 2] [--keep DIR]
+        [--tuning-db bench/tuning/h200-fa3.json] [--switches] [--jobs 2] \\
+        [--keep DIR]
+
+--switches also compiles every shipped kernel with each schedule switch of
+include/flashc/Config/ScheduleSwitches.def forced to 0 and to 1, one at a
+time, with a persistent kernel's dynamic schedule and its store without
+TMA, and with --probe-stamps: the schedules no tuned config picks.
 
 Exit status 0 when every kernel matches, 1 when one differs or fails to
 compile with one binary and not the other.
@@ -76,6 +82,15 @@ def normalize_json(text):
     return json.dumps(data, sort_keys=True, indent=1).splitlines()
 
 
+def schedule_switch_flags():
+    """The flashc flag of every switch in ScheduleSwitches.def."""
+    path = os.path.join(ROOT, "include", "flashc", "Config",
+                        "ScheduleSwitches.def")
+    with open(path) as f:
+        return re.findall(r'^FLASH_SCHEDULE_SWITCH\([^,]+, [^,]+, "[^"]+", '
+                          r'"([^"]+)"', f.read(), re.M)
+
+
 def jobs_from(args):
     """(name, source, extra flashc args) for every kernel to compare."""
     kernels = sorted(f for f in os.listdir(os.path.join(ROOT, "kernels"))
@@ -92,6 +107,20 @@ def jobs_from(args):
             name = "{0}_{1}".format(e["kernel"], shape.replace(",", "x"))
             jobs.append((name, source, ["--tuning-db", args.tuning_db,
                                         "--shape", shape]))
+    if args.switches:
+        # Switches that act only together with another.
+        variants = [("probe", ["--probe-stamps"]),
+                    ("persistent1_dynamic1",
+                     ["--persistent=1", "--dynamic-schedule=1"]),
+                    ("persistent1_tma0",
+                     ["--persistent=1", "--tma-store-o=0"])]
+        for flag in schedule_switch_flags():
+            for value in (0, 1):
+                variants.append((f"{flag}{value}", [f"--{flag}={value}"]))
+        for k in kernels:
+            for suffix, flags in variants:
+                jobs.append((f"{k[:-5]}_{suffix}",
+                             os.path.join(ROOT, "kernels", k), flags))
     return jobs
 
 
@@ -153,6 +182,9 @@ def main(argv=None):
     parser.add_argument("--new", required=True, help="the flashc under test")
     parser.add_argument("--tuning-db", help="also every entry of this "
                         "database whose kernel is in kernels/")
+    parser.add_argument("--switches", action="store_true",
+                        help="also each shipped kernel with every schedule "
+                        "switch forced to 0 and to 1, and with the probe")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--keep", help="write the PTX here instead of a "
                         "temporary directory")

@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 import ab  # noqa: E402  (the shape and kernel.json helpers)
 import compare  # noqa: E402  (the own-load schedule)
 
-# Stamp slots of a record, in KernelEmitter::ProbePoint order.
+# Stamp slots of a record, in KernelContext::ProbePoint order.
 POINTS = ("consumer_start", "block_q", "tile_start", "tile_q", "first_softmax",
           "loops_done", "epilogue_done")
 RECORD_WORDS = 32

@@ -5,7 +5,7 @@
 // becoming a `gpu.container_module`. The kernel's launch contract is the
 // `flash.launch` dictionary on the gpu.func (docs/kernel-metadata.md minus
 // provenance); launching is the runtime's job, so no host code remains. The
-// emitter writes the warpgroup MMAs as flash.wg ops, lowered here by the
+// roles write the warpgroup level as flash.wg ops, lowered here by the
 // patterns of lib/Conversion/FlashWarpgroupToNVVM/ unless
 // lower-warpgroup-ops=0 keeps them for a reader.
 //
@@ -138,8 +138,8 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
   kernel->setAttr(kScheduleAttrName, schedule);
 
   ImplicitLocOpBuilder kb(func.getLoc(), ctx);
-  KernelEmitter emitter(kb, spec, &kernel.getBody().front());
-  if (failed(emitter.emitKernel())) {
+  KernelContext kernelContext(kb, spec, &kernel.getBody().front());
+  if (failed(emitKernel(kernelContext))) {
     module.erase();
     return failure();
   }

@@ -35,8 +35,8 @@ using namespace mlir::flash::gpu_lowering;
 
 namespace {
 
-struct FinalizeToRowOps : EmitterPattern<FinalizeOp> {
-  using EmitterPattern::EmitterPattern;
+struct FinalizeToRowOps : RolePattern<FinalizeOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(FinalizeOp op,
                                 PatternRewriter &rewriter) const override {
@@ -45,31 +45,31 @@ struct FinalizeToRowOps : EmitterPattern<FinalizeOp> {
     Value l = fragmentOf(op.getRowSum());
     if (!op.getBase2() || !acc || !m || !l)
       return failure();
-    EmitterAt at(e, rewriter, op);
-    ImplicitLocOpBuilder &b = e.b;
+    BuilderAt at(role.b, rewriter, op);
+    ImplicitLocOpBuilder &b = role.b;
     const bool wantLse = !op.getLse().use_empty();
     SmallVector<Value> mRegs = registersOf(b, m);
-    Value negInf = e.cF32(-std::numeric_limits<float>::infinity());
-    Value sums = WgRowSumOp::create(b, e.rowsF32Type, l);
+    Value negInf = role.cF32(-std::numeric_limits<float>::infinity());
+    Value sums = WgRowSumOp::create(b, role.k.rowsF32Type, l);
     SmallVector<Value, 2> inv, lse;
     for (auto [r, sum] :
          llvm::enumerate(WgFragmentValuesOp::create(b, sums).getValues())) {
       Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
-                                          e.cF32(0.0f));
-      Value rcp = arith::DivFOp::create(b, e.cF32(1.0f), sum);
-      inv.push_back(arith::SelectOp::create(b, empty, e.cF32(0.0f), rcp));
+                                          role.cF32(0.0f));
+      Value rcp = arith::DivFOp::create(b, role.cF32(1.0f), sum);
+      inv.push_back(arith::SelectOp::create(b, empty, role.cF32(0.0f), rcp));
       if (!wantLse)
         continue;
       Value lg = math::Log2Op::create(b, sum);
       Value t = arith::AddFOp::create(b, mRegs[r], lg);
-      Value t2 = arith::MulFOp::create(b, t, e.cF32(float(std::log(2.0))));
+      Value t2 = arith::MulFOp::create(b, t, role.cF32(float(std::log(2.0))));
       lse.push_back(arith::SelectOp::create(b, empty, negInf, t2));
     }
     Value normalised = WgScaleRowsOp::create(
-        b, e.oType, acc, WgFragmentFromValuesOp::create(b, e.rowsF32Type, inv),
+        b, role.k.oType, acc, WgFragmentFromValuesOp::create(b, role.k.rowsF32Type, inv),
         /*moved=*/Value());
     Value lseRows = wantLse
-                        ? WgFragmentFromValuesOp::create(b, e.rowsF32Type, lse)
+                        ? WgFragmentFromValuesOp::create(b, role.k.rowsF32Type, lse)
                         : sums;
     rewriter.replaceOp(
         op, {asTile(b, op.getLoc(), normalised, op.getOutput().getType()),
@@ -81,8 +81,8 @@ struct FinalizeToRowOps : EmitterPattern<FinalizeOp> {
 /// The tile's flash.store_tile ops, of O (16-bit, A-operand layout) and of
 /// LSE (a row vector): this warpgroup's 64 rows from the block's first,
 /// taken once, at the first store, for all of them.
-struct StoreTilesToWg : EmitterPattern<StoreTileOp> {
-  using EmitterPattern::EmitterPattern;
+struct StoreTilesToWg : RolePattern<StoreTileOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(StoreTileOp first,
                                 PatternRewriter &rewriter) const override {
@@ -102,21 +102,21 @@ struct StoreTilesToWg : EmitterPattern<StoreTileOp> {
         return failure();
       stores.push_back({store, value});
     }
-    EmitterAt at(e, rewriter, first);
-    ImplicitLocOpBuilder &b = e.b;
-    Value head = arith::IndexCastOp::create(b, e.i32, e.blockY);
+    BuilderAt at(role.b, rewriter, first);
+    ImplicitLocOpBuilder &b = role.b;
+    Value head = arith::IndexCastOp::create(b, role.k.i32, role.tile.blockY);
     Value firstRow = arith::AddIOp::create(
-        b, e.m0, arith::MulIOp::create(b, e.consumerIdx, e.cI32(64)));
+        b, role.tile.m0, arith::MulIOp::create(b, role.consumerIdx, role.cI32(64)));
     for (auto [store, value] : stores) {
       b.setInsertionPoint(store);
       const bool rows = isa<WgmmaRowsLayoutAttr>(
           cast<FragmentType>(value.getType()).getLayout());
-      if (!rows && e.spec.sw.tmaStoreO)
-        e.storeOViaTma(value);
-      else if (!rows || !e.spec.probeStamps)
+      if (!rows && role.spec.sw.tmaStoreO)
+        role.storeOViaTma(value);
+      else if (!rows || !role.spec.probeStamps)
         // Under probeStamps the LSE buffer holds the probe's records.
-        WgStoreGlobalOp::create(b, value, rows ? e.lsePtr : e.outPtr, head,
-                                firstRow, e.seqQ);
+        WgStoreGlobalOp::create(b, value, rows ? role.k.lsePtr : role.k.outPtr, head,
+                                firstRow, role.k.seqQ);
       rewriter.eraseOp(store);
     }
     return success();
@@ -126,12 +126,12 @@ struct StoreTilesToWg : EmitterPattern<StoreTileOp> {
 } // namespace
 
 void mlir::flash::gpu_lowering::populateEpilogueToWarpgroupPatterns(
-    RewritePatternSet &patterns, KernelEmitter &emitter) {
+    RewritePatternSet &patterns, ConsumerRole &consumer) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<FinalizeToRowOps, StoreTilesToWg>(ctx, emitter);
+  patterns.add<FinalizeToRowOps, StoreTilesToWg>(ctx, consumer);
 }
 
-void KernelEmitter::storeOViaTma(Value o16) {
+void ConsumerRole::storeOViaTma(Value o16) {
   // The rows about to be overwritten are the A operand of this warpgroup's
   // S wgmmas, and each warp has only waited for its own wgmma.wait_group:
   // once all 128 threads are here, no warp's S of the tile is in flight.
@@ -143,32 +143,32 @@ void KernelEmitter::storeOViaTma(Value o16) {
   warpgroupBarrier();
   // This warpgroup's rows start oBoxBytes per consumer into the Q buffer,
   // whose boxes are the TMA boxes of Q (and of O, 64 rows of each).
-  Value buffer = qBufferStart();
+  Value buffer = k.qBufferStart(tile);
   Value rowsStart = arith::AddIOp::create(
       b, buffer,
       arith::IndexCastOp::create(
-          b, indexTy,
+          b, k.indexTy,
           arith::MulIOp::create(b, consumerIdx, cI32(spec.oBoxBytes()))));
-  WgStoreSharedOp::create(b, o16, smem, rowsStart,
+  WgStoreSharedOp::create(b, o16, k.smem, rowsStart,
                           b.getI64IntegerAttr(spec.qBoxBytes()));
   // The TMA engine reads through the async proxy: make the generic stores
   // visible to it, then let one thread store once the warpgroup wrote.
   NVVM::FenceProxyOp::create(
       b, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      NVVM::SharedSpaceAttr::get(k.ctx, NVVM::SharedSpace::shared_cta));
   warpgroupBarrier();
   Value elected = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                         threadInGroup, cI32(0));
-  ifThen(elected, [&] {
+  k.ifThen(elected, [&] {
     Value rowOff = arith::IndexCastOp::create(
-        b, indexTy, arith::MulIOp::create(b, consumerIdx, cI32(64)));
-    Value firstRow = arith::AddIOp::create(b, m0Idx, rowOff);
+        b, k.indexTy, arith::MulIOp::create(b, consumerIdx, cI32(64)));
+    Value firstRow = arith::AddIOp::create(b, tile.m0Idx, rowOff);
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value off =
           arith::AddIOp::create(b, rowsStart, cIndex(c * spec.qBoxBytes()));
-      Value view = memref::ViewOp::create(b, oBoxType, smem, off, ValueRange());
+      Value view = memref::ViewOp::create(b, k.oBoxType, k.smem, off, ValueRange());
       nvgpu::TmaAsyncStoreOp::create(
-          b, view, tmO, ValueRange{cIndex(64 * c), firstRow, blockY}, Value());
+          b, view, k.tmO, ValueRange{cIndex(64 * c), firstRow, tile.blockY}, Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
     // Wait until the store has read the buffer: only then may the block
@@ -176,6 +176,6 @@ void KernelEmitter::storeOViaTma(Value o16) {
     NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
                                          b.getUnitAttr());
     if (spec.sw.persistent)
-      WgRingReleaseOp::create(b, qSlot, bar, spec.barQEmpty());
+      WgRingReleaseOp::create(b, tile.qSlot, k.bar, spec.barQEmpty());
   });
 }

@@ -2,9 +2,10 @@
 //
 // Internal interface of -flash-gpu-schedule and -convert-flash-to-gpu: the
 // kernel description the matcher extracts from a canonical attention tile
-// program (with the schedule of its #flash.schedule applied), and the
-// emitter whose member families (shared memory and TMA, wgmma, softmax,
-// epilogue) live in one file each; its inline PTX is ../InlinePtx.cpp's.
+// program (with the schedule of its #flash.schedule applied), the kernel's
+// context both roles share (KernelContext), and the roles (ProducerRole,
+// ConsumerRole) that lower their share of the tile program with patterns
+// and are those patterns' context; inline PTX is ../InlinePtx.cpp's.
 // The kernel is warp specialised (one producer warpgroup, one consumer
 // warpgroup per 64 query rows) with intra-warpgroup S/PV overlap,
 // two-consumer ping-pong and split K/V slot release where the schedule says
@@ -45,7 +46,7 @@ constexpr int64_t kMaxSharedMemory = 232448;
 constexpr int64_t kSectionBytes = 16 << 20;
 
 /// What the canonical tile program asks for, and the resources the kernel
-/// that implements it uses. Everything the emitters need is derived here.
+/// that implements it uses. Everything the roles need is derived here.
 struct KernelSpec {
   std::string name;
   Type elementType;   // bf16 or f16
@@ -77,7 +78,7 @@ struct KernelSpec {
   bool lagMax = false;
   /// Wgmma.cpp: Q's per-k-step descriptors rebuilt in every key tile.
   bool rematQDescriptors = false;
-  /// KernelBody.cpp: only the unmasked key tiles overlapped.
+  /// KeyLoopToWarpgroup.cpp: only the unmasked key tiles overlapped.
   bool serialMaskedTiles = false;
   /// Q buffers in shared memory (2: the next tile's Q loads early).
   int64_t qBuffers = 1;
@@ -97,7 +98,7 @@ struct KernelSpec {
 
   /// Causal with block_n < block_m: a key tile can start after one
   /// consumer's last row and before the block's, so each consumer walks its
-  /// own key range (KernelEmitter::emitOwnKeyRange). With block_n >=
+  /// own key range (ConsumerRole::emitOwnKeyRange). With block_n >=
   /// block_m that happens only for lengths off the tile grid, so those
   /// kernels keep one range (the D64 and D128 causal bm128 bn128 picks
   /// would compile without spills with two; not timed).
@@ -192,14 +193,15 @@ ScheduleAttr scheduleAttrOf(MLIRContext *ctx, const KernelSpec &spec);
 LogicalResult verifySchedule(func::FuncOp func, const KernelSpec &spec,
                              ScheduleAttr schedule);
 
-class KernelEmitter;
+class ConsumerRole;
+class ProducerRole;
 
 /// The patterns that rewrite a key loop of the tile program, cloned into a
-/// consumer, into the serial schedule's wgmma steps and ring operations, with
-/// `emitter` as the consumer's context (its descriptors, ring, bounds and
-/// rows). KeyLoopToWarpgroup.cpp.
+/// consumer, into the serial or overlapped schedule's wgmma steps and ring
+/// operations, with `consumer` as their context (its descriptors, ring,
+/// bounds and rows). KeyLoopToWarpgroup.cpp.
 void populateKeyLoopToWarpgroupPatterns(RewritePatternSet &patterns,
-                                        KernelEmitter &emitter);
+                                        ConsumerRole &consumer);
 /// Which of a key loop's iter_args carries O, the running max and the row
 /// sums (read from its flash.rescale and flash.softmax_update).
 struct KeyLoopRoles {
@@ -209,12 +211,12 @@ FailureOr<KeyLoopRoles> keyLoopRoles(scf::ForOp loop);
 /// The patterns that rewrite the tile program's epilogue (flash.finalize,
 /// O's rounding, flash.store_tile) on a consumer. Epilogue.cpp.
 void populateEpilogueToWarpgroupPatterns(RewritePatternSet &patterns,
-                                         KernelEmitter &emitter);
+                                         ConsumerRole &consumer);
 /// The patterns that rewrite the producer's share of the tile program (the Q
 /// load, the key loops' K and V loads) into its TMA loads on the rings.
 /// ProducerLoads.cpp.
 void populateProducerLoadPatterns(RewritePatternSet &patterns,
-                                  KernelEmitter &emitter);
+                                  ProducerRole &producer);
 /// Attribute marking a cloned program loop for those patterns.
 constexpr llvm::StringLiteral kKeyLoopAttrName = "flash.key_loop";
 /// Attribute marking a rewritten serial key loop while its ops are
@@ -224,16 +226,63 @@ constexpr llvm::StringLiteral kKeyTileLoopAttrName = "flash.key_tile_loop";
 /// The kernel's launch contract (`flash.launch`).
 DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
 
-/// Builds the kernel body into the entry block of a gpu.func. Member families
-/// are defined in SharedMemory.cpp, Wgmma.cpp, Softmax.cpp, Epilogue.cpp and
-/// KernelBody.cpp; inline PTX is in ../InlinePtx.cpp.
-class KernelEmitter {
-public:
-  KernelEmitter(ImplicitLocOpBuilder &b, const KernelSpec &spec, Block *entry);
+/// One tile of the schedule as a role walks it: which query block of which
+/// (batch, head), where its key tiles sit in the K/V ring, its Q buffer and
+/// its key-tile bounds. A block with one tile has it from the start
+/// (flash.wg.block_tile); a persistent one gets each from its tile loop's
+/// region (KernelContext::forEachTile).
+struct TileValues {
+  /// The query block (i32), batch * head (index) and the query blocks per
+  /// head (i32).
+  Value blockX32, blockY, numQueryBlocks;
+  /// Persistent only: the ring position of the tile's first key tile (null:
+  /// 0). The tile's `!flash.ring_slot` of the Q buffers' ring (also set for
+  /// a one-tile consumer) and, with two buffers, that slot's index.
+  Value kvBase, qSlot, qBuf;
+  /// The bounds (flash.wg.tile_bounds), i32 and index: m0, the block's first
+  /// row (negative in a causal first block), the key tiles without the mask
+  /// and those the block's rows see.
+  Value m0, nFull, nHi, m0Idx, nFullIdx, nHiIdx;
 
-  /// Emits the whole kernel, ending with gpu.return; fails (with an error
-  /// at the program's op) where a key loop could not be lowered.
-  LogicalResult emitKernel();
+  /// Position of key tile j in the K/V ring: kvBase + j.
+  Value ringPosition(ImplicitLocOpBuilder &b, Value j) const;
+};
+
+/// Tile program ops cloned at a builder's insertion point for patterns to
+/// rewrite: what they read from the rest of the program is mapped to kernel
+/// values (constants, the tensor maps of Q, K and V) or to placeholders that
+/// must end up unused.
+class KernelContext;
+struct ProgramClone {
+  ProgramClone(KernelContext &k, StringRef role, ArrayRef<Operation *> ops);
+  /// Clones `op` (a key loop marked for the patterns), mapping its results
+  /// for the ops cloned after it.
+  Operation *clone(Operation *op);
+  /// Gives `value` a user outside the patterns' reach until they ran, so
+  /// the driver does not erase what computes it as dead.
+  void keepAlive(Value value);
+  /// Applies `patterns` to the clones; fails with an error at the first
+  /// program op or value left unlowered, and erases what became dead.
+  LogicalResult lower(FrozenRewritePatternSet patterns);
+
+  KernelContext &k;
+  /// "producer" or "consumer", for the errors.
+  StringRef role;
+  Block *block;
+  Operation *before = nullptr;
+  IRMapping map;
+  SmallVector<Operation *> placeholders, worklist, sinks;
+};
+
+/// The kernel both roles are built into: the builder, the spec, the types,
+/// the arguments, and what the block shares (the shared-memory window, the
+/// mbarriers, a one-tile block's tile). Constants are hoisted to the entry
+/// block, one per value. KernelContext.cpp; the shared memory and the
+/// bounds are SharedMemory.cpp's, the tile loops TileSchedule.cpp's.
+class KernelContext {
+public:
+  KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
+                Block *entry);
 
   //===--- constants (hoisted to the entry block, one per value) ----------===//
   Value cIndex(int64_t v);
@@ -257,40 +306,31 @@ public:
                                 function_ref<SmallVector<Value>()> thenFn,
                                 function_ref<SmallVector<Value>()> elseFn);
 
-  //===--- SharedMemory.cpp: smem, mbarriers, TMA producer ---------------===//
+  //===--- SharedMemory.cpp: the window, the mbarriers, the bounds --------===//
+  /// The shared-memory window, the thread index and the mbarriers; a
+  /// one-tile block's tile (blockTile) from its block index.
   void emitSharedMemoryAndBarriers();
-  void emitTileBounds();
+  /// `tile`'s bounds (flash.wg.tile_bounds) from its query block.
+  void emitTileBounds(TileValues &tile);
   /// Causal: the key tiles that rows below `rowsEnd` see
   /// (flash.wg.key_tiles_seen).
   Value keyTilesSeenBelow(Value rowsEnd);
-  /// Consumer, per tile: ownHi, the key tiles its own 64 rows see (causal:
-  /// a warpgroup above the block's last rows may end a tile or more before
-  /// nHi; otherwise nHi).
-  void emitOwnKeyRange();
-  /// Producer, persistent: waits until the consumers freed the Q buffer
-  /// (qSlot) of the tile about to load.
-  void waitQBufferFree();
+  /// Byte offset in smem of `tile`'s Q buffer.
+  Value qBufferStart(const TileValues &tile);
 
   //===--- TileSchedule.cpp: which tiles a block computes -----------------===//
-  /// Runs `body` for each (query block, batch*head) tile of this block, with
-  /// blockX32, blockY, the tile bounds, kvBase, qSlot and qBuf set: once, for
-  /// the block's own tile, or (persistent) over the block's share of the
-  /// tile schedule. Producer and consumers walk the same tiles.
-  /// With dynamicSchedule the producer (`producer`) claims each tile and
-  /// waits for its Q buffer; the consumers wait for that Q and read the
-  /// claim, so their bodies skip those waits.
-  void forEachTile(bool producer, function_ref<void()> body);
-  /// Producer of a tiles grid (KernelSpec::prefetchNextBlock): L2 prefetch
-  /// of the Q box and first K/V tile of the block nsmid places after this
-  /// one in the hardware's x-fastest block order.
-  void prefetchNextBlockInputs();
-  /// Persistent: consumers free Q once the tile's last S (key tile j)
-  /// retired, or at once when the tile has no key tiles.
-  void releaseQAfterLastS(Value j);
-  void releaseQIfNoKeyTiles();
+  /// Runs `body` for each (query block, batch*head) tile of this block with
+  /// `tile` set: once, for the block's own tile, or (persistent) over the
+  /// block's share of the tile schedule. Producer and consumers walk the
+  /// same tiles. With dynamicSchedule the producer (`producer`) claims each
+  /// tile and waits for its Q buffer; the consumers wait for that Q and read
+  /// the claim, so their bodies skip those waits.
+  void forEachTile(TileValues &tile, bool producer,
+                   function_ref<void()> body);
 
+  //===--- ProbeStamps.cpp ----------------------------------------------===//
   /// Where a consumer reads clock64 under KernelSpec::probeStamps; the
-  /// value is the stamp's slot in the record (ProbeStamps.cpp).
+  /// value is the stamp's slot in the record.
   enum ProbePoint : int64_t {
     ConsumerStart,
     BlockQArrived,
@@ -302,25 +342,109 @@ public:
     NumProbePoints
   };
   void probeStamp(ProbePoint point);
-  /// Thread 0 of the consumer writes this tile program's record.
-  void writeProbeRecord();
-  /// Arrives on q_empty when `cond` holds.
-  void releaseQ(Value cond);
+
+  /// Records the failure of a part lowered by patterns (the error is
+  /// emitted).
+  void fail() { status = failure(); }
+  LogicalResult result() const { return status; }
+
+private:
+  Value constant(TypedAttr attr);
+  LogicalResult status = success();
+
+public:
+  ImplicitLocOpBuilder &b;
+  const KernelSpec &spec;
+  MLIRContext *ctx;
+  OpBuilder constBuilder;
+  DenseMap<Attribute, Value> constants;
+
+  // Types.
+  Type f32, i32, i64, i1, indexTy;
+  // The fragments of the warp-specialised level: S (64 x block_n) and O
+  // (64 x D) accumulators, the row vectors of their statistics.
+  FragmentType sType, oType, rowsF32Type, rowsI32Type, rowPartialsType;
+  nvgpu::MBarrierGroupType barType;
+  /// A slot of the K/V ring (spec.stages slots) and of the Q buffers'
+  /// (spec.qBuffers slots, one per tile of a block).
+  RingSlotType kvSlotType, qSlotType;
+  nvgpu::TensorMapDescriptorType tmQType, tmKVType, tmOType;
+  MemRefType qBoxType, kvBoxType, oBoxType;
+
+  // Kernel arguments (after the casts of the tensor-map pointers).
+  // O comes as a pointer (outPtr) or, with tmaStoreO, a tensor map (tmO).
+  Value tmQ, tmK, tmV, tmO, outPtr, lsePtr, seqQ, seqK, scaleLog2;
+  // The Q, K and V tensor-map pointers as passed (!llvm.ptr), for the NVVM
+  // prefetch op, which takes no nvgpu descriptor.
+  Value qMapPtr, kMapPtr, vMapPtr;
+  // Persistent only: batch and heads; with dynamicSchedule the global i32
+  // the blocks claim tiles from.
+  Value batchArg, headsArg, tileCounter;
+
+  // The block's values.
+  Value smem, shift, baseDesc, tid, tid32, bar, isThread0;
+  // A block with one tile: that tile, shared by the roles.
+  TileValues blockTile;
+  // The probe's stack slots, one i64 per ProbePoint (probeStamps only).
+  Value probeSlots;
+};
+
+/// The producer warpgroup: one thread issues, per tile, the TMA loads of Q
+/// and of the K/V tiles into the ring, from the tile program's loads
+/// (ProducerLoads.cpp). Producer.cpp.
+class ProducerRole {
+public:
+  explicit ProducerRole(KernelContext &k);
+  /// The role's body: the tiles' loads and, in a tiles grid, the next
+  /// block's L2 prefetch.
+  void emit();
+
+  /// Waits until the consumers freed the Q buffer of the tile about to load
+  /// (persistent).
+  void waitQBufferFree();
   void issueQ();
-  /// Byte offset in smem of this tile's Q buffer.
-  Value qBufferStart();
-  /// The barrier `base + qBuf` of this tile's Q buffer.
-  Value qBarrier(int64_t base);
   /// TMA of key tile j into the slot of its ring position: K and V, or
   /// only K / only V.
   enum class KV { Both, K, V };
   void issueKV(Value j, KV which = KV::Both);
-  /// Position of key tile j in the K/V ring: kvBase + j.
-  Value ringPosition(Value j);
   /// Waits until ring position pos's slot (released for pos - stages) is
   /// free.
   void waitEmpty(Value pos, int64_t baseBarrier);
-  void emitProducer();
+
+  KernelContext &k;
+  ImplicitLocOpBuilder &b;
+  const KernelSpec &spec;
+  TileValues tile;
+
+private:
+  /// The producer's share of the tile program: its Q load and the key
+  /// loops' K and V loads (KernelSpec::qLoad, keyLoops), cloned here and
+  /// rewritten by the patterns of ProducerLoads.cpp into this tile's TMA
+  /// loads.
+  LogicalResult lowerProgram();
+  /// In a tiles grid (KernelSpec::prefetchNextBlock): L2 prefetch of the Q
+  /// box and first K/V tile of the block nsmid places after this one in
+  /// the hardware's x-fastest block order.
+  void prefetchNextBlockInputs();
+};
+
+/// A consumer warpgroup: its 64 query rows of each tile, the tile program's
+/// key loops and epilogue rewritten by patterns (KeyLoopToWarpgroup.cpp,
+/// Epilogue.cpp) with this as their context. Consumer.cpp; the wgmma side
+/// is Wgmma.cpp's, the softmax Softmax.cpp's.
+class ConsumerRole {
+public:
+  /// `consumerIdx` and `threadInGroup` are the role region's arguments.
+  ConsumerRole(KernelContext &k, Value consumerIdx, Value threadInGroup);
+  /// The role's body: the thread's rows, the descriptors, the wait for Q,
+  /// the first ping-pong turn's order, then each tile's program.
+  void emit();
+
+  Value cIndex(int64_t v) { return k.cIndex(v); }
+  Value cI32(int64_t v) { return k.cI32(v); }
+  Value cI64(int64_t v) { return k.cI64(v); }
+  Value cF32(float v) { return k.cF32(v); }
+
   /// Key tile j's `!flash.ring_slot` and the offset (in 16 B) of its K and
   /// V in their regions, for the descriptors.
   struct Slot {
@@ -330,17 +454,24 @@ public:
   /// Waits until the fill of `slot` completed on the ring barriers from
   /// `baseBarrier` (full_k or full_v).
   void waitFull(int64_t baseBarrier, Value slot);
+  /// Ping-pong (flash.wg.pingpong_turn): `body` runs in this consumer's
+  /// turn and its values are returned; without ping-pong it just runs.
+  SmallVector<Value> inTurn(TypeRange types,
+                            function_ref<SmallVector<Value>()> body);
+  /// A turn with nothing in it, so the two consumers' turns stay paired.
+  void skipTurn() {
+    inTurn(TypeRange(), [] { return SmallVector<Value>(); });
+  }
+  /// S_j = Q K_j^T issued in this consumer's turn and waited for; its K
+  /// slot (and after the last key tile, Q) released. Returns S's values.
+  SmallVector<Value> waitedS(const Slot &s, Value j);
+  /// Persistent: frees Q once the tile's last S (key tile j) retired.
+  void releaseQAfterLastS(Value j);
 
   //===--- Wgmma.cpp: descriptors and both products ----------------------===//
-  void emitDescriptors(Value consumerIdx);
-  /// qDesc for this tile's Q buffer (persistent, two buffers).
-  void selectQBuffer();
   struct SOperands {
     SmallVector<Value> a, b;
   };
-  /// The K-major descriptor whose low word is `low + offset` and whose high
-  /// word is the 128B swizzle and 1024 B stride every operand here uses.
-  Value descriptorFromLow(Value low, int64_t offset);
   SOperands prepS(const Slot &s);
   Value emitS(const SOperands &ops, bool fence = true);
   /// The registers of a wgmma accumulator struct, each behind an operand
@@ -379,16 +510,23 @@ public:
   /// `o16` is O normalised and rounded (flash.wg.truncf).
   void storeOViaTma(Value o16);
 
-  //===--- KernelBody.cpp: roles and the consumer main loop ---------------===//
-  void emitConsumer(Value consumerIdx, Value threadInGroup);
-  /// Ping-pong (flash.wg.pingpong_turn): `body` runs in this consumer's
-  /// turn and its values are returned; without ping-pong it just runs.
-  SmallVector<Value> inTurn(TypeRange types,
-                            function_ref<SmallVector<Value>()> body);
-  /// A turn with nothing in it, so the two consumers' turns stay paired.
-  void skipTurn() {
-    inTurn(TypeRange(), [] { return SmallVector<Value>(); });
-  }
+  KernelContext &k;
+  ImplicitLocOpBuilder &b;
+  const KernelSpec &spec;
+  TileValues tile;
+  /// The role region's arguments: which consumer, and the thread in it
+  /// (which elects the TMA store's thread).
+  Value consumerIdx, threadInGroup;
+  /// The query rows of this thread's accumulator registers.
+  Value row0, row1;
+  /// The end of this consumer's own key range (emitOwnKeyRange).
+  Value ownHi, ownHiIdx;
+  /// The descriptors, !flash.smem_descriptor values: qDescBuffer0 addresses
+  /// Q buffer 0, qDesc this tile's buffer; with rematQDescriptors Q's also
+  /// as its i64 bits (qBitsBuffer0, qBits).
+  Value qDescBuffer0, qDesc, kDesc0, vDesc0, qBitsBuffer0, qBits;
+
+private:
   /// The tile program's key loops and epilogue (KernelSpec::keyLoops and
   /// epilogueOps), cloned here and rewritten by the patterns of
   /// KeyLoopToWarpgroup.cpp (the serial or the overlapped schedule) and
@@ -397,105 +535,35 @@ public:
   /// mask, for the tiles that need none. Fails after an error at the
   /// program's op left unlowered.
   LogicalResult lowerTileProgram(function_ref<void()> afterKeyLoops);
-  /// The producer's share of the tile program: its Q load and the key
-  /// loops' K and V loads (KernelSpec::qLoad, keyLoops), cloned here and
-  /// rewritten by the patterns of ProducerLoads.cpp into the TMA loads of
-  /// this tile.
-  LogicalResult lowerProducerProgram();
-
-  /// Tile program ops cloned at the emitter's insertion point for patterns
-  /// to rewrite: what they read from the rest of the program is mapped to
-  /// kernel values (constants, the tensor maps of Q, K and V) or to
-  /// placeholders that must end up unused.
-  struct ProgramClone {
-    ProgramClone(KernelEmitter &e, StringRef role, ArrayRef<Operation *> ops);
-    /// Clones `op` (a key loop marked for the patterns), mapping its
-    /// results for the ops cloned after it.
-    Operation *clone(Operation *op);
-    /// Gives `value` a user outside the patterns' reach until they ran, so
-    /// the driver does not erase what computes it as dead.
-    void keepAlive(Value value);
-    /// Applies `patterns` to the clones; fails with an error at the first
-    /// program op or value left unlowered, and erases what became dead.
-    LogicalResult lower(FrozenRewritePatternSet patterns);
-
-    KernelEmitter &e;
-    /// "producer" or "consumer", for the errors.
-    StringRef role;
-    Block *block;
-    Operation *before = nullptr;
-    IRMapping map;
-    SmallVector<Operation *> placeholders, worklist, sinks;
-  };
-  /// S_j = Q K_j^T issued in this consumer's turn and waited for; its K
-  /// slot (and after the last key tile, Q) released. Returns S's values.
-  SmallVector<Value> waitedS(const Slot &s, Value j);
-
+  /// ownHi: the key tiles this consumer's own 64 rows see (causal: a
+  /// warpgroup above the block's last rows may end a tile or more before
+  /// nHi; otherwise nHi).
+  void emitOwnKeyRange();
   /// After the key loops: the tiles [ownHi, nHi) this consumer's rows do not
   /// see, waited for and released without a GEMM, with the ping-pong turns
   /// the other consumer spends on them, so the ring and the turns stay
   /// paired.
   void skipUnseenKeyTiles();
-
-private:
-  Value constant(TypedAttr attr);
-  /// Failure of a part lowered by patterns (the error is emitted).
-  LogicalResult status = success();
-
-public:
-  ImplicitLocOpBuilder &b;
-  const KernelSpec &spec;
-  MLIRContext *ctx;
-  OpBuilder constBuilder;
-  DenseMap<Attribute, Value> constants;
-
-  // Types.
-  Type f32, i32, i64, i1, indexTy;
-  // The fragments of the warp-specialised level: S (64 x block_n) and O
-  // (64 x D) accumulators, the row vectors of their statistics.
-  FragmentType sType, oType, rowsF32Type, rowsI32Type, rowPartialsType;
-  nvgpu::MBarrierGroupType barType;
-  /// A slot of the K/V ring (spec.stages slots) and of the Q buffers'
-  /// (spec.qBuffers slots, one per tile of a block).
-  RingSlotType kvSlotType, qSlotType;
-  nvgpu::TensorMapDescriptorType tmQType, tmKVType, tmOType;
-  MemRefType qBoxType, kvBoxType, oBoxType;
-
-  // Kernel arguments (after the casts of the tensor-map pointers).
-  // O comes as a pointer (outPtr) or, with tmaStoreO, a tensor map (tmO).
-  Value tmQ, tmK, tmV, tmO, outPtr, lsePtr, seqQ, seqK, scaleLog2;
-  // The Q, K and V tensor-map pointers as passed (!llvm.ptr), for the NVVM
-  // prefetch op, which takes no nvgpu descriptor.
-  Value qMapPtr, kMapPtr, vMapPtr;
-
-  // Prologue values.
-  Value smem, shift, baseDesc, tid, tid32, blockX32, blockY, bar, isThread0;
-  // Persistent only: batch and heads arguments; per tile, the ring position
-  // of its first key tile (null: 0), the slot of the Q buffers' ring it
-  // uses (a !flash.ring_slot; also set for a one-tile consumer) and, with
-  // two buffers, that slot's buffer index.
-  Value batchArg, headsArg, kvBase, qSlot, qBuf;
-  // dynamicSchedule only: the global i32 the blocks claim tiles from.
-  Value tileCounter;
-  // Tile bounds (i32 block level, index loop bounds). m0, the block's first
-  // row, is negative in a causal first block (emitTileBounds).
-  Value m0, nFull, nHi, nFullIdx, nHiIdx, m0Idx;
-  // Consumer only: the end of its own key range (emitOwnKeyRange).
-  Value ownHi, ownHiIdx;
-  // Query blocks per head (i32): flash.wg.block_tile's, or the tile
-  // loop's region argument.
-  Value numQueryBlocks;
-  // The probe's stack slots, one i64 per ProbePoint (probeStamps only).
-  Value probeSlots;
-  // Consumer thread geometry and descriptors.
-  // qDescBuffer0 addresses Q buffer 0, qDesc this tile's buffer. row0 and
-  // row1 are the query rows of this thread's accumulator registers;
-  // threadInGroup elects the TMA store's thread.
-  // The descriptors are !flash.smem_descriptor values; with
-  // rematQDescriptors Q's also as its i64 bits (qBitsBuffer0, qBits).
-  Value consumerIdx, threadInGroup, row0, row1, qDescBuffer0, qDesc, kDesc0,
-      vDesc0, qBitsBuffer0, qBits;
+  /// Persistent: arrives on q_empty when `cond` holds; at once when the tile
+  /// has no key tiles.
+  void releaseQ(Value cond);
+  void releaseQIfNoKeyTiles();
+  void emitDescriptors();
+  /// qDesc for this tile's Q buffer (persistent, two buffers).
+  void selectQBuffer();
+  /// The K-major descriptor whose low word is `low + offset` and whose high
+  /// word is the 128B swizzle and 1024 B stride every operand here uses.
+  Value descriptorFromLow(Value low, int64_t offset);
+  /// Thread 0 of the consumer writes this tile program's probe record
+  /// (ProbeStamps.cpp).
+  void writeProbeRecord();
 };
+
+/// Builds the kernel into the entry block of a gpu.func: the block's shared
+/// memory and barriers, then the roles (flash.wg.warp_specialize), ending
+/// with gpu.return. Fails (with an error at the program's op) where a part
+/// of the tile program could not be lowered. KernelBody.cpp.
+LogicalResult emitKernel(KernelContext &k);
 
 } // namespace mlir::flash::gpu_lowering
 

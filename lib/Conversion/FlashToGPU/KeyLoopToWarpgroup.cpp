@@ -31,7 +31,7 @@
 // slot and descriptor offset -> tensor); the casts cancel once every op is
 // rewritten. The loops carry registers, not fragments. The consumer's
 // context (descriptors, ring, bounds, rows, ping-pong turns) is the
-// KernelEmitter's, until ops of their own carry it in the IR.
+// ConsumerRole the patterns are made with.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,32 +81,32 @@ mlir::flash::gpu_lowering::keyLoopRoles(scf::ForOp loop) {
 
 /// The key loop state's registers (m[2], l[2], O's) as `loop`'s three
 /// carried tiles, in its order.
-static SmallVector<Value> stateTiles(KernelEmitter &e, scf::ForOp loop,
+static SmallVector<Value> stateTiles(ConsumerRole &role, scf::ForOp loop,
                                      const KeyLoopRoles &roles,
                                      ArrayRef<Value> m, ArrayRef<Value> l,
                                      ArrayRef<Value> o) {
   SmallVector<Value> tiles(3);
-  auto tile = [&](unsigned role, Type type, ArrayRef<Value> regs) {
-    tiles[role] =
-        asTile(e.b, loop.getLoc(),
-               WgFragmentFromValuesOp::create(e.b, type, regs),
-               loop.getResult(role).getType());
+  auto tile = [&](unsigned index, Type type, ArrayRef<Value> regs) {
+    tiles[index] =
+        asTile(role.b, loop.getLoc(),
+               WgFragmentFromValuesOp::create(role.b, type, regs),
+               loop.getResult(index).getType());
   };
-  tile(roles.m, e.rowsF32Type, m);
-  tile(roles.l, e.rowPartialsType, l);
-  tile(roles.o, e.oType, o);
+  tile(roles.m, role.k.rowsF32Type, m);
+  tile(roles.l, role.k.rowPartialsType, l);
+  tile(roles.o, role.k.oType, o);
   return tiles;
 }
 
 namespace {
 
 /// The ring slot (and descriptor offset) a K or V tile landed in.
-std::optional<KernelEmitter::Slot> slotOf(Value tile) {
+std::optional<ConsumerRole::Slot> slotOf(Value tile) {
   auto cast = tile.getDefiningOp<UnrealizedConversionCastOp>();
   if (!cast || cast->getNumOperands() != 2 ||
       !isa<RingSlotType>(cast->getOperand(0).getType()))
     return std::nullopt;
-  return KernelEmitter::Slot{cast->getOperand(0), cast->getOperand(1)};
+  return ConsumerRole::Slot{cast->getOperand(0), cast->getOperand(1)};
 }
 
 /// The key tile index of the rewritten key loop around `op`.
@@ -133,22 +133,22 @@ bool isSplatZero(Value value) {
 
 /// The registers a key loop starts from (m, l, O): those of its initial
 /// tiles' fragments or splat constants; empty while one is not rewritten.
-SmallVector<Value> initialRegisters(KernelEmitter &e, ValueRange inits,
+SmallVector<Value> initialRegisters(ConsumerRole &role, ValueRange inits,
                                     const KeyLoopRoles &roles) {
   SmallVector<Value> regs;
   auto add = [&](Value init, int64_t count) {
     if (std::optional<APFloat> splat = splatOf(init)) {
-      regs.append(count, e.cF32(splat->convertToFloat()));
+      regs.append(count, role.cF32(splat->convertToFloat()));
       return true;
     }
     Value fragment = fragmentOf(init);
     if (!fragment)
       return false;
-    llvm::append_range(regs, registersOf(e.b, fragment));
+    llvm::append_range(regs, registersOf(role.b, fragment));
     return true;
   };
   if (add(inits[roles.m], 2) && add(inits[roles.l], 2) &&
-      add(inits[roles.o], e.spec.oRegs()))
+      add(inits[roles.o], role.spec.oRegs()))
     return regs;
   return {};
 }
@@ -157,8 +157,8 @@ SmallVector<Value> initialRegisters(KernelEmitter &e, ValueRange inits,
 /// consumer's range for it: [0, nFull) without the mask, [nFull, ownHi)
 /// with it. Its K and V loads become the slot of ring position kvBase + j,
 /// taken once at the top; it carries (m, l, O) registers.
-struct KeyLoopToRingLoop : EmitterPattern<scf::ForOp> {
-  using EmitterPattern::EmitterPattern;
+struct KeyLoopToRingLoop : RolePattern<scf::ForOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(scf::ForOp loop,
                                 PatternRewriter &rewriter) const override {
@@ -170,28 +170,28 @@ struct KeyLoopToRingLoop : EmitterPattern<scf::ForOp> {
     Block *body = loop.getBody();
     const bool masked = !body->getOps<MaskOp>().empty();
     // Under overlap only the masked tiles of serialMaskedTiles run serially.
-    if (e.spec.sw.overlap && !(masked && e.spec.serialMaskedTiles))
+    if (role.spec.sw.overlap && !(masked && role.spec.serialMaskedTiles))
       return failure();
     ValueRange inits = loop.getInitArgs();
-    EmitterAt at(e, rewriter, loop);
-    SmallVector<Value> state = initialRegisters(e, inits, *roles);
+    BuilderAt at(role.b, rewriter, loop);
+    SmallVector<Value> state = initialRegisters(role, inits, *roles);
     if (state.empty())
       return rewriter.notifyMatchFailure(loop, "initial state not lowered");
 
-    Value lo = masked ? e.nFullIdx : e.cIndex(0);
-    Value hi = masked ? e.ownHiIdx : e.nFullIdx;
-    auto tiles = scf::ForOp::create(e.b, lo, hi, e.cIndex(1), state);
+    Value lo = masked ? role.tile.nFullIdx : role.cIndex(0);
+    Value hi = masked ? role.ownHiIdx : role.tile.nFullIdx;
+    auto tiles = scf::ForOp::create(role.b, lo, hi, role.cIndex(1), state);
     tiles->setAttr(kKeyTileLoopAttrName, rewriter.getUnitAttr());
     Block *tileBody = tiles.getBody();
-    e.b.setInsertionPointToStart(tileBody);
+    role.b.setInsertionPointToStart(tileBody);
     Value j = tiles.getInductionVar();
-    KernelEmitter::Slot slot = e.slotInfo(j);
+    ConsumerRole::Slot slot = role.slotInfo(j);
     ValueRange regs = tiles.getRegionIterArgs();
     SmallVector<Value> replacements(body->getNumArguments());
-    replacements[0] = arith::MulIOp::create(e.b, j, e.cIndex(e.spec.blockN));
+    replacements[0] = arith::MulIOp::create(role.b, j, role.cIndex(role.spec.blockN));
     SmallVector<Value> regVec(regs);
     ArrayRef<Value> r(regVec);
-    llvm::copy(stateTiles(e, loop, *roles, r.slice(0, 2), r.slice(2, 2),
+    llvm::copy(stateTiles(role, loop, *roles, r.slice(0, 2), r.slice(2, 2),
                           r.drop_front(4)),
                replacements.begin() + 1);
 
@@ -213,10 +213,10 @@ struct KeyLoopToRingLoop : EmitterPattern<scf::ForOp> {
                    yield.getOperand(roles->o)});
     rewriter.replaceOpWithNewOp<scf::YieldOp>(yield, next.getResults());
 
-    e.b.setInsertionPointAfter(tiles);
+    role.b.setInsertionPointAfter(tiles);
     SmallVector<Value> outVec(tiles.getResults());
     ArrayRef<Value> out(outVec);
-    rewriter.replaceOp(loop, stateTiles(e, loop, *roles, out.slice(0, 2),
+    rewriter.replaceOp(loop, stateTiles(role, loop, *roles, out.slice(0, 2),
                                         out.slice(2, 2), out.drop_front(4)));
     return success();
   }
@@ -254,27 +254,27 @@ struct KeyLoopStateToRegisters
 
 /// S = Q K_j^T: the wgmma steps in this consumer's turn, waited for, K (and
 /// after the tile's last S, Q) released.
-struct ScoresDotToWgMma : EmitterPattern<DotOp> {
-  using EmitterPattern::EmitterPattern;
+struct ScoresDotToWgMma : RolePattern<DotOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(DotOp dot,
                                 PatternRewriter &rewriter) const override {
     Value j = keyTileIndex(dot);
-    std::optional<KernelEmitter::Slot> slot = slotOf(dot.getB());
+    std::optional<ConsumerRole::Slot> slot = slotOf(dot.getB());
     if (!j || !slot || !dot.getTransposeB() || !isSplatZero(dot.getAcc()))
       return failure();
-    EmitterAt at(e, rewriter, dot);
-    SmallVector<Value> scores = e.waitedS(*slot, j);
-    Value fragment = WgFragmentFromValuesOp::create(e.b, e.sType, scores);
-    rewriter.replaceOp(dot, asTile(e.b, dot.getLoc(), fragment, dot.getType()));
+    BuilderAt at(role.b, rewriter, dot);
+    SmallVector<Value> scores = role.waitedS(*slot, j);
+    Value fragment = WgFragmentFromValuesOp::create(role.b, role.k.sType, scores);
+    rewriter.replaceOp(dot, asTile(role.b, dot.getLoc(), fragment, dot.getType()));
     return success();
   }
 };
 
 /// flash.mask on key tile j's scores: the loop patterns give its key offset
 /// as j * block_n.
-struct MaskToMaskKeys : EmitterPattern<MaskOp> {
-  using EmitterPattern::EmitterPattern;
+struct MaskToMaskKeys : RolePattern<MaskOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(MaskOp mask,
                                 PatternRewriter &rewriter) const override {
@@ -283,12 +283,12 @@ struct MaskToMaskKeys : EmitterPattern<MaskOp> {
     APInt blockN;
     if (!scores || !offset ||
         !matchPattern(offset.getRhs(), m_ConstantInt(&blockN)) ||
-        blockN != e.spec.blockN)
+        blockN != role.spec.blockN)
       return failure();
-    EmitterAt at(e, rewriter, mask);
-    Value masked = e.maskKeys(scores, offset.getLhs(), mask.getCausal());
+    BuilderAt at(role.b, rewriter, mask);
+    Value masked = role.maskKeys(scores, offset.getLhs(), mask.getCausal());
     rewriter.replaceOp(mask,
-                       asTile(e.b, mask.getLoc(), masked, mask.getType()));
+                       asTile(role.b, mask.getLoc(), masked, mask.getType()));
     return success();
   }
 };
@@ -296,28 +296,28 @@ struct MaskToMaskKeys : EmitterPattern<MaskOp> {
 /// The update of one key tile. A tile program's first key tile starts from
 /// the literal -inf (and zero sums): the registers of those constants, and
 /// no speculation on a max that is not there.
-struct SoftmaxUpdateToWg : EmitterPattern<SoftmaxUpdateOp> {
-  using EmitterPattern::EmitterPattern;
+struct SoftmaxUpdateToWg : RolePattern<SoftmaxUpdateOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(SoftmaxUpdateOp op,
                                 PatternRewriter &rewriter) const override {
     Value scores = fragmentOf(op.getScores());
     if (!scores || !op.getBase2())
       return failure();
-    EmitterAt at(e, rewriter, op);
+    BuilderAt at(role.b, rewriter, op);
     std::optional<APFloat> mOld = splatOf(op.getRowMax());
     const bool firstTile = mOld && mOld->convertToFloat() == -INFINITY;
-    Value m = fragmentOrSplat(op.getRowMax(), e.rowsF32Type);
-    Value l = fragmentOrSplat(op.getRowSum(), e.rowPartialsType);
+    Value m = fragmentOrSplat(op.getRowMax(), role.k.rowsF32Type);
+    Value l = fragmentOrSplat(op.getRowSum(), role.k.rowPartialsType);
     if (!m || !l)
       return failure();
-    WgSoftmaxUpdateOp update = e.softmaxUpdate(scores, m, l, firstTile);
+    WgSoftmaxUpdateOp update = role.softmaxUpdate(scores, m, l, firstTile);
     Location loc = op.getLoc();
     rewriter.replaceOp(
-        op, {asTile(e.b, loc, update.getP(), op.getP().getType()),
-             asTile(e.b, loc, update.getMNew(), op.getNewMax().getType()),
-             asTile(e.b, loc, update.getLNew(), op.getNewSum().getType()),
-             asTile(e.b, loc, update.getAlpha(), op.getAlpha().getType())});
+        op, {asTile(role.b, loc, update.getP(), op.getP().getType()),
+             asTile(role.b, loc, update.getMNew(), op.getNewMax().getType()),
+             asTile(role.b, loc, update.getLNew(), op.getNewSum().getType()),
+             asTile(role.b, loc, update.getAlpha(), op.getAlpha().getType())});
     return success();
   }
 
@@ -328,13 +328,13 @@ struct SoftmaxUpdateToWg : EmitterPattern<SoftmaxUpdateOp> {
     std::optional<APFloat> splat = splatOf(tile);
     if (!splat)
       return {};
-    Value value = e.cF32(splat->convertToFloat());
-    return WgFragmentFromValuesOp::create(e.b, type, ValueRange{value, value});
+    Value value = role.cF32(splat->convertToFloat());
+    return WgFragmentFromValuesOp::create(role.b, type, ValueRange{value, value});
   }
 };
 
-struct RescaleToScaleRows : EmitterPattern<RescaleOp> {
-  using EmitterPattern::EmitterPattern;
+struct RescaleToScaleRows : RolePattern<RescaleOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(RescaleOp op,
                                 PatternRewriter &rewriter) const override {
@@ -348,9 +348,9 @@ struct RescaleToScaleRows : EmitterPattern<RescaleOp> {
     if (auto update = alpha.getDefiningOp<WgSoftmaxUpdateOp>())
       if (update.getLagMax() || update.getSpeculative())
         moved = update.getMoved();
-    EmitterAt at(e, rewriter, op);
-    Value scaled = e.scaleRows(acc, alpha, moved);
-    rewriter.replaceOp(op, asTile(e.b, op.getLoc(), scaled, op.getType()));
+    BuilderAt at(role.b, rewriter, op);
+    Value scaled = role.scaleRows(acc, alpha, moved);
+    rewriter.replaceOp(op, asTile(role.b, op.getLoc(), scaled, op.getType()));
     return success();
   }
 };
@@ -385,28 +385,28 @@ struct TileTruncFToWg : OpRewritePattern<arith::TruncFOp> {
 };
 
 /// O += P V_j in this consumer's turn, waited for; the slot released.
-struct OutputDotToWgMma : EmitterPattern<DotOp> {
-  using EmitterPattern::EmitterPattern;
+struct OutputDotToWgMma : RolePattern<DotOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(DotOp dot,
                                 PatternRewriter &rewriter) const override {
     Value p = fragmentOf(dot.getA());
     Value acc = fragmentOf(dot.getAcc());
-    std::optional<KernelEmitter::Slot> slot = slotOf(dot.getB());
+    std::optional<ConsumerRole::Slot> slot = slotOf(dot.getB());
     if (!keyTileIndex(dot) || dot.getTransposeB() || !p || !acc || !slot)
       return failure();
-    EmitterAt at(e, rewriter, dot);
-    SmallVector<Value> packedP = registersOf(e.b, p);
-    SmallVector<Value> accRegs = registersOf(e.b, acc);
-    Value o = e.inTurn(e.oType, [&] {
-      SmallVector<Value> vDescs = e.prepPV(*slot);
-      return SmallVector<Value>{e.emitPV(packedP, accRegs, vDescs)};
+    BuilderAt at(role.b, rewriter, dot);
+    SmallVector<Value> packedP = registersOf(role.b, p);
+    SmallVector<Value> accRegs = registersOf(role.b, acc);
+    Value o = role.inTurn(role.k.oType, [&] {
+      SmallVector<Value> vDescs = role.prepPV(*slot);
+      return SmallVector<Value>{role.emitPV(packedP, accRegs, vDescs)};
     })[0];
-    e.wgWait(0);
-    SmallVector<Value> out = e.oValues(o);
-    e.release(slot->slot);
-    Value fragment = WgFragmentFromValuesOp::create(e.b, e.oType, out);
-    rewriter.replaceOp(dot, asTile(e.b, dot.getLoc(), fragment, dot.getType()));
+    role.wgWait(0);
+    SmallVector<Value> out = role.oValues(o);
+    role.release(slot->slot);
+    Value fragment = WgFragmentFromValuesOp::create(role.b, role.k.oType, out);
+    rewriter.replaceOp(dot, asTile(role.b, dot.getLoc(), fragment, dot.getType()));
     return success();
   }
 };
@@ -421,12 +421,12 @@ struct OutputDotToWgMma : EmitterPattern<DotOp> {
 /// the pipeline and rewritten by the patterns above. With
 /// serialMaskedTiles only the unmasked tiles are pipelined and the masked
 /// loop is left to the serial pattern.
-struct KeyLoopsToOverlappedRingLoops : EmitterPattern<scf::ForOp> {
-  using EmitterPattern::EmitterPattern;
+struct KeyLoopsToOverlappedRingLoops : RolePattern<scf::ForOp, ConsumerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(scf::ForOp unmasked,
                                 PatternRewriter &rewriter) const override {
-    if (!e.spec.sw.overlap || !unmasked->hasAttr(kKeyLoopAttrName) ||
+    if (!role.spec.sw.overlap || !unmasked->hasAttr(kKeyLoopAttrName) ||
         !unmasked.getBody()->getOps<MaskOp>().empty() ||
         unmasked->use_empty())
       return failure();
@@ -438,31 +438,31 @@ struct KeyLoopsToOverlappedRingLoops : EmitterPattern<scf::ForOp> {
     FailureOr<KeyLoopRoles> maskedRoles = keyLoopRoles(masked);
     if (failed(roles) || failed(maskedRoles))
       return failure();
-    EmitterAt at(e, rewriter, unmasked);
+    BuilderAt at(role.b, rewriter, unmasked);
     SmallVector<Value> init =
-        initialRegisters(e, unmasked.getInitArgs(), *roles);
+        initialRegisters(role, unmasked.getInitArgs(), *roles);
     if (init.empty())
       return rewriter.notifyMatchFailure(unmasked, "initial state");
 
-    const KernelSpec &spec = e.spec;
+    const KernelSpec &spec = role.spec;
     const int64_t numP = spec.sRegs() / 2;
     const bool serialTail = spec.serialMaskedTiles;
-    SmallVector<Type> stateTypes(4, e.f32);
-    stateTypes.append(numP, e.i32);
+    SmallVector<Type> stateTypes(4, role.k.f32);
+    stateTypes.append(numP, role.k.i32);
     // The pipelined tiles: [0, ownHi), or [0, nFull) with serialMaskedTiles.
-    Value overlapHi = serialTail ? e.nFull : e.ownHi;
-    Value overlapHiIdx = serialTail ? e.nFullIdx : e.ownHiIdx;
-    Value hasTiles = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sgt,
-                                           overlapHi, e.cI32(0));
-    Value negInf = e.cF32(-INFINITY);
-    SmallVector<Value> empty = {negInf, negInf, e.cF32(0.0f), e.cF32(0.0f)};
-    empty.append(numP, e.cI32(0));
+    Value overlapHi = serialTail ? role.tile.nFull : role.ownHi;
+    Value overlapHiIdx = serialTail ? role.tile.nFullIdx : role.ownHiIdx;
+    Value hasTiles = arith::CmpIOp::create(role.b, arith::CmpIPredicate::sgt,
+                                           overlapHi, role.cI32(0));
+    Value negInf = role.cF32(-INFINITY);
+    SmallVector<Value> empty = {negInf, negInf, role.cF32(0.0f), role.cF32(0.0f)};
+    empty.append(numP, role.cI32(0));
     ValueRange initTiles = unmasked.getInitArgs();
-    SmallVector<Value> st0 = e.ifThenElse(
+    SmallVector<Value> st0 = role.k.ifThenElse(
         hasTiles, stateTypes,
         [&] {
-          Value zero = e.cIndex(0);
-          Value s = scoresTile(e.waitedS(e.slotInfo(zero), zero), unmasked);
+          Value zero = role.cIndex(0);
+          Value s = scoresTile(role.waitedS(role.slotInfo(zero), zero), unmasked);
           // Tile 0 needs flash.mask only if it is ragged or on the diagonal
           // (nFull = 0): the mask costs a compare and a select per score.
           auto tile0 = [&](scf::ForOp loop, const KeyLoopRoles &r) {
@@ -477,40 +477,40 @@ struct KeyLoopsToOverlappedRingLoops : EmitterPattern<scf::ForOp> {
           };
           if (serialTail)
             return tile0(unmasked, *roles);
-          Value full = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sgt,
-                                             e.nFull, e.cI32(0));
-          return e.ifThenElse(
+          Value full = arith::CmpIOp::create(role.b, arith::CmpIPredicate::sgt,
+                                             role.tile.nFull, role.cI32(0));
+          return role.k.ifThenElse(
               full, stateTypes, [&] { return tile0(unmasked, *roles); },
               [&] { return tile0(masked, *maskedRoles); });
         },
         empty);
-    e.probeStamp(KernelEmitter::FirstSoftmaxDone);
+    role.k.probeStamp(KernelContext::FirstSoftmaxDone);
 
     SmallVector<Value> state = st0;
     state.append(ArrayRef<Value>(init).drop_front(4).begin(),
                  ArrayRef<Value>(init).drop_front(4).end());
-    Value one = e.cIndex(1);
-    Value firstMasked = arith::MaxUIOp::create(e.b, e.nFullIdx, one);
+    Value one = role.cIndex(1);
+    Value firstMasked = arith::MaxUIOp::create(role.b, role.tile.nFullIdx, one);
     state = pipelinedLoop(unmasked, *roles, one, firstMasked, state);
     if (!serialTail)
-      state = pipelinedLoop(masked, *maskedRoles, firstMasked, e.ownHiIdx,
+      state = pipelinedLoop(masked, *maskedRoles, firstMasked, role.ownHiIdx,
                             state);
 
     ArrayRef<Value> st(state);
     ArrayRef<Value> pLast = st.slice(4, numP), accLast = st.drop_front(4 + numP);
-    SmallVector<Type> accTypes(spec.oRegs(), e.f32);
-    SmallVector<Value> accFinal = e.ifThenElse(
+    SmallVector<Type> accTypes(spec.oRegs(), role.k.f32);
+    SmallVector<Value> accFinal = role.k.ifThenElse(
         hasTiles, accTypes,
         [&] {
-          Value last = arith::SubIOp::create(e.b, overlapHiIdx, one);
-          KernelEmitter::Slot s = e.slotInfo(last);
-          Value o = e.inTurn(e.oType, [&] {
-            SmallVector<Value> vDescs = e.prepPV(s);
-            return SmallVector<Value>{e.emitPV(pLast, accLast, vDescs)};
+          Value last = arith::SubIOp::create(role.b, overlapHiIdx, one);
+          ConsumerRole::Slot s = role.slotInfo(last);
+          Value o = role.inTurn(role.k.oType, [&] {
+            SmallVector<Value> vDescs = role.prepPV(s);
+            return SmallVector<Value>{role.emitPV(pLast, accLast, vDescs)};
           })[0];
-          e.wgWait(0);
-          SmallVector<Value> acc = e.oValues(o);
-          e.release(s.slot);
+          role.wgWait(0);
+          SmallVector<Value> acc = role.oValues(o);
+          role.release(s.slot);
           return acc;
         },
         accLast);
@@ -518,7 +518,7 @@ struct KeyLoopsToOverlappedRingLoops : EmitterPattern<scf::ForOp> {
     // The pipeline's result stands for the loop it ends with.
     scf::ForOp end = serialTail ? unmasked : masked;
     const KeyLoopRoles &endRoles = serialTail ? *roles : *maskedRoles;
-    rewriter.replaceOp(end, stateTiles(e, end, endRoles, st.slice(0, 2),
+    rewriter.replaceOp(end, stateTiles(role, end, endRoles, st.slice(0, 2),
                                        st.slice(2, 2), accFinal));
     if (!serialTail)
       rewriter.eraseOp(unmasked);
@@ -532,22 +532,22 @@ private:
     for (DotOp dot : loop.getBody()->getOps<DotOp>())
       if (dot.getTransposeB())
         type = dot.getType();
-    Value fragment = WgFragmentFromValuesOp::create(e.b, e.sType, scores);
-    return asTile(e.b, loop.getLoc(), fragment, type);
+    Value fragment = WgFragmentFromValuesOp::create(role.b, role.k.sType, scores);
+    return asTile(role.b, loop.getLoc(), fragment, type);
   }
 
   /// Clones `loop`'s softmax (what its body computes from S besides the
   /// products and the rescale: the mask, the update, their arithmetic) at
-  /// the emitter's insertion point, for the scores `s`, the carried max and
+  /// the role's insertion point, for the scores `s`, the carried max and
   /// sums `m` and `l`, and key tile j. Returns the program's update op;
-  /// `map` gives its clone's values. The emitter's builder reports the
+  /// `map` gives its clone's values. The role's builder reports the
   /// clones to the driver, whose patterns rewrite them.
   SoftmaxUpdateOp cloneSoftmax(scf::ForOp loop, const KeyLoopRoles &roles,
                                Value s, Value m, Value l, Value j,
                                IRMapping &map) const {
     Block *body = loop.getBody();
     map.map(loop.getInductionVar(),
-            arith::MulIOp::create(e.b, j, e.cIndex(e.spec.blockN)));
+            arith::MulIOp::create(role.b, j, role.cIndex(role.spec.blockN)));
     map.map(body->getArgument(1 + roles.m), m);
     map.map(body->getArgument(1 + roles.l), l);
     SoftmaxUpdateOp update;
@@ -562,7 +562,7 @@ private:
       if (auto trunc = dyn_cast<arith::TruncFOp>(op))
         if (isa<RankedTensorType>(trunc.getType()))
           continue;
-      e.b.clone(op, map);
+      role.b.clone(op, map);
       if (auto u = dyn_cast<SoftmaxUpdateOp>(op))
         update = u;
     }
@@ -571,7 +571,7 @@ private:
 
   /// Registers of the state tiles, for a yield.
   SmallVector<Value> stateRegisters(ValueRange tiles, TypeRange types) const {
-    auto cast = UnrealizedConversionCastOp::create(e.b, types, tiles);
+    auto cast = UnrealizedConversionCastOp::create(role.b, types, tiles);
     return SmallVector<Value>(cast.getResults());
   }
 
@@ -580,63 +580,63 @@ private:
   SmallVector<Value> pipelinedLoop(scf::ForOp loop, const KeyLoopRoles &roles,
                                    Value lo, Value hi,
                                    ArrayRef<Value> init) const {
-    const int64_t numP = e.spec.sRegs() / 2;
+    const int64_t numP = role.spec.sRegs() / 2;
     // The loop is in place before its body is built, so the driver sees
     // the ops cloned into it.
-    auto loopOverTiles = scf::ForOp::create(e.b, lo, hi, e.cIndex(1), init);
-    OpBuilder::InsertionGuard guard(e.b);
-    e.b.setInsertionPointToStart(loopOverTiles.getBody());
+    auto loopOverTiles = scf::ForOp::create(role.b, lo, hi, role.cIndex(1), init);
+    OpBuilder::InsertionGuard guard(role.b);
+    role.b.setInsertionPointToStart(loopOverTiles.getBody());
     Value j = loopOverTiles.getInductionVar();
     SmallVector<Value> itVec(loopOverTiles.getRegionIterArgs());
     ArrayRef<Value> its(itVec);
     SmallVector<Value> pOld(its.slice(4, numP));
     SmallVector<Value> acc(its.drop_front(4 + numP));
-    Value jm1 = arith::SubIOp::create(e.b, j, e.cIndex(1));
-    KernelEmitter::Slot s = e.slotInfo(j);
-    KernelEmitter::Slot prev = e.slotInfo(jm1);
+    Value jm1 = arith::SubIOp::create(role.b, j, role.cIndex(1));
+    ConsumerRole::Slot s = role.slotInfo(j);
+    ConsumerRole::Slot prev = role.slotInfo(jm1);
     // Waits and descriptors first, then one fence and both GEMMs.
-    KernelEmitter::SOperands sOps = e.prepS(s);
-    SmallVector<Value> vDescs = e.prepPV(prev);
+    ConsumerRole::SOperands sOps = role.prepS(s);
+    SmallVector<Value> vDescs = role.prepPV(prev);
     SmallVector<Value> products =
-        e.inTurn(TypeRange{e.sType, e.oType}, [&] {
-          NVVM::WgmmaFenceAlignedOp::create(e.b);
-          Value sAcc = e.emitS(sOps, /*fence=*/false);
-          Value o = e.emitPV(pOld, acc, vDescs, /*fence=*/false);
+        role.inTurn(TypeRange{role.k.sType, role.k.oType}, [&] {
+          NVVM::WgmmaFenceAlignedOp::create(role.b);
+          Value sAcc = role.emitS(sOps, /*fence=*/false);
+          Value o = role.emitPV(pOld, acc, vDescs, /*fence=*/false);
           return SmallVector<Value>{sAcc, o};
         });
-    e.wgWait(1);
-    SmallVector<Value> scores = e.sValues(products[0]);
-    e.releaseK(s.slot);
-    e.releaseQAfterLastS(j);
+    role.wgWait(1);
+    SmallVector<Value> scores = role.sValues(products[0]);
+    role.releaseK(s.slot);
+    role.releaseQAfterLastS(j);
     Value sTile = scoresTile(scores, loop);
     Location loc = loop.getLoc();
     auto carried = [&](Type type, ArrayRef<Value> regs, Type tileType) {
-      return asTile(e.b, loc, WgFragmentFromValuesOp::create(e.b, type, regs),
+      return asTile(role.b, loc, WgFragmentFromValuesOp::create(role.b, type, regs),
                     tileType);
     };
     ValueRange tiles = loop.getRegionIterArgs();
     IRMapping map;
     SoftmaxUpdateOp update = cloneSoftmax(
         loop, roles, sTile,
-        carried(e.rowsF32Type, its.slice(0, 2), tiles[roles.m].getType()),
-        carried(e.rowPartialsType, its.slice(2, 2),
+        carried(role.k.rowsF32Type, its.slice(0, 2), tiles[roles.m].getType()),
+        carried(role.k.rowPartialsType, its.slice(2, 2),
                 tiles[roles.l].getType()),
         j, map);
-    e.wgWait(0);
+    role.wgWait(0);
     // Keep P_{j-1} live until PV_{j-1} retired, so P_j does not get its
     // registers while the wgmma still reads them (ptxas would serialise
     // the wgmma chain, C7513).
     for (Value p : pOld)
-      (void)fenceOperand(e.b, p);
-    SmallVector<Value> o = e.oValues(products[1]);
-    e.release(prev.slot);
+      (void)fenceOperand(role.b, p);
+    SmallVector<Value> o = role.oValues(products[1]);
+    role.release(prev.slot);
     // O *= alpha_j: the program's rescale on PV_{j-1}'s result.
     map.map(loop.getBody()->getArgument(1 + roles.o),
-            carried(e.oType, o, tiles[roles.o].getType()));
+            carried(role.k.oType, o, tiles[roles.o].getType()));
     Value rescaled;
     for (RescaleOp rescale : loop.getBody()->getOps<RescaleOp>())
-      rescaled = e.b.clone(*rescale, map)->getResult(0);
-    scf::YieldOp::create(e.b, stateRegisters({map.lookup(update.getNewMax()),
+      rescaled = role.b.clone(*rescale, map)->getResult(0);
+    scf::YieldOp::create(role.b, stateRegisters({map.lookup(update.getNewMax()),
                                               map.lookup(update.getNewSum()),
                                               map.lookup(update.getP()),
                                               rescaled},
@@ -648,10 +648,10 @@ private:
 } // namespace
 
 void mlir::flash::gpu_lowering::populateKeyLoopToWarpgroupPatterns(
-    RewritePatternSet &patterns, KernelEmitter &emitter) {
+    RewritePatternSet &patterns, ConsumerRole &consumer) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<KeyLoopToRingLoop, KeyLoopsToOverlappedRingLoops,
                ScoresDotToWgMma, MaskToMaskKeys, SoftmaxUpdateToWg,
-               RescaleToScaleRows, OutputDotToWgMma>(ctx, emitter);
+               RescaleToScaleRows, OutputDotToWgMma>(ctx, consumer);
   patterns.add<KeyLoopStateToRegisters, TileTruncFToWg>(ctx);
 }

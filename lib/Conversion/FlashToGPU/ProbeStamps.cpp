@@ -37,7 +37,7 @@ constexpr int64_t kRecordWords = 32;
 constexpr int64_t kHeaderWords = 4;
 } // namespace
 
-void KernelEmitter::probeStamp(ProbePoint point) {
+void KernelContext::probeStamp(ProbePoint point) {
   if (!spec.probeStamps)
     return;
   auto ptrTy = LLVM::LLVMPointerType::get(ctx);
@@ -59,44 +59,44 @@ void KernelEmitter::probeStamp(ProbePoint point) {
   LLVM::StoreOp::create(b, clock, slot, 8, /*isVolatile=*/true);
 }
 
-void KernelEmitter::writeProbeRecord() {
+void ConsumerRole::writeProbeRecord() {
   if (!spec.probeStamps)
     return;
-  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
-  auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
-  Value timer = NVVM::GlobalTimerOp::create(b, i64);
-  Value sm = NVVM::SmIdOp::create(b, i32);
-  Value head = arith::IndexCastOp::create(b, i32, blockY);
+  auto ptrTy = LLVM::LLVMPointerType::get(k.ctx);
+  auto globalPtr = LLVM::LLVMPointerType::get(k.ctx, 1);
+  Value timer = NVVM::GlobalTimerOp::create(b, k.i64);
+  Value sm = NVVM::SmIdOp::create(b, k.i32);
+  Value head = arith::IndexCastOp::create(b, k.i32, tile.blockY);
   Value record = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockX32, cI32(spec.warpgroups)),
+      b, arith::MulIOp::create(b, tile.blockX32, cI32(spec.warpgroups)),
       consumerIdx);
   Value end = arith::MulIOp::create(
       b, arith::AddIOp::create(b, record, cI32(1)), cI32(kRecordWords));
-  Value fits = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, end, seqQ);
+  Value fits = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, end, k.seqQ);
   Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                       threadInGroup, cI32(0));
-  ifThen(arith::AndIOp::create(b, first, fits), [&] {
+  k.ifThen(arith::AndIOp::create(b, first, fits), [&] {
     Value base = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, head, seqQ),
+        b, arith::MulIOp::create(b, head, k.seqQ),
         arith::MulIOp::create(b, record, cI32(kRecordWords)));
-    SmallVector<Value> words = {sm, consumerIdx, blockX32, head};
+    SmallVector<Value> words = {sm, consumerIdx, tile.blockX32, head};
     auto split = [&](Value v64) {
-      words.push_back(arith::TruncIOp::create(b, i32, v64));
+      words.push_back(arith::TruncIOp::create(b, k.i32, v64));
       words.push_back(arith::TruncIOp::create(
-          b, i32, arith::ShRUIOp::create(b, v64, cI64(32))));
+          b, k.i32, arith::ShRUIOp::create(b, v64, cI64(32))));
     };
-    for (int64_t p = 0; p < NumProbePoints; ++p) {
+    for (int64_t p = 0; p < KernelContext::NumProbePoints; ++p) {
       Value slot =
-          LLVM::GEPOp::create(b, ptrTy, i64, probeSlots, ValueRange{cI32(p)});
-      split(LLVM::LoadOp::create(b, i64, slot, 8, /*isVolatile=*/true));
+          LLVM::GEPOp::create(b, ptrTy, k.i64, k.probeSlots, ValueRange{cI32(p)});
+      split(LLVM::LoadOp::create(b, k.i64, slot, 8, /*isVolatile=*/true));
     }
     split(timer);
-    static_assert(kHeaderWords + 2 * (NumProbePoints + 1) <= kRecordWords,
+    static_assert(kHeaderWords + 2 * (KernelContext::NumProbePoints + 1) <= kRecordWords,
                   "a record holds the header, the stamps and the timer");
     for (auto [i, word] : llvm::enumerate(words)) {
       Value at = arith::AddIOp::create(b, base, cI32(int64_t(i)));
       Value ptr =
-          LLVM::GEPOp::create(b, globalPtr, i32, lsePtr, ValueRange{at});
+          LLVM::GEPOp::create(b, globalPtr, k.i32, k.lsePtr, ValueRange{at});
       LLVM::StoreOp::create(b, word, ptr, 4);
     }
   });

@@ -44,18 +44,18 @@ bool inKeyLoop(Operation *op) {
   return loop && loop->hasAttr(kKeyLoopAttrName);
 }
 
-struct QueryLoadToTma : EmitterPattern<LoadTileOp> {
-  using EmitterPattern::EmitterPattern;
+struct QueryLoadToTma : RolePattern<LoadTileOp, ProducerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(LoadTileOp load,
                                 PatternRewriter &rewriter) const override {
-    if (inKeyLoop(load) || tensorMapOf(load.getSource()) != e.tmQ)
+    if (inKeyLoop(load) || tensorMapOf(load.getSource()) != role.k.tmQ)
       return failure();
-    EmitterAt at(e, rewriter, load);
+    BuilderAt at(role.b, rewriter, load);
     // With dynamicSchedule the claim loop waited already.
-    if (e.spec.sw.persistent && !e.spec.sw.dynamicSchedule)
-      e.waitQBufferFree();
-    e.issueQ();
+    if (role.spec.sw.persistent && !role.spec.sw.dynamicSchedule)
+      role.waitQBufferFree();
+    role.issueQ();
     // The tile itself is no value the producer has: what still reads it
     // (the consumers' products in the key loops) goes with the loops.
     rewriter.replaceOp(load, UnrealizedConversionCastOp::create(
@@ -65,8 +65,8 @@ struct QueryLoadToTma : EmitterPattern<LoadTileOp> {
   }
 };
 
-struct KeyLoadsToRingFills : EmitterPattern<scf::ForOp> {
-  using EmitterPattern::EmitterPattern;
+struct KeyLoadsToRingFills : RolePattern<scf::ForOp, ProducerRole> {
+  using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(scf::ForOp loop,
                                 PatternRewriter &rewriter) const override {
@@ -76,31 +76,31 @@ struct KeyLoadsToRingFills : EmitterPattern<scf::ForOp> {
         }))
       return failure();
     // The K and V loads of a key tile, in the program's order.
-    SmallVector<KernelEmitter::KV> loads;
+    SmallVector<ProducerRole::KV> loads;
     for (LoadTileOp load : loop.getBody()->getOps<LoadTileOp>()) {
       Value map = tensorMapOf(load.getSource());
-      if (map != e.tmK && map != e.tmV)
+      if (map != role.k.tmK && map != role.k.tmV)
         return failure();
-      loads.push_back(map == e.tmK ? KernelEmitter::KV::K
-                                   : KernelEmitter::KV::V);
+      loads.push_back(map == role.k.tmK ? ProducerRole::KV::K
+                                   : ProducerRole::KV::V);
     }
     if (loads.empty())
       return failure();
-    EmitterAt at(e, rewriter, loop);
+    BuilderAt at(role.b, rewriter, loop);
     const bool both = loads.size() == 2 && loads[0] != loads[1];
-    e.forLoop(e.cIndex(0), e.nHiIdx, ValueRange(), [&](Value j, ValueRange) {
-      Value pos = e.ringPosition(j);
-      if (!e.spec.sw.splitRelease && both) {
-        e.waitEmpty(pos, e.spec.barEmpty());
-        e.issueKV(j);
+    role.k.forLoop(role.k.cIndex(0), role.tile.nHiIdx, ValueRange(), [&](Value j, ValueRange) {
+      Value pos = role.tile.ringPosition(role.b, j);
+      if (!role.spec.sw.splitRelease && both) {
+        role.waitEmpty(pos, role.spec.barEmpty());
+        role.issueKV(j);
         return SmallVector<Value>();
       }
       // K of tile j may load once S of tile j - stages retired, V once its
       // P V did.
-      for (KernelEmitter::KV which : loads) {
-        const bool early = which == KernelEmitter::KV::K && e.spec.sw.splitRelease;
-        e.waitEmpty(pos, early ? e.spec.barEmptyK() : e.spec.barEmpty());
-        e.issueKV(j, which);
+      for (ProducerRole::KV which : loads) {
+        const bool early = which == ProducerRole::KV::K && role.spec.sw.splitRelease;
+        role.waitEmpty(pos, early ? role.spec.barEmptyK() : role.spec.barEmpty());
+        role.issueKV(j, which);
       }
       return SmallVector<Value>();
     });
@@ -119,7 +119,7 @@ struct KeyLoadsToRingFills : EmitterPattern<scf::ForOp> {
 } // namespace
 
 void mlir::flash::gpu_lowering::populateProducerLoadPatterns(
-    RewritePatternSet &patterns, KernelEmitter &emitter) {
+    RewritePatternSet &patterns, ProducerRole &producer) {
   patterns.add<QueryLoadToTma, KeyLoadsToRingFills>(patterns.getContext(),
-                                                    emitter);
+                                                    producer);
 }

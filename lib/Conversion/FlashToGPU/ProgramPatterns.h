@@ -5,8 +5,9 @@
 // Epilogue.cpp) share. While they run a tile stands for its fragment
 // through an unrealized_conversion_cast (fragment -> tensor); the casts
 // cancel once every op is rewritten. The role's context (descriptors,
-// rings, bounds, rows, turns) is the KernelEmitter's, whose builder a
-// pattern points at the op it rewrites.
+// rings, bounds, rows, turns) is the ConsumerRole or ProducerRole the
+// patterns were made with, whose builder a pattern points at the op it
+// rewrites.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,18 +45,17 @@ inline SmallVector<Value> registersOf(ImplicitLocOpBuilder &b,
   return wg_lowering::fragmentValues(b, fragment);
 }
 
-/// Points the emitter's builder at `op` for one rewrite, reporting what it
+/// Points a role's builder at `op` for one rewrite, reporting what it
 /// creates to the rewriter's driver.
-class EmitterAt {
+class BuilderAt {
 public:
-  EmitterAt(KernelEmitter &emitter, PatternRewriter &rewriter, Operation *op)
-      : b(emitter.b), guard(emitter.b), listener(emitter.b.getListener()),
-        loc(emitter.b.getLoc()) {
+  BuilderAt(ImplicitLocOpBuilder &b, PatternRewriter &rewriter, Operation *op)
+      : b(b), guard(b), listener(b.getListener()), loc(b.getLoc()) {
     b.setInsertionPoint(op);
     b.setListener(rewriter.getListener());
     b.setLoc(op->getLoc());
   }
-  ~EmitterAt() {
+  ~BuilderAt() {
     b.setListener(listener);
     b.setLoc(loc);
   }
@@ -67,12 +67,12 @@ private:
   Location loc;
 };
 
-/// A pattern with the emitter's context.
-template <typename OpTy>
-struct EmitterPattern : OpRewritePattern<OpTy> {
-  EmitterPattern(MLIRContext *ctx, KernelEmitter &emitter)
-      : OpRewritePattern<OpTy>(ctx), e(emitter) {}
-  KernelEmitter &e;
+/// A pattern with its role (ConsumerRole or ProducerRole) as its context.
+template <typename OpTy, typename Role>
+struct RolePattern : OpRewritePattern<OpTy> {
+  RolePattern(MLIRContext *ctx, Role &role)
+      : OpRewritePattern<OpTy>(ctx), role(role) {}
+  Role &role;
 };
 
 } // namespace mlir::flash::gpu_lowering

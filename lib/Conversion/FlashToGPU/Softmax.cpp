@@ -24,29 +24,29 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-Value KernelEmitter::maskKeys(Value scores, Value j, bool causal) {
+Value ConsumerRole::maskKeys(Value scores, Value j, bool causal) {
   // The tile's first key and the thread's two query rows.
-  Value j32 = arith::IndexCastOp::create(b, i32, j);
+  Value j32 = arith::IndexCastOp::create(b, k.i32, j);
   Value first = arith::MulIOp::create(b, j32, cI32(spec.blockN));
   Value rows =
-      WgFragmentFromValuesOp::create(b, rowsI32Type, ValueRange{row0, row1});
-  return WgMaskKeysOp::create(b, sType, scores, rows, first, seqQ, seqK,
+      WgFragmentFromValuesOp::create(b, k.rowsI32Type, ValueRange{row0, row1});
+  return WgMaskKeysOp::create(b, k.sType, scores, rows, first, k.seqQ, k.seqK,
                               causal);
 }
 
-WgSoftmaxUpdateOp KernelEmitter::softmaxUpdate(Value scores, Value m, Value l,
+WgSoftmaxUpdateOp ConsumerRole::softmaxUpdate(Value scores, Value m, Value l,
                                                bool firstTile) {
   // A tile program's first key tile starts from the literal -inf, so there
   // is nothing to speculate on.
   const bool speculative = spec.sw.speculativeExp && !firstTile;
   const bool lagMax = spec.lagMax && !speculative;
-  auto pType = FragmentType::get(ctx, {64, spec.blockN}, spec.elementType,
-                                 WgmmaOperandALayoutAttr::get(ctx));
-  return WgSoftmaxUpdateOp::create(b, pType, rowsF32Type, rowPartialsType,
-                                   rowsF32Type, i1, scores, m, l, scaleLog2,
+  auto pType = FragmentType::get(k.ctx, {64, spec.blockN}, spec.elementType,
+                                 WgmmaOperandALayoutAttr::get(k.ctx));
+  return WgSoftmaxUpdateOp::create(b, pType, k.rowsF32Type, k.rowPartialsType,
+                                   k.rowsF32Type, k.i1, scores, m, l, k.scaleLog2,
                                    lagMax, speculative);
 }
 
-Value KernelEmitter::scaleRows(Value o, Value alpha, Value moved) {
-  return WgScaleRowsOp::create(b, oType, o, alpha, moved);
+Value ConsumerRole::scaleRows(Value o, Value alpha, Value moved) {
+  return WgScaleRowsOp::create(b, k.oType, o, alpha, moved);
 }

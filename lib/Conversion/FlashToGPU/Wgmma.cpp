@@ -45,12 +45,12 @@ static Value advance(ImplicitLocOpBuilder &b, Value base, Value units,
                                        b.getI64IntegerAttr(bytes));
 }
 
-void KernelEmitter::emitDescriptors(Value consumerIdx) {
+void ConsumerRole::emitDescriptors() {
   SmemDescriptorType kMajor = kMajorType(spec), vMajor = vType(spec);
   // This warpgroup's 64 query rows start 64 * 128 B into each Q box.
-  Value cw64 = arith::ExtUIOp::create(b, i64, consumerIdx);
+  Value cw64 = arith::ExtUIOp::create(b, k.i64, consumerIdx);
   Value qOff = arith::MulIOp::create(b, cw64, cI64(64 * 128 / 16));
-  Value qd0 = arith::AddIOp::create(b, baseDesc, qOff);
+  Value qd0 = arith::AddIOp::create(b, k.baseDesc, qOff);
   if (spec.rematQDescriptors) {
     // The loops rebuild Q's descriptors from its low word (prepS), so they
     // keep it as an i64.
@@ -61,17 +61,17 @@ void KernelEmitter::emitDescriptors(Value consumerIdx) {
     qDesc = qDescBuffer0;
   }
   auto at = [&](SmemDescriptorType type, int64_t offset) -> Value {
-    Value base = WgMakeDescriptorOp::create(b, type, baseDesc);
+    Value base = WgMakeDescriptorOp::create(b, type, k.baseDesc);
     return advance(b, base, Value(), offset);
   };
   kDesc0 = at(kMajor, spec.offK());
   vDesc0 = at(vMajor, spec.offV());
 }
 
-void KernelEmitter::selectQBuffer() {
+void ConsumerRole::selectQBuffer() {
   if (spec.qBuffers == 1)
     return;
-  Value buf64 = arith::IndexCastOp::create(b, i64, qBuf);
+  Value buf64 = arith::IndexCastOp::create(b, k.i64, tile.qBuf);
   Value off = arith::MulIOp::create(b, buf64, cI64(spec.qBytes() / 16));
   if (qBitsBuffer0)
     qBits = arith::AddIOp::create(b, qBitsBuffer0, off);
@@ -79,18 +79,18 @@ void KernelEmitter::selectQBuffer() {
     qDesc = advance(b, qDescBuffer0, off, 0);
 }
 
-Value KernelEmitter::descriptorFromLow(Value low, int64_t offset) {
+Value ConsumerRole::descriptorFromLow(Value low, int64_t offset) {
   SmemDescriptorType kMajor = kMajorType(spec);
   // The high word (the swizzle and the stride) from the type; the low word
   // (address and LBO) is `low`'s.
   uint64_t highWord = kMajor.getLayoutBits() & ~uint64_t(0xFFFFFFFF);
   Value word = arith::AddIOp::create(b, low, cI32(offset));
-  Value wide = arith::ExtUIOp::create(b, i64, word);
+  Value wide = arith::ExtUIOp::create(b, k.i64, word);
   Value bits = arith::OrIOp::create(b, wide, cI64(highWord));
   return WgSmemDescriptorOp::create(b, kMajor, bits);
 }
 
-KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
+ConsumerRole::SOperands ConsumerRole::prepS(const Slot &s) {
   // Wait for K and compute every descriptor before the wgmma fence: ptxas
   // serialises the wgmma chain (C7513) if a non-wgmma instruction defines a
   // wgmma input between fence and commit.
@@ -103,11 +103,11 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   // registers the k-step descriptors take just before the fence, the peak
   // at which the overlapped D = 256 loop spilled.
   Value qLow = spec.rematQDescriptors
-                   ? fenceOperand(b, arith::TruncIOp::create(b, i32, qBits))
+                   ? fenceOperand(b, arith::TruncIOp::create(b, k.i32, qBits))
                    : Value();
   SOperands ops;
-  for (int64_t k = 0; k < spec.headDim / 16; ++k) {
-    int64_t box = k / 4, kk = k % 4;
+  for (int64_t step = 0; step < spec.headDim / 16; ++step) {
+    int64_t box = step / 4, kk = step % 4;
     int64_t qOffset = box * spec.qBoxBytes() / 16 + kk * 2;
     ops.a.push_back(qLow ? descriptorFromLow(qLow, qOffset)
                          : advance(b, qDesc, Value(), 16 * qOffset));
@@ -117,18 +117,18 @@ KernelEmitter::SOperands KernelEmitter::prepS(const Slot &s) {
   return ops;
 }
 
-Value KernelEmitter::emitS(const SOperands &ops, bool fence) {
+Value ConsumerRole::emitS(const SOperands &ops, bool fence) {
   if (fence)
     NVVM::WgmmaFenceAlignedOp::create(b);
   // The first k step has no C: D = Q_0 K_0^T.
   Value acc;
-  for (int64_t k = 0; k < spec.headDim / 16; ++k)
-    acc = WgMmaOp::create(b, sType, ops.a[k], ops.b[k], acc);
+  for (int64_t step = 0; step < spec.headDim / 16; ++step)
+    acc = WgMmaOp::create(b, k.sType, ops.a[step], ops.b[step], acc);
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return acc;
 }
 
-SmallVector<Value> KernelEmitter::fencedValues(Value acc, int64_t count) {
+SmallVector<Value> ConsumerRole::fencedValues(Value acc, int64_t count) {
   SmallVector<Value> vals = wg_lowering::fragmentValues(b, acc);
   assert(int64_t(vals.size()) == count && "fragment of another size");
   for (Value &v : vals)
@@ -136,7 +136,7 @@ SmallVector<Value> KernelEmitter::fencedValues(Value acc, int64_t count) {
   return vals;
 }
 
-SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
+SmallVector<Value> ConsumerRole::prepPV(const Slot &s) {
   waitFull(spec.barFullV(), s.slot);
   Value vd = advance(b, vDesc0, s.descOffset, 0);
   SmallVector<Value> descs;
@@ -146,34 +146,34 @@ SmallVector<Value> KernelEmitter::prepPV(const Slot &s) {
   return descs;
 }
 
-Value KernelEmitter::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
+Value ConsumerRole::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
                             ArrayRef<Value> vDescs, bool fence) {
-  auto pType = FragmentType::get(ctx, {64, 16}, spec.elementType,
-                                 WgmmaOperandALayoutAttr::get(ctx));
-  Value o = WgFragmentFromValuesOp::create(b, oType, acc);
+  auto pType = FragmentType::get(k.ctx, {64, 16}, spec.elementType,
+                                 WgmmaOperandALayoutAttr::get(k.ctx));
+  Value o = WgFragmentFromValuesOp::create(b, k.oType, acc);
   if (fence)
     NVVM::WgmmaFenceAlignedOp::create(b);
   for (int64_t kk = 0; kk < spec.blockN / 16; ++kk) {
     Value p =
         WgFragmentFromValuesOp::create(b, pType, packedP.slice(4 * kk, 4));
-    o = WgMmaOp::create(b, oType, p, vDescs[kk], o);
+    o = WgMmaOp::create(b, k.oType, p, vDescs[kk], o);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   return o;
 }
 
-void KernelEmitter::wgWait(int64_t pending) {
+void ConsumerRole::wgWait(int64_t pending) {
   NVVM::WgmmaWaitGroupSyncOp::create(b, pending);
 }
 
-void KernelEmitter::release(Value slot) {
+void ConsumerRole::release(Value slot) {
   // Every consumer thread arrives (count 128 x warpgroups): no divergent
   // branch before the next .aligned wgmma.
-  WgRingReleaseOp::create(b, slot, bar, spec.barEmpty());
+  WgRingReleaseOp::create(b, slot, k.bar, spec.barEmpty());
 }
 
-void KernelEmitter::releaseK(Value slot) {
+void ConsumerRole::releaseK(Value slot) {
   if (!spec.sw.splitRelease)
     return;
-  WgRingReleaseOp::create(b, slot, bar, spec.barEmptyK());
+  WgRingReleaseOp::create(b, slot, k.bar, spec.barEmptyK());
 }

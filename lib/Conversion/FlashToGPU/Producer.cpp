@@ -1,0 +1,147 @@
+//===- Producer.cpp - the producer warpgroup's body -----------------------===//
+//
+// One thread of the producer warpgroup issues every copy: per tile, the TMA
+// load of Q into its buffer and of each key tile's K and V into the slot of
+// ring position kvBase + j (a persistent block's ring runs on across its
+// tiles), from the tile program's loads rewritten by the patterns of
+// ProducerLoads.cpp. The loads and the ring's waits are the flash.wg ops of
+// dialects/Flash/FlashPipeline.td, which own the slot and phase
+// arithmetic. A tiles grid's block, once its producer issued its last K/V
+// load, prefetches into L2 the Q and first K/V tile of the block that will
+// start about when it ends (prefetchNextBlockInputs).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashToGPU.h"
+
+#include "Flash/FlashOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::gpu_lowering;
+
+ProducerRole::ProducerRole(KernelContext &k)
+    : k(k), b(k.b), spec(k.spec), tile(k.blockTile) {}
+
+void ProducerRole::emit() {
+  // One thread issues every copy; the others of the warpgroup idle.
+  k.ifThen(k.isThread0, [&] {
+    nvgpu::TmaPrefetchOp::create(b, k.tmK, Value());
+    nvgpu::TmaPrefetchOp::create(b, k.tmV, Value());
+    k.forEachTile(tile, /*producer=*/true, [&] {
+      if (failed(lowerProgram()))
+        k.fail();
+    });
+    if (spec.prefetchNextBlock)
+      prefetchNextBlockInputs();
+  });
+}
+
+LogicalResult ProducerRole::lowerProgram() {
+  SmallVector<Operation *> ops = {spec.qLoad};
+  llvm::append_range(ops, spec.keyLoops);
+  ProgramClone program(k, "producer", ops);
+  for (Operation *op : ops)
+    program.clone(op);
+  // Nothing in the producer reads the loads' tiles or the key loops' state;
+  // without a user the driver would erase them, loads and all, as dead.
+  program.keepAlive(program.map.lookup(spec.qLoad->getResult(0)));
+  program.keepAlive(program.map.lookup(spec.keyLoops.back()->getResult(0)));
+  RewritePatternSet patterns(k.ctx);
+  populateProducerLoadPatterns(patterns, *this);
+  return program.lower(std::move(patterns));
+}
+
+void ProducerRole::issueQ() {
+  // The barrier q[b] of this tile's Q buffer.
+  Value barId = spec.qBuffers == 1
+                    ? k.cIndex(spec.barQ())
+                    : arith::AddIOp::create(b, tile.qBuf,
+                                            k.cIndex(spec.barQ()))
+                          .getResult();
+  WgTmaLoadTileOp::create(
+      b, k.tmQ, tile.m0Idx, tile.blockY, k.smem, k.shift, /*offset=*/Value(),
+      tile.qBuf, k.bar, barId, spec.headDim, /*offsetBytes=*/IntegerAttr(),
+      tile.qBuf ? b.getI64IntegerAttr(spec.qBytes()) : IntegerAttr());
+}
+
+void ProducerRole::issueKV(Value j, KV which) {
+  Value ringSlot =
+      WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
+  Value slot = WgRingSlotIndexOp::create(b, ringSlot);
+  Value row = arith::MulIOp::create(b, j, k.cIndex(spec.blockN));
+  Value slotBytes =
+      arith::MulIOp::create(b, slot, k.cIndex(spec.stageBytes()));
+  struct Operand {
+    KV which;
+    Value map;
+    int64_t offset, barrier;
+  };
+  for (Operand op : {Operand{KV::K, k.tmK, spec.offK(), spec.barFullK()},
+                     Operand{KV::V, k.tmV, spec.offV(), spec.barFullV()}}) {
+    if (which != KV::Both && which != op.which)
+      continue;
+    Value barId = arith::AddIOp::create(b, slot, k.cIndex(op.barrier));
+    WgTmaLoadTileOp::create(b, op.map, row, tile.blockY, k.smem, k.shift,
+                            slotBytes, /*buffer=*/Value(), k.bar, barId,
+                            spec.headDim, b.getI64IntegerAttr(op.offset),
+                            /*bufferBytes=*/IntegerAttr());
+  }
+}
+
+void ProducerRole::waitEmpty(Value pos, int64_t baseBarrier) {
+  WgRingWaitEmptyOp::create(b, pos, k.bar, baseBarrier, k.kvSlotType);
+}
+
+void ProducerRole::waitQBufferFree() {
+  // The previous tile's Q in this buffer must be consumed.
+  WgRingWaitReleasedOp::create(b, tile.qSlot, k.bar, spec.barQEmpty());
+}
+
+/// An index (a block id, a grid dimension) as the i32 the schedule's
+/// arithmetic uses.
+static Value toI32(ImplicitLocOpBuilder &b, Value index) {
+  return arith::IndexCastOp::create(b, b.getI32Type(), index);
+}
+
+void ProducerRole::prefetchNextBlockInputs() {
+  // The hardware hands out blocks in x-fastest order as SMs free up, and
+  // the blocks of a tiles grid all cost the same: while this block runs
+  // every other SM takes about one block, so the block nsmid places on
+  // starts about when this one ends. Its Q box is cold in DRAM (no other
+  // block reads it), and when it opens a head so are its first K/V tiles.
+  // Issued after this block's last K/V load, a couple of key tiles before
+  // its end: early enough to land, late enough that the lines are still in
+  // L2. (Under a causal mask the blocks' lengths differ, so the guess
+  // misses; measured 0.3-1.1% slower there, docs/decisions.md.)
+  Value gx = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value gy = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::y));
+  Value y = toI32(b, tile.blockY);
+  Value linear = arith::AddIOp::create(b, tile.blockX32,
+                                       arith::MulIOp::create(b, y, gx));
+  Value next =
+      arith::AddIOp::create(b, linear, NVVM::SmDimOp::create(b, k.i32));
+  Value queryBlock = arith::RemUIOp::create(b, next, gx);
+  Value head = arith::DivUIOp::create(b, next, gx);
+  Value exists = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, gy);
+  k.ifThen(exists, [&] {
+    auto prefetch = [&](Value map, Value col, Value row) {
+      NVVM::CpAsyncBulkTensorPrefetchOp::create(
+          b, map, ValueRange{col, row, head}, ValueRange(),
+          NVVM::TMALoadMode::TILE, Value());
+    };
+    Value firstRow =
+        arith::MulIOp::create(b, queryBlock, k.cI32(spec.blockM));
+    for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
+      Value col = k.cI32(64 * c);
+      prefetch(k.qMapPtr, col, firstRow);
+      prefetch(k.kMapPtr, col, k.cI32(0));
+      prefetch(k.vMapPtr, col, k.cI32(0));
+    }
+  });
+}
