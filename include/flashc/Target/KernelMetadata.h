@@ -10,15 +10,14 @@
 #ifndef FLASHC_TARGET_KERNELMETADATA_H
 #define FLASHC_TARGET_KERNELMETADATA_H
 
+#include "flashc/Config/LaunchAttr.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
 #include <string>
 
 namespace flashc {
-
-/// The name of the gpu.func attribute holding the launch contract.
-constexpr llvm::StringLiteral kLaunchAttrName = "flash.launch";
 
 /// What the metadata says about the artefact itself.
 struct ArtefactInfo {

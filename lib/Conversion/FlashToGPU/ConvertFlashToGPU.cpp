@@ -14,6 +14,7 @@
 #include "FlashToGPU.h"
 
 #include "Flash/FlashOps.h"
+#include "flashc/Config/LaunchAttr.h"
 #include "flashc/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -134,7 +135,7 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
                   b.getDenseI32ArrayAttr({int32_t(spec.threads()), 1, 1}));
   kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   b.getI32IntegerAttr(1));
-  kernel->setAttr("flash.launch", buildLaunchAttr(ctx, spec));
+  kernel->setAttr(flashc::kLaunchAttrName, buildLaunchAttr(ctx, spec));
   kernel->setAttr(kScheduleAttrName, schedule);
 
   ImplicitLocOpBuilder kb(func.getLoc(), ctx);

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashc/Config/LaunchAttr.h"
 #include "flashc/Conversion/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -34,7 +35,7 @@ struct GridConstantTensorMapsPass
     Builder b(ctx);
     auto mapType = LLVM::LLVMArrayType::get(b.getI8Type(), kTensorMapBytes);
     WalkResult result = getOperation().walk([&](LLVM::LLVMFuncOp func) {
-      auto launch = func->getAttrOfType<DictionaryAttr>("flash.launch");
+      auto launch = func->getAttrOfType<DictionaryAttr>(flashc::kLaunchAttrName);
       auto params =
           launch ? launch.getAs<ArrayAttr>("params") : ArrayAttr();
       if (!params)
