@@ -23,6 +23,7 @@ namespace {
 constexpr const char *kDimNames[] = {"batch", "heads", "seq", "head dim"};
 constexpr int64_t kHeadDimIndex = 3;
 constexpr int64_t kSeqIndex = 2;
+constexpr int64_t kHeadsIndex = 1;
 } // namespace
 
 /// Prints a dimension size as MLIR writes it: `?` when dynamic.
@@ -144,18 +145,34 @@ LogicalResult AttentionOp::verify() {
                          << " is not supported: it must be a multiple of 16 "
                             "between 16 and 256";
 
-  // Batch, heads and head dim are shared by all four; the sequence length is
-  // shared by q/o and by k/v.
+  // Batch and head dim are shared by all four, heads by q/o and by k/v
+  // (grouped-query attention: each group of H_q / H_kv query heads reads
+  // one K/V head), the sequence length by q/o and by k/v.
   for (const Operand &operand : llvm::drop_begin(operands)) {
     for (int64_t dim : {0, 1, 3}) {
+      // K's heads are checked against Q's below; V's are K's.
+      if (dim == kHeadsIndex && operand.name == "k")
+        continue;
+      const Operand &like = dim == kHeadsIndex && operand.name == "v"
+                                ? operands[1]
+                                : operands[0];
       int64_t size = operand.type.getDimSize(dim);
-      int64_t expected = operands[0].type.getDimSize(dim);
+      int64_t expected = like.type.getDimSize(dim);
       if (dimsConflict(size, expected))
         return emitOpError()
                << kDimNames[dim] << " mismatch: '" << operand.name << "' has "
-               << formatDim(size) << " but 'q' has " << formatDim(expected);
+               << formatDim(size) << " but '" << like.name << "' has "
+               << formatDim(expected);
     }
   }
+  int64_t queryHeads = operands[0].type.getDimSize(kHeadsIndex);
+  int64_t kvHeads = operands[1].type.getDimSize(kHeadsIndex);
+  if (!ShapedType::isDynamic(queryHeads) && !ShapedType::isDynamic(kvHeads) &&
+      (kvHeads == 0 || queryHeads % kvHeads != 0))
+    return emitOpError() << "'q' has " << queryHeads << " heads, not a "
+                         << "multiple of the " << kvHeads << " K/V heads of "
+                         << "'k' (grouped-query attention needs H_q = G * "
+                            "H_kv)";
   if (dimsConflict(operands[2].type.getDimSize(kSeqIndex),
                    operands[1].type.getDimSize(kSeqIndex)))
     return emitOpError() << "seq mismatch: 'v' has "

@@ -26,8 +26,11 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
 
     Operands are memrefs of shape batch x heads x seq x head_dim; any stride
     is allowed, dimensions may be dynamic except the head dim. Q and O have
-    `seq_q` rows, K and V `seq_k` rows (they may differ). The optional `lse`
-    is an f32 memref of shape batch x heads x seq_q.
+    `seq_q` rows and H_q heads, K and V `seq_k` rows and H_kv heads (both may
+    differ from Q's). H_q must be a multiple G * H_kv: grouped-query
+    attention, query head h reading K/V head h / G (G = H_q: multi-query
+    attention; G = 1: multi-head). The optional `lse` is an f32 memref of
+    shape batch x H_q x seq_q.
 
     Attributes:
     - `scale` (f32): multiplies the logits; defaults to 1/sqrt(head_dim).
@@ -46,6 +49,14 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
         : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
           memref<?x?x?x128xbf16> -> memref<?x?x?x128xbf16>,
           memref<?x?x?xf32>
+    ```
+
+    Grouped-query attention, 32 query heads over 8 K/V heads:
+
+    ```mlir
+    flash.attention %q, %k, %v -> %o
+        : memref<?x32x?x128xbf16>, memref<?x8x?x128xbf16>,
+          memref<?x8x?x128xbf16> -> memref<?x32x?x128xbf16>
     ```
   }];
   let arguments = (ins

@@ -24,7 +24,9 @@ namespace {
 
 /// Everything the body of one program needs from outside the grid.
 struct AttentionShape {
-  Value heads, seqQ, seqK;
+  /// Query heads, and query heads per K/V head (grouped-query attention;
+  /// 1 for multi-head).
+  Value heads, groupSize, seqQ, seqK;
 };
 
 /// Emits the body of one program of the grid at `b`'s insertion point.
@@ -50,6 +52,7 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
   Value batchHead = ProgramIdOp::create(b, 1);
   Value batch = arith::DivUIOp::create(b, batchHead, shape.heads);
   Value head = arith::RemUIOp::create(b, batchHead, shape.heads);
+  Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
   Value row = arith::MulIOp::create(b, queryTile, cBlockM);
 
   Value q =
@@ -84,9 +87,9 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
       [&](OpBuilder &nested, Location loc, Value col, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
         Value k = LoadTileOp::create(lb, kvTileType, op.getK(),
-                                     ValueRange{batch, head, col});
+                                     ValueRange{batch, kvHead, col});
         Value v = LoadTileOp::create(lb, kvTileType, op.getV(),
-                                     ValueRange{batch, head, col});
+                                     ValueRange{batch, kvHead, col});
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
         Value masked = MaskOp::create(lb, scores, row, col, shape.seqQ,
                                       shape.seqK, causal);
@@ -202,6 +205,8 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
     Value batch = memref::DimOp::create(b, op.getQ(), c0);
     AttentionShape shape;
     shape.heads = memref::DimOp::create(b, op.getQ(), c1);
+    shape.groupSize = arith::DivUIOp::create(
+        b, shape.heads, memref::DimOp::create(b, op.getK(), c1));
     shape.seqQ = memref::DimOp::create(b, op.getQ(), c2);
     shape.seqK = memref::DimOp::create(b, op.getK(), c2);
     Value queryTiles = arith::CeilDivUIOp::create(

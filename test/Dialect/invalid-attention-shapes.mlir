@@ -65,8 +65,34 @@ func.func @batch_mismatch(%q: memref<2x8x256x64xbf16>, %k: memref<4x8x256x64xbf1
 // -----
 
 func.func @heads_mismatch(%q: memref<2x8x256x64xbf16>, %v: memref<2x16x256x64xbf16>) {
-  // expected-error @+1 {{heads mismatch: 'v' has 16 but 'q' has 8}}
+  // expected-error @+1 {{heads mismatch: 'v' has 16 but 'k' has 8}}
   flash.attention %q, %q, %v -> %q : memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16>, memref<2x16x256x64xbf16> -> memref<2x8x256x64xbf16>
+  return
+}
+
+// -----
+
+// Grouped-query attention: K and V share their head count, which divides
+// Q's.
+func.func @kv_heads_mismatch(%q: memref<2x8x256x64xbf16>, %k: memref<2x2x256x64xbf16>, %v: memref<2x4x256x64xbf16>) {
+  // expected-error @+1 {{heads mismatch: 'v' has 4 but 'k' has 2}}
+  flash.attention %q, %k, %v -> %q : memref<2x8x256x64xbf16>, memref<2x2x256x64xbf16>, memref<2x4x256x64xbf16> -> memref<2x8x256x64xbf16>
+  return
+}
+
+// -----
+
+func.func @query_heads_not_a_multiple(%q: memref<2x8x256x64xbf16>, %kv: memref<2x3x256x64xbf16>) {
+  // expected-error @+1 {{'q' has 8 heads, not a multiple of the 3 K/V heads of 'k'}}
+  flash.attention %q, %kv, %kv -> %q : memref<2x8x256x64xbf16>, memref<2x3x256x64xbf16>, memref<2x3x256x64xbf16> -> memref<2x8x256x64xbf16>
+  return
+}
+
+// -----
+
+func.func @output_heads_follow_q(%q: memref<2x8x256x64xbf16>, %kv: memref<2x2x256x64xbf16>) {
+  // expected-error @+1 {{heads mismatch: 'o' has 2 but 'q' has 8}}
+  flash.attention %q, %kv, %kv -> %kv : memref<2x8x256x64xbf16>, memref<2x2x256x64xbf16>, memref<2x2x256x64xbf16> -> memref<2x2x256x64xbf16>
   return
 }
 

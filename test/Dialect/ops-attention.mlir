@@ -55,3 +55,23 @@ func.func @strided(%q: memref<2x4x64x64xbf16, strided<[16384, 64, 256, 1]>>,
         memref<2x4x64x64xbf16> -> memref<2x4x64x64xbf16>
   return
 }
+
+// -----
+
+// Grouped-query attention: 32 query heads over 8 K/V heads (and MQA: 1).
+// CHECK-LABEL: func.func @grouped_query
+// CHECK: flash.attention
+// CHECK-SAME: memref<2x32x512x128xbf16>, memref<2x8x512x128xbf16>
+// CHECK: flash.attention
+// CHECK-SAME: memref<2x32x512x128xbf16>, memref<2x1x512x128xbf16>
+func.func @grouped_query(%q: memref<2x32x512x128xbf16>, %k: memref<2x8x512x128xbf16>,
+                         %v: memref<2x8x512x128xbf16>, %k1: memref<2x1x512x128xbf16>,
+                         %o: memref<2x32x512x128xbf16>) {
+  flash.attention %q, %k, %v -> %o
+      : memref<2x32x512x128xbf16>, memref<2x8x512x128xbf16>, memref<2x8x512x128xbf16>
+      -> memref<2x32x512x128xbf16>
+  flash.attention %q, %k1, %k1 -> %o {causal}
+      : memref<2x32x512x128xbf16>, memref<2x1x512x128xbf16>, memref<2x1x512x128xbf16>
+      -> memref<2x32x512x128xbf16>
+  return
+}

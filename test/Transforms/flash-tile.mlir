@@ -5,6 +5,8 @@
 // CHECK-SAME: attributes {flash.config = #flash.config<block_m = 64, block_n = 32>}
 // CHECK-DAG: %[[B:.*]] = memref.dim %[[Q]], %c0
 // CHECK-DAG: %[[H:.*]] = memref.dim %[[Q]], %c1
+// CHECK-DAG: %[[HKV:.*]] = memref.dim %[[K]], %c1
+// CHECK-DAG: %[[G:.*]] = arith.divui %[[H]], %[[HKV]]
 // CHECK-DAG: %[[NQ:.*]] = memref.dim %[[Q]], %c2
 // CHECK-DAG: %[[NK:.*]] = memref.dim %[[K]], %c2
 // CHECK: %[[TILES:.*]] = arith.ceildivui %[[NQ]], %c64
@@ -14,6 +16,7 @@
 // CHECK:   %[[PBH:.*]] = flash.program_id 1
 // CHECK:   %[[BI:.*]] = arith.divui %[[PBH]], %[[H]]
 // CHECK:   %[[HI:.*]] = arith.remui %[[PBH]], %[[H]]
+// CHECK:   %[[HKVI:.*]] = arith.divui %[[HI]], %[[G]]
 // CHECK:   %[[ROW:.*]] = arith.muli %[[PM]], %{{.*}}
 // CHECK:   %[[QT:.*]] = flash.load_tile %[[Q]][%[[BI]], %[[HI]], %[[ROW]]] : memref<?x?x?x64xbf16> -> tensor<64x64xbf16>
 // CHECK-DAG: %[[ACC0:.*]] = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
@@ -21,8 +24,8 @@
 // CHECK-DAG: %[[L0:.*]] = arith.constant dense<0.000000e+00> : tensor<64xf32>
 // The non-causal loop runs over every key.
 // CHECK:   %[[R:.*]]:3 = scf.for %[[J:.*]] = %{{.*}} to %[[NK]] step %{{.*}} iter_args(%[[ACC:.*]] = %[[ACC0]], %[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]])
-// CHECK:     %[[KT:.*]] = flash.load_tile %[[K]][%[[BI]], %[[HI]], %[[J]]] : memref<?x?x?x64xbf16> -> tensor<32x64xbf16>
-// CHECK:     %[[VT:.*]] = flash.load_tile %[[V]][%[[BI]], %[[HI]], %[[J]]]
+// CHECK:     %[[KT:.*]] = flash.load_tile %[[K]][%[[BI]], %[[HKVI]], %[[J]]] : memref<?x?x?x64xbf16> -> tensor<32x64xbf16>
+// CHECK:     %[[VT:.*]] = flash.load_tile %[[V]][%[[BI]], %[[HKVI]], %[[J]]]
 // CHECK:     %[[S:.*]] = flash.dot %[[QT]], %[[KT]], %{{.*}} transpose_b : tensor<64x64xbf16>, tensor<32x64xbf16> -> tensor<64x32xf32>
 // CHECK:     %[[SM:.*]] = flash.mask %[[S]], %[[ROW]], %[[J]], %[[NQ]], %[[NK]] : tensor<64x32xf32>
 // CHECK:     %[[P:.*]], %[[MN:.*]], %[[LN:.*]], %[[A:.*]] = flash.softmax_update %[[SM]], %[[M]], %[[L]] {scale = 1.250000e-01 : f32}
@@ -80,5 +83,29 @@ func.func @causal_with_lse(%q: memref<2x4x1000x128xf16>, %k: memref<2x4x900x128x
 func.func @defaults(%q: memref<1x1x64x256xbf16>) {
   flash.attention %q, %q, %q -> %q {scale = 2.0 : f32}
       : memref<1x1x64x256xbf16>, memref<1x1x64x256xbf16>, memref<1x1x64x256xbf16> -> memref<1x1x64x256xbf16>
+  return
+}
+
+// -----
+
+// Grouped-query attention: the program of query head h loads K and V of
+// head h / G, G = H_q / H_kv (here 32 / 8).
+// CHECK-LABEL: func.func @grouped_query
+// CHECK-SAME: (%[[Q:[^:]*]]: memref<2x32x?x128xbf16>, %[[K:[^:]*]]: memref<2x8x?x128xbf16>, %[[V:[^:]*]]: memref<2x8x?x128xbf16>
+// CHECK-DAG: %[[H:.*]] = memref.dim %[[Q]], %c1
+// CHECK-DAG: %[[HKV:.*]] = memref.dim %[[K]], %c1
+// CHECK: %[[G:.*]] = arith.divui %[[H]], %[[HKV]]
+// CHECK: flash.grid
+// CHECK:   %[[HI:.*]] = arith.remui %{{.*}}, %[[H]]
+// CHECK:   %[[HKVI:.*]] = arith.divui %[[HI]], %[[G]]
+// CHECK:   flash.load_tile %[[Q]][%{{.*}}, %[[HI]], %{{.*}}]
+// CHECK:   scf.for
+// CHECK:     flash.load_tile %[[K]][%{{.*}}, %[[HKVI]], %{{.*}}]
+// CHECK:     flash.load_tile %[[V]][%{{.*}}, %[[HKVI]], %{{.*}}]
+// CHECK:   flash.store_tile %{{.*}}, %{{.*}}[%{{.*}}, %[[HI]], %{{.*}}]
+func.func @grouped_query(%q: memref<2x32x?x128xbf16>, %k: memref<2x8x?x128xbf16>,
+                         %v: memref<2x8x?x128xbf16>, %o: memref<2x32x?x128xbf16>) {
+  flash.attention %q, %k, %v -> %o
+      : memref<2x32x?x128xbf16>, memref<2x8x?x128xbf16>, memref<2x8x?x128xbf16> -> memref<2x32x?x128xbf16>
   return
 }

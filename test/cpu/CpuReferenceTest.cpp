@@ -43,6 +43,10 @@ struct Case {
   /// Every third query row is multiplied by this, to push logits to ~1e3.
   float hotRowFactor = 1.0f;
   int64_t blockM = 64, blockN = 32;
+  /// K/V heads (grouped-query attention); 0: as many as Q's.
+  int64_t kvHeads = 0;
+
+  int64_t keyValueHeads() const { return kvHeads ? kvHeads : heads; }
 };
 
 std::ostream &operator<<(std::ostream &os, const Case &c) {
@@ -56,11 +60,11 @@ struct HostTensor {
   std::vector<double> values;
 };
 
-HostTensor randomTensor(std::mt19937 &rng, const Case &c, int64_t rows,
-                        float hotRowFactor) {
+HostTensor randomTensor(std::mt19937 &rng, const Case &c, int64_t heads,
+                        int64_t rows, float hotRowFactor) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   HostTensor t;
-  int64_t count = c.batch * c.heads * rows * c.headDim;
+  int64_t count = c.batch * heads * rows * c.headDim;
   t.bits.resize(count);
   t.values.resize(count);
   for (int64_t i = 0; i < count; ++i) {
@@ -75,11 +79,11 @@ HostTensor randomTensor(std::mt19937 &rng, const Case &c, int64_t rows,
 }
 
 StridedMemRefType<uint16_t, 4> view4(std::vector<uint16_t> &data, const Case &c,
-                                     int64_t rows) {
+                                     int64_t heads, int64_t rows) {
   StridedMemRefType<uint16_t, 4> m;
   m.basePtr = m.data = data.data();
   m.offset = 0;
-  int64_t sizes[4] = {c.batch, c.heads, rows, c.headDim};
+  int64_t sizes[4] = {c.batch, heads, rows, c.headDim};
   int64_t stride = 1;
   for (int i = 3; i >= 0; --i) {
     m.sizes[i] = sizes[i];
@@ -169,17 +173,20 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   auto kernel = reinterpret_cast<KernelFn>(*symbol);
 
   std::mt19937 rng(1234 + c.seqQ * 7 + c.seqK);
-  HostTensor q = randomTensor(rng, c, c.seqQ, c.hotRowFactor);
-  HostTensor k = randomTensor(rng, c, c.seqK, 1.0f);
-  HostTensor v = randomTensor(rng, c, c.seqK, 1.0f);
+  const int64_t kvHeads = c.keyValueHeads();
+  HostTensor q = randomTensor(rng, c, c.heads, c.seqQ, c.hotRowFactor);
+  HostTensor k = randomTensor(rng, c, kvHeads, c.seqK, 1.0f);
+  HostTensor v = randomTensor(rng, c, kvHeads, c.seqK, 1.0f);
   // Poison: a row the kernel forgets to write stays NaN and fails below.
   std::vector<uint16_t> o(c.batch * c.heads * c.seqQ * c.headDim,
                           flashc::ref::halfNaNBits(c.dtype));
   std::vector<float> lse(c.batch * c.heads * c.seqQ,
                          std::numeric_limits<float>::quiet_NaN());
 
-  auto qView = view4(q.bits, c, c.seqQ), kView = view4(k.bits, c, c.seqK),
-       vView = view4(v.bits, c, c.seqK), oView = view4(o, c, c.seqQ);
+  auto qView = view4(q.bits, c, c.heads, c.seqQ),
+       kView = view4(k.bits, c, kvHeads, c.seqK),
+       vView = view4(v.bits, c, kvHeads, c.seqK),
+       oView = view4(o, c, c.heads, c.seqQ);
   auto lseView = view3(lse, c);
   kernel(&qView, &kView, &vView, &oView, &lseView);
 
@@ -188,9 +195,12 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   int64_t maskedRows = 0;
   std::vector<double> expected(c.headDim), scratch;
   for (int64_t bh = 0; bh < c.batch * c.heads; ++bh) {
+    // Query head h of batch b reads K/V head h / G of the same batch.
+    int64_t group = c.heads / kvHeads;
+    int64_t kvSlice = (bh / c.heads) * kvHeads + (bh % c.heads) / group;
     flashc::ref::HeadView head{q.values.data() + bh * c.seqQ * c.headDim,
-                            k.values.data() + bh * c.seqK * c.headDim,
-                            v.values.data() + bh * c.seqK * c.headDim};
+                               k.values.data() + kvSlice * c.seqK * c.headDim,
+                               v.values.data() + kvSlice * c.seqK * c.headDim};
     for (int64_t i = 0; i < c.seqQ; ++i) {
       double expectedLse =
           flashc::ref::referenceRow(head, i, c.seqQ, c.seqK, c.headDim, scale,
@@ -247,7 +257,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"d128_f16_causal_logits_near_1e3", 1, 1, 100, 100, 128, true,
              DType::F16, /*hotRowFactor=*/3000.0f},
         Case{"d64_bf16_single_key_big_tiles", 1, 1, 5, 1, 64, false,
-             DType::BF16, 1.0f, /*blockM=*/128, /*blockN=*/64}),
+             DType::BF16, 1.0f, /*blockM=*/128, /*blockN=*/64},
+        // Grouped-query attention: 32 query heads over 8 K/V heads, and
+        // multi-query (one K/V head), with hot rows and ragged lengths.
+        Case{"d64_bf16_causal_gqa_32_over_8", 2, 32, 70, 129, 64, true,
+             DType::BF16, /*hotRowFactor=*/3000.0f, 64, 32, /*kvHeads=*/8},
+        Case{"d128_f16_mqa_32_over_1", 1, 32, 129, 65, 128, false, DType::F16,
+             1.0f, 64, 32, /*kvHeads=*/1}),
     [](const ::testing::TestParamInfo<Case> &info) {
       return std::string(info.param.name);
     });
