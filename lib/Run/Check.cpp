@@ -63,9 +63,10 @@ CheckResult checkOutputs(const Problem &p, const KernelMetadata &meta,
   std::vector<double> out(size_t(p.d)), scratch;
   for (int64_t r : rows) {
     int64_t i = r % p.nq, bh = r / p.nq, b = bh / p.h, h = bh % p.h;
+    int64_t kv = p.kvSliceOf(bh);
     ref::HeadView head{inputs.values[0].data() + size_t(bh * p.nq * p.d),
-                       inputs.values[1].data() + size_t(bh * p.nk * p.d),
-                       inputs.values[2].data() + size_t(bh * p.nk * p.d)};
+                       inputs.values[1].data() + size_t(kv * p.nk * p.d),
+                       inputs.values[2].data() + size_t(kv * p.nk * p.d)};
     double lseRef = ref::referenceRow(head, i, p.nq, p.nk, p.d, meta.scale,
                                       meta.causal, out.data(), scratch);
     double num = 0, den = 0;

@@ -32,18 +32,19 @@ Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
   Problem p;
   p.dtype = meta.dtype;
   p.b = shape.batch, p.h = shape.heads, p.nq = shape.seqQ;
+  p.hkv = shape.kvHeads > 0 ? shape.kvHeads : shape.heads;
   p.nk = shape.seqK < 0 ? shape.seqQ : shape.seqK;
   p.d = meta.headDim;
   p.hasLse = meta.hasLse;
   p.layout = layout;
   bool bshd = layout == Layout::BSHD;
   setStrides(p.strides[0], p.h, p.nq, p.d, bshd);
-  setStrides(p.strides[1], p.h, p.nk, p.d, bshd);
-  setStrides(p.strides[2], p.h, p.nk, p.d, bshd);
+  setStrides(p.strides[1], p.hkv, p.nk, p.d, bshd);
+  setStrides(p.strides[2], p.hkv, p.nk, p.d, bshd);
   setStrides(p.strides[3], p.h, p.nq, p.d, bshd);
   p.strides[4][0] = p.h * p.nq, p.strides[4][1] = p.nq, p.strides[4][2] = 1;
   p.elems[0] = p.elems[3] = p.b * p.h * p.nq * p.d;
-  p.elems[1] = p.elems[2] = p.b * p.h * p.nk * p.d;
+  p.elems[1] = p.elems[2] = p.b * p.hkv * p.nk * p.d;
   p.elems[4] = p.hasLse ? p.b * p.h * p.nq : 0;
   return p;
 }
@@ -66,8 +67,8 @@ TensorArg Problem::arg(TensorId id, CUdeviceptr ptr, int device) const {
   bool lse = id == TensorId::LSE;
   t.dtype = lse ? DType::F32 : dtype;
   t.rank = lse ? 3 : 4;
-  int64_t n = (id == TensorId::K || id == TensorId::V) ? nk : nq;
-  int64_t sizes[4] = {b, h, n, d};
+  bool keyValue = id == TensorId::K || id == TensorId::V;
+  int64_t sizes[4] = {b, keyValue ? hkv : h, keyValue ? nk : nq, d};
   for (unsigned i = 0; i < t.rank; ++i) {
     t.sizes[i] = sizes[i];
     t.strides[i] = strides[unsigned(id)][i];
@@ -77,18 +78,20 @@ TensorArg Problem::arg(TensorId id, CUdeviceptr ptr, int device) const {
 
 void printRunHeader(raw_ostream &os, const KernelMetadata &meta,
                     const DeviceInfo &device, const Problem &p) {
-  os << formatv("flash-run: {0} ({1}, D={2}, {3}{4}) on {5}: B={6} H={7} "
-                "Nq={8} Nk={9} layout={10}\n",
+  os << formatv("flash-run: {0} ({1}, D={2}, {3}{4}) on {5}: B={6} H={7}{8} "
+                "Nq={9} Nk={10} layout={11}\n",
                 meta.kernel, dtypeName(meta.dtype), meta.headDim,
                 meta.causal ? "causal" : "non-causal",
-                meta.hasLse ? ", lse" : "", device.name, p.b, p.h, p.nq, p.nk,
-                p.layout == Layout::BSHD ? "bshd" : "bhsd");
+                meta.hasLse ? ", lse" : "", device.name, p.b, p.h,
+                p.hkv != p.h ? formatv(" Hkv={0}", p.hkv).str() : "", p.nq,
+                p.nk, p.layout == Layout::BSHD ? "bshd" : "bhsd");
 }
 
 Error checkProblem(const KernelMetadata &meta, const Problem &p, int device) {
-  if (!p.empty())
+  if (!p.empty() && p.h % p.hkv == 0)
     return Error::success();
-  // Any non-null pointer: validation names the empty dimension first.
+  // Any non-null pointer: validation names the empty dimension, or the K/V
+  // heads that do not divide the query heads, first.
   LaunchArgs args;
   for (unsigned i = 0; i < kNumTensors; ++i)
     args.tensors[i] = p.arg(TensorId(i), 256, device);
@@ -105,16 +108,17 @@ HostInputs generateInputs(const Problem &p, std::mt19937_64 &rng,
   HostInputs in;
   for (unsigned t = 0; t < 3; ++t) {
     int64_t n = t == 0 ? p.nq : p.nk;
+    int64_t heads = t == 0 ? p.h : p.hkv;
     in.bits[t].assign(size_t(p.elems[t]), 0);
     in.values[t].assign(size_t(p.elems[t]), 0);
     for (int64_t b = 0; b < p.b; ++b)
-      for (int64_t h = 0; h < p.h; ++h)
+      for (int64_t h = 0; h < heads; ++h)
         for (int64_t i = 0; i < n; ++i) {
           bool hard = t == 0 && hardRows && ref::isHardQueryRow(i);
           for (int64_t d = 0; d < p.d; ++d) {
             uint16_t bits = ref::drawInputBits(rng, p.dtype, hard);
             in.bits[t][size_t(ref::offsetOf(p.strides[t], b, h, i, d))] = bits;
-            in.values[t][size_t(((b * p.h + h) * n + i) * p.d + d)] =
+            in.values[t][size_t(((b * heads + h) * n + i) * p.d + d)] =
                 ref::halfBitsToFloat(bits, p.dtype);
           }
         }

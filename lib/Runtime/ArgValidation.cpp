@@ -168,13 +168,29 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
   }
   if (ranked(TensorId::K)) {
     shape.seqK = k.sizes[2];
+    shape.kvHeads = k.sizes[1];
     if (shape.seqK == 0)
       c.add("k " + shapeString(k) + " has seq_k = 0 (N must be at least 1)");
     if (ranked(TensorId::Q) &&
-        (k.sizes[0] != q.sizes[0] || k.sizes[1] != q.sizes[1] ||
-         k.sizes[3] != q.sizes[3]))
+        (k.sizes[0] != q.sizes[0] || k.sizes[3] != q.sizes[3]))
       c.add("k " + shapeString(k) + " does not match q " + shapeString(q) +
-            " in batch, heads or head dim");
+            " in batch or head dim");
+    // Grouped-query attention: each K/V head serves H_q / H_kv query heads.
+    bool grouped = llvm::any_of(meta.params, [](const ParamSpec &p) {
+      return p.kind == ParamSpec::Kind::I32 &&
+             p.scalar == ScalarKind::KvGroup;
+    });
+    if (ranked(TensorId::Q) && k.sizes[1] != q.sizes[1]) {
+      if (!grouped)
+        c.add(formatv("k has {0} heads and q {1}: kernel {2} takes as many "
+                      "K/V heads as query heads (it has no kv_group "
+                      "parameter; recompile it for grouped-query attention)",
+                      k.sizes[1], q.sizes[1], meta.kernel));
+      else if (k.sizes[1] == 0 || q.sizes[1] % k.sizes[1] != 0)
+        c.add(formatv("k has {0} heads, which do not divide q's {1}: "
+                      "grouped-query attention needs H_q = G * H_kv",
+                      k.sizes[1], q.sizes[1]));
+    }
   }
   if (ranked(TensorId::V) && ranked(TensorId::K)) {
     if (v.sizes[0] != k.sizes[0] || v.sizes[1] != k.sizes[1] ||
@@ -213,6 +229,9 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
       break;
     case ScalarKind::HeadDim:
       value = shape.headDim;
+      break;
+    case ScalarKind::KvGroup:
+      value = shape.kvGroup();
       break;
     case ScalarKind::Stride: {
       const TensorArg &t = args[p.tensor];

@@ -220,6 +220,7 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                  .Case("seq_q", ScalarKind::SeqQ)
                  .Case("seq_k", ScalarKind::SeqK)
                  .Case("head_dim", ScalarKind::HeadDim)
+                 .Case("kv_group", ScalarKind::KvGroup)
                  .Case("scale", ScalarKind::Scale)
                  .Case("scale_log2", ScalarKind::ScaleLog2)
                  .Default(std::nullopt);

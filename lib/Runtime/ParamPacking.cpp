@@ -61,6 +61,8 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
       return shape.seqK;
     case ScalarKind::HeadDim:
       return shape.headDim;
+    case ScalarKind::KvGroup:
+      return shape.kvGroup();
     case ScalarKind::Stride:
       return args[p.tensor].strides[p.strideDim];
     default:

@@ -22,12 +22,12 @@
 // batch and heads follow scale_log2; the launch contract asks for a
 // persistent grid and passes both. The producer keeps 40 registers (the
 // tile schedule is live beside its copy loop), so consumers get 232.
-// CHECK: gpu.func @attention_causal(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[O:.*]]: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %{{.*}}: f32, %[[B:.*]]: i32, %[[H:.*]]: i32) kernel
+// CHECK: gpu.func @attention_causal(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[O:[^:]*]]: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %[[NQ:[^:]*]]: i32, %[[NK:[^:]*]]: i32, %{{[^:]*}}: f32, %{{[^:]*}}: i32, %[[B:[^:]*]]: i32, %[[H:[^:]*]]: i32) kernel
 // CHECK-SAME: consumer_regs = 232 : i64
 // CHECK-SAME: persistent = 1 : i64
 // CHECK-SAME: producer_regs = 40 : i64
 // CHECK-SAME: grid = {kind = "persistent"}
-// CHECK-SAME: {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "batch"}, {kind = "i32", value = "heads"}]
+// CHECK-SAME: {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "kv_group"}, {kind = "i32", value = "batch"}, {kind = "i32", value = "heads"}]
 // Two 32 KiB Q buffers, then the K/V ring.
 // CHECK-SAME: shared_memory_bytes = 197632 : i64
 // full_k[2], full_v[2], empty[2], empty_k[2], q[2], q_empty[2] (every
@@ -124,7 +124,7 @@
 // CHECK: llvm.getelementptr %[[O]]
 // CHECK: gpu.return
 
-// OFF: gpu.func @attention_causal(%{{.*}}, %{{.*}}: f32) kernel
+// OFF: gpu.func @attention_causal(%{{.*}}, %{{.*}}: f32, %{{.*}}: i32) kernel
 // OFF-SAME: grid = {block_m = 128 : i64, kind = "sections", section_keys = 32768 : i64}
 // OFF: gpu.block_id z
 // OFF-NOT: arith.ceildivui

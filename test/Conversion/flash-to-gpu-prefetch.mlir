@@ -15,6 +15,7 @@
 // do not, nor any kernel with prefetch-next-block=0.
 
 // CHECK: gpu.func @attention(%[[TMQ:[^:]*]]: !llvm.ptr, %[[TMK:[^:]*]]: !llvm.ptr, %[[TMV:[^:]*]]: !llvm.ptr,
+// CHECK-SAME: %[[GROUP:[^:]*]]: i32) kernel
 // CHECK: nvvm.setmaxregister decrease 24
 // The producer's K/V loop (two boxes of K, two of V), then the prefetch.
 // CHECK: scf.for
@@ -32,12 +33,13 @@
 // CHECK: %[[EXISTS:.*]] = arith.cmpi ult, %[[HEAD]], %[[GY]] : i32
 // CHECK: scf.if %[[EXISTS]] {
 // CHECK:   %[[ROW:.*]] = arith.muli %[[QB]], %c128_i32 : i32
+// CHECK:   %[[KVHEAD:.*]] = arith.divui %[[HEAD]], %[[GROUP]] : i32
 // CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c0_i32, %[[ROW]], %[[HEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c0_i32, %c0_i32, %[[HEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c0_i32, %c0_i32, %[[HEAD]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c0_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c0_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
 // CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c64_i32, %[[ROW]], %[[HEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c64_i32, %c0_i32, %[[HEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c64_i32, %c0_i32, %[[HEAD]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c64_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c64_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.prefetch
 // CHECK: }
 // The consumers come after the producer.

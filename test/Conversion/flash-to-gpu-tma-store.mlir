@@ -29,7 +29,7 @@
 
 // O is the fourth argument, a tensor map pointer like Q, K and V; the
 // launch contract asks for a [64, 64] box of o.
-// CHECK: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[OARG:.*]]: !llvm.ptr, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %{{.*}}: i32, %{{.*}}: f32) kernel
+// CHECK: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[OARG:.*]]: !llvm.ptr, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %{{.*}}: i32, %{{.*}}: f32, %{{.*}}: i32) kernel
 // CHECK-SAME: {box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "o"}, {kind = "ptr", tensor = "lse"}
 // CHECK: %[[TMO:.*]] = builtin.unrealized_conversion_cast %[[OARG]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
 // The epilogue: once every warp of the warpgroup (named barrier 3 + cw,

@@ -137,8 +137,9 @@ TEST_F(ArgValidation, GridYAtLimitIsFine) {
 }
 
 TEST_F(ArgValidation, ShapeMismatch) {
-  args[TensorId::K].sizes[1] = 3;
-  expectError("k [2, 3, 77, 128] does not match q [2, 4, 100, 128]");
+  args[TensorId::K].sizes[0] = 3;
+  expectError("k [3, 4, 77, 128] does not match q [2, 4, 100, 128] in batch "
+              "or head dim");
   args = validArgs(meta, 2, 4, 100, 77);
   args[TensorId::V].sizes[2] = 78;
   expectError("v [2, 4, 78, 128] does not match k [2, 4, 77, 128]");
@@ -148,6 +149,51 @@ TEST_F(ArgValidation, ShapeMismatch) {
   args = validArgs(meta, 2, 4, 100, 77);
   args[TensorId::LSE].sizes[2] = 77;
   expectError("lse [2, 4, 77] does not match q");
+}
+
+/// K and V with `kvHeads` heads (each strided as a dense tensor).
+void setKvHeads(LaunchArgs &args, int64_t kvHeads) {
+  for (TensorId id : {TensorId::K, TensorId::V}) {
+    TensorArg &t = args[id];
+    t.sizes[1] = kvHeads;
+    t.strides[0] = kvHeads * t.strides[1];
+  }
+}
+
+/// The reference kernel's metadata with a kv_group parameter at the end.
+KernelMetadata groupedMetadata() {
+  KernelMetadata meta = validMetadata();
+  ParamSpec group;
+  group.kind = ParamSpec::Kind::I32;
+  group.scalar = ScalarKind::KvGroup;
+  group.text = "kv_group";
+  meta.params.push_back(group);
+  return meta;
+}
+
+TEST_F(ArgValidation, GroupedKvHeadsNeedAKvGroupParameter) {
+  setKvHeads(args, 2);
+  expectError("k has 2 heads and q 4: kernel ref_attention_bf16_d128_full "
+              "takes as many K/V heads as query heads (it has no kv_group "
+              "parameter");
+}
+
+TEST_F(ArgValidation, GroupedKvHeads) {
+  meta = groupedMetadata();
+  args = validArgs(meta, 2, 32, 100, 77);
+  for (int64_t kvHeads : {32, 8, 1}) {
+    setKvHeads(args, kvHeads);
+    auto shape = validateLaunchArgs(meta, args);
+    ASSERT_TRUE(bool(shape)) << toString(shape.takeError());
+    EXPECT_EQ(shape->heads, 32);
+    EXPECT_EQ(shape->kvHeads, kvHeads);
+    EXPECT_EQ(shape->kvGroup(), 32 / kvHeads);
+  }
+  setKvHeads(args, 6);
+  expectError("k has 6 heads, which do not divide q's 32");
+  setKvHeads(args, 8);
+  args[TensorId::V].sizes[1] = 4;
+  expectError("v [2, 4, 77, 128] does not match k [2, 8, 77, 128]");
 }
 
 TEST_F(ArgValidation, MissingTensor) {

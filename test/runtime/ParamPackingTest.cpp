@@ -60,6 +60,25 @@ TEST(ParamPacking, ReferenceKernelLayout) {
         << "parameter " << i << " misaligned";
 }
 
+TEST(ParamPacking, KvGroupIsQueryHeadsPerKvHead) {
+  KernelMetadata meta = validMetadata();
+  meta.params.clear();
+  meta.hasLse = false;
+  ParamSpec group;
+  group.kind = ParamSpec::Kind::I32;
+  group.scalar = ScalarKind::KvGroup;
+  meta.params = {group};
+  LaunchArgs args = validArgs(meta, 2, 32, 100, 77);
+  ProblemShape shape{2, 32, 100, 77, 128, /*kvHeads=*/8};
+  auto buf = packParams(meta, args, shape, noTma);
+  ASSERT_TRUE(bool(buf)) << toString(buf.takeError());
+  EXPECT_EQ(read<int32_t>((*buf)->bytes(0)), 4);
+  shape.kvHeads = 32;
+  buf = packParams(meta, args, shape, noTma);
+  ASSERT_TRUE(bool(buf)) << toString(buf.takeError());
+  EXPECT_EQ(read<int32_t>((*buf)->bytes(0)), 1);
+}
+
 TEST(ParamPacking, MemrefAndTma) {
   KernelMetadata meta = validMetadata();
   meta.params.clear();

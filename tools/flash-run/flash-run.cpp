@@ -1,8 +1,8 @@
 //===- flash-run.cpp - Run, check and time one flashc kernel --------------===//
 //
-// flash-run kernel.cubin --batch B --heads H --seq N [--seq-k M] [--seed S]
-//           [--check] [--bench [--iters N]] [--layout bhsd|bshd]
-//           [--repeat R]
+// flash-run kernel.cubin --batch B --heads H [--kv-heads Hkv] --seq N
+//           [--seq-k M] [--seed S] [--check] [--bench [--iters N]]
+//           [--layout bhsd|bshd] [--repeat R]
 //
 // Seeded random inputs (never zeros; every 16th query row scaled so its
 // logits reach ~1e3), outputs poisoned with NaN before the launch, results
@@ -34,6 +34,10 @@ static cl::opt<int64_t> batch("batch", cl::desc("batch size B"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t> heads("heads", cl::desc("heads H"), cl::init(1),
                               cl::cat(category));
+static cl::opt<int64_t>
+    kvHeads("kv-heads",
+            cl::desc("K/V heads (grouped-query attention; default H)"),
+            cl::init(0), cl::cat(category));
 static cl::opt<int64_t> seq("seq", cl::desc("query sequence length N"),
                             cl::init(128), cl::cat(category));
 static cl::opt<int64_t> seqK("seq-k",
@@ -114,7 +118,7 @@ int main(int argc, char **argv) {
   ScopedContext scope(kernel.getContext());
 
   run::Problem problem = run::Problem::make(
-      meta, {batch, heads, seq, seqK},
+      meta, {batch, heads, seq, seqK, kvHeads},
       layout == "bshd" ? run::Layout::BSHD : run::Layout::BHSD);
   run::printRunHeader(outs(), meta, kernel.getDevice(), problem);
   if (Error err = run::checkProblem(meta, problem, deviceOrdinal))

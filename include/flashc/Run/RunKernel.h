@@ -37,12 +37,16 @@ struct RunShape {
   int64_t seqQ = 128;
   /// Key/value length; negative: seqQ.
   int64_t seqK = -1;
+  /// Key/value heads (grouped-query attention); non-positive: heads.
+  int64_t kvHeads = 0;
 };
 
 /// One launch's tensors: sizes, dense strides in the layout, elements.
 struct Problem {
   rt::DType dtype = rt::DType::BF16;
   int64_t b = 0, h = 0, nq = 0, nk = 0, d = 0;
+  /// K and V's heads: each serves h / hkv query heads.
+  int64_t hkv = 0;
   int64_t strides[rt::kNumTensors][4] = {};
   int64_t elems[rt::kNumTensors] = {}; ///< elements per buffer
   bool hasLse = false;
@@ -54,7 +58,13 @@ struct Problem {
   size_t bytes(unsigned t) const;
   /// Bytes of one set of q, k, v, o and lse.
   size_t setBytes() const;
-  bool empty() const { return b <= 0 || h <= 0 || nq <= 0 || nk <= 0; }
+  bool empty() const {
+    return b <= 0 || h <= 0 || hkv <= 0 || nq <= 0 || nk <= 0;
+  }
+  /// The K/V slice (batch * hkv + K/V head) query slice `bh` reads.
+  int64_t kvSliceOf(int64_t bh) const {
+    return (bh / h) * hkv + (bh % h) / (h / hkv);
+  }
   rt::TensorArg arg(rt::TensorId id, CUdeviceptr ptr, int device) const;
 };
 
@@ -63,8 +73,9 @@ struct Problem {
 void printRunHeader(llvm::raw_ostream &os, const rt::KernelMetadata &meta,
                     const rt::DeviceInfo &device, const Problem &problem);
 
-/// An empty problem fails here with validation's message, before anything
-/// is allocated; any other problem passes.
+/// An empty problem, or one whose K/V heads do not divide its query heads,
+/// fails here with validation's message, before anything is allocated; any
+/// other problem passes.
 llvm::Error checkProblem(const rt::KernelMetadata &meta, const Problem &problem,
                          int device);
 

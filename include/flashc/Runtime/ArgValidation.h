@@ -40,6 +40,11 @@ struct LaunchArgs {
 /// The problem a valid launch solves.
 struct ProblemShape {
   int64_t batch = 0, heads = 0, seqQ = 0, seqK = 0, headDim = 0;
+  /// K and V's heads: H_q is a multiple of it (grouped-query attention).
+  int64_t kvHeads = 0;
+
+  /// Query heads per K/V head.
+  int64_t kvGroup() const { return kvHeads > 0 ? heads / kvHeads : 1; }
 };
 
 /// Grid limits of the CUDA launch (x up to 2^31-1, y and z up to 65535).

@@ -38,6 +38,7 @@ enum class ScalarKind {
   Scale,     ///< softmax scale
   ScaleLog2, ///< scale * log2(e), for exp2-based kernels
   Stride,    ///< stride_<tensor>_<b|h|n|d>, in elements
+  KvGroup,   ///< query heads per K/V head, H_q / H_kv (grouped-query attention)
 };
 
 /// One kernel parameter, in launch order.

@@ -61,6 +61,7 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_k")}}));
   params.push_back(dict({{"kind", str("f32")}, {"value", str("scale_log2")}}));
+  params.push_back(dict({{"kind", str("i32")}, {"value", str("kv_group")}}));
   if (spec.sw.persistent) {
     params.push_back(dict({{"kind", str("i32")}, {"value", str("batch")}}));
     params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
@@ -123,7 +124,7 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
                             spec.sw.tmaStoreO ? Type(genericPtr) : globalPtr};
   if (spec.hasLse)
     args.push_back(globalPtr);
-  args.append({b.getI32Type(), b.getI32Type(), b.getF32Type()});
+  args.append({b.getI32Type(), b.getI32Type(), b.getF32Type(), b.getI32Type()});
   if (spec.sw.persistent)
     args.append({b.getI32Type(), b.getI32Type()});
   if (spec.sw.dynamicSchedule)

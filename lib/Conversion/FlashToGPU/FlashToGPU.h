@@ -374,6 +374,8 @@ public:
   // Kernel arguments (after the casts of the tensor-map pointers).
   // O comes as a pointer (outPtr) or, with tmaStoreO, a tensor map (tmO).
   Value tmQ, tmK, tmV, tmO, outPtr, lsePtr, seqQ, seqK, scaleLog2;
+  // Query heads per K/V head (i32): K and V are [B * H / kvGroup, N, D].
+  Value kvGroup;
   // The Q, K and V tensor-map pointers as passed (!llvm.ptr), for the NVVM
   // prefetch op, which takes no nvgpu descriptor.
   Value qMapPtr, kMapPtr, vMapPtr;
@@ -410,11 +412,15 @@ public:
   /// Waits until ring position pos's slot (released for pos - stages) is
   /// free.
   void waitEmpty(Value pos, int64_t baseBarrier);
+  /// The K/V row of [B * H_kv, N, D] that batch * head `batchHead` reads.
+  Value kvHeadOf(Value batchHead);
 
   KernelContext &k;
   ImplicitLocOpBuilder &b;
   const KernelSpec &spec;
   TileValues tile;
+  /// The tile's K/V row of [B * H_kv, N, D]: batch * head / kv_group.
+  Value kvHead;
 
 private:
   /// The producer's share of the tile program: its Q load and the key

@@ -62,9 +62,9 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
 
   // Arguments: tmQ, tmK, tmV (CUtensorMaps by value, as pointers to the
   // parameters: -flash-grid-constant-tensor-maps), O (a pointer, or with
-  // tmaStoreO a CUtensorMap too), [LSE], seq_q,
-  // seq_k, scale_log2, for a persistent kernel batch and heads, and with
-  // dynamicSchedule the tile counter. A kernel
+  // tmaStoreO a CUtensorMap too), [LSE], seq_q, seq_k, scale_log2,
+  // kv_group (query heads per K/V head), for a persistent kernel batch and
+  // heads, and with dynamicSchedule the tile counter. A kernel
   // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
   // legalize the gpu.func, so the pointers are cast here; the descriptor
   // type lowers to !llvm.ptr and the casts fold.
@@ -88,6 +88,7 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   seqQ = entry->getArgument(next++);
   seqK = entry->getArgument(next++);
   scaleLog2 = entry->getArgument(next++);
+  kvGroup = entry->getArgument(next++);
   if (spec.sw.persistent) {
     batchArg = entry->getArgument(next++);
     headsArg = entry->getArgument(next++);

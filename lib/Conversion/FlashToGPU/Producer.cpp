@@ -34,6 +34,7 @@ void ProducerRole::emit() {
     nvgpu::TmaPrefetchOp::create(b, k.tmK, Value());
     nvgpu::TmaPrefetchOp::create(b, k.tmV, Value());
     k.forEachTile(tile, /*producer=*/true, [&] {
+      kvHead = kvHeadOf(tile.blockY);
       if (failed(lowerProgram()))
         k.fail();
     });
@@ -87,11 +88,18 @@ void ProducerRole::issueKV(Value j, KV which) {
     if (which != KV::Both && which != op.which)
       continue;
     Value barId = arith::AddIOp::create(b, slot, k.cIndex(op.barrier));
-    WgTmaLoadTileOp::create(b, op.map, row, tile.blockY, k.smem, k.shift,
+    WgTmaLoadTileOp::create(b, op.map, row, kvHead, k.smem, k.shift,
                             slotBytes, /*buffer=*/Value(), k.bar, barId,
                             spec.headDim, b.getI64IntegerAttr(op.offset),
                             /*bufferBytes=*/IntegerAttr());
   }
+}
+
+Value ProducerRole::kvHeadOf(Value batchHead) {
+  // Query head h of batch b reads K/V head h / G of the same batch, the row
+  // b * H_kv + h / G = (b * H + h) / G of [B * H_kv, N, D].
+  Value group = arith::IndexCastOp::create(b, k.indexTy, k.kvGroup);
+  return arith::DivUIOp::create(b, batchHead, group);
 }
 
 void ProducerRole::waitEmpty(Value pos, int64_t baseBarrier) {
@@ -130,18 +138,19 @@ void ProducerRole::prefetchNextBlockInputs() {
   Value head = arith::DivUIOp::create(b, next, gx);
   Value exists = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, gy);
   k.ifThen(exists, [&] {
-    auto prefetch = [&](Value map, Value col, Value row) {
+    auto prefetch = [&](Value map, Value col, Value row, Value slice) {
       NVVM::CpAsyncBulkTensorPrefetchOp::create(
-          b, map, ValueRange{col, row, head}, ValueRange(),
+          b, map, ValueRange{col, row, slice}, ValueRange(),
           NVVM::TMALoadMode::TILE, Value());
     };
     Value firstRow =
         arith::MulIOp::create(b, queryBlock, k.cI32(spec.blockM));
+    Value kvHeadNext = arith::DivUIOp::create(b, head, k.kvGroup);
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value col = k.cI32(64 * c);
-      prefetch(k.qMapPtr, col, firstRow);
-      prefetch(k.kMapPtr, col, k.cI32(0));
-      prefetch(k.vMapPtr, col, k.cI32(0));
+      prefetch(k.qMapPtr, col, firstRow, head);
+      prefetch(k.kMapPtr, col, k.cI32(0), kvHeadNext);
+      prefetch(k.vMapPtr, col, k.cI32(0), kvHeadNext);
     }
   });
 }
