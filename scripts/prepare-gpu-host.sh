@@ -150,6 +150,10 @@ want check && for json in kernels/*.json; do
   # (bshd storage is refused by validation, by design).
   [[ $json == *_tma.json ]] || grep -q '"kind": "tma' "$json" ||
     shapes+=("--batch 2 --heads 2 --seq 130 --layout bshd")
+  # Grouped-query attention (GQA 32/8, MQA), K/V not repeated.
+  grep -q '"kv_group"' "$json" &&
+    shapes+=("--batch 2 --heads 32 --kv-heads 8 --seq 1000 --seq-k 1000"
+             "--batch 1 --heads 32 --kv-heads 1 --seq 333 --seq-k 517")
   for shape in "${shapes[@]}"; do
     # shellcheck disable=SC2086
     run bin/flash-run "$bin" $shape --check --seed 7 --repeat 1
@@ -171,13 +175,16 @@ fi
 want sanitize && step "compute-sanitizer memcheck + racecheck, one launch of each kernel"
 want sanitize && for json in kernels/*.json; do
   bin=$(binary_of "$json")
+  # Kernels that group K/V heads read one K/V head for both query heads.
+  kv=""
+  grep -q '"kv_group"' "$json" && kv="--kv-heads 1"
   tools=(memcheck)
   # shellcheck disable=SC2053
   [[ $(basename "$json") == ${SANITIZE_RACECHECK:-*} ]] && tools+=(racecheck)
   for tool in "${tools[@]}"; do
     echo "--- $tool $(basename "$bin")"
     log=$(timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 \
-      bin/flash-run "$bin" --batch 1 --heads 2 --seq 130 --seq-k 97 --check 2>&1)
+      bin/flash-run "$bin" --batch 1 --heads 2 $kv --seq 130 --seq-k 97 --check 2>&1)
     rc=$?
     echo "$log" | grep -E "SUMMARY|check:|rror" | head -20
     if [[ $rc -ne 0 ]]; then

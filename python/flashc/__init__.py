@@ -10,8 +10,9 @@ no build step. Usage::
     attn = flashc.load("kernel.cubin")       # kernel.json beside it
     o = attn(q, k, v)                        # or (o, lse) if the kernel has LSE
 
-q is B x H x Nq x D, k and v are B x H x Nk x D (same B, H and D; B, H, N at
-least 1), CUDA tensors on q's device, of the kernel's dtype (bfloat16 or
+q is B x H x Nq x D, k and v are B x Hkv x Nk x D (same B and D; H a
+multiple of Hkv: grouped-query attention, query head h reading K/V head
+h / (H / Hkv); B, H, N at least 1), CUDA tensors on q's device, of the kernel's dtype (bfloat16 or
 float16) and head dim D. The launch goes on torch's current stream of q's
 device. libflashrt.so is found through $FLASHC_RUNTIME_LIB, next to this
 package, or in the usual build directories.
@@ -379,7 +380,9 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
               out=None):
     """Attention on CUDA or CPU tensors, compiled on first use and cached.
 
-    q is B x H x Nq x D, k and v B x H x Nk x D (Nq may differ from Nk),
+    q is B x H x Nq x D, k and v B x Hkv x Nk x D (Nq may differ from Nk;
+    H a multiple of Hkv: grouped-query attention, query head h reading K/V
+    head h / (H / Hkv), without copies),
     bfloat16 or float16, D 64, 128 or 256, laid out as the module docstring
     says. Returns O (B x H x Nq x D, q's dtype), or (O, LSE) with
     return_lse (LSE: float32 B x H x Nq, natural log). `scale` defaults to

@@ -104,21 +104,27 @@ class CpuKernel:
         self._entry.argtypes = [ctypes.c_void_p] * len(self.params)
         self._entry.restype = None
 
-    def run(self, q, k, v, o, lse, batch, heads, seq_q, seq_k):
+    def run(self, q, k, v, o, lse, batch, heads, seq_q, seq_k,
+            kv_heads=None):
         """Runs the kernel on row-major buffers given by address (int): q
-        and o batch x heads x seq_q x head_dim, k and v batch x heads x
-        seq_k x head_dim, of the kernel's dtype; lse float32 batch x heads x
-        seq_q (required where has_lse). The caller keeps them alive and
-        checks their sizes; this checks only the shape's numbers."""
+        and o batch x heads x seq_q x head_dim, k and v batch x kv_heads x
+        seq_k x head_dim (kv_heads divides heads; default heads), of the
+        kernel's dtype; lse float32 batch x heads x seq_q (required where
+        has_lse). The caller keeps them alive and checks their sizes; this
+        checks only the shape's numbers."""
+        kv_heads = heads if kv_heads is None else kv_heads
         for name, n in (("batch", batch), ("heads", heads), ("seq_q", seq_q),
-                        ("seq_k", seq_k)):
+                        ("seq_k", seq_k), ("kv_heads", kv_heads)):
             if int(n) < 1:
                 raise FlashcError(4, f"{name} is {n}; flashc takes at least 1")
+        if heads % kv_heads:
+            raise FlashcError(4, f"kv_heads {kv_heads} does not divide heads "
+                              f"{heads}")
         d = self.head_dim
         descriptors = [
             _contiguous_memref(q, (batch, heads, seq_q, d)),
-            _contiguous_memref(k, (batch, heads, seq_k, d)),
-            _contiguous_memref(v, (batch, heads, seq_k, d)),
+            _contiguous_memref(k, (batch, kv_heads, seq_k, d)),
+            _contiguous_memref(v, (batch, kv_heads, seq_k, d)),
             _contiguous_memref(o, (batch, heads, seq_q, d))]
         if self.has_lse:
             if not lse:
@@ -201,18 +207,22 @@ def check_shapes(q_shape, k_shape, v_shape):
     if tuple(k_shape) != tuple(v_shape):
         raise FlashcError(4, f"k is {tuple(k_shape)} but v is "
                           f"{tuple(v_shape)}")
-    if (q_shape[0], q_shape[1], q_shape[3]) != (k_shape[0], k_shape[1],
-                                                k_shape[3]):
+    if (q_shape[0], q_shape[3]) != (k_shape[0], k_shape[3]):
         raise FlashcError(4, f"q is {tuple(q_shape)} and k {tuple(k_shape)}: "
-                          "batch, heads and head_dim must agree")
+                          "batch and head_dim must agree")
+    if q_shape[1] % k_shape[1]:
+        raise FlashcError(4, f"q has {q_shape[1]} heads and k {k_shape[1]}: "
+                          "grouped-query attention needs the query heads to "
+                          "be a multiple of the K/V heads")
 
 
 def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
               return_lse=False):
     """Attention on numpy arrays on the CPU, compiled on first use.
 
-    q is B x H x Nq x D, k and v B x H x Nk x D, all float16, or all uint16
-    holding bfloat16's bits; D 64, 128 or 256. `causal` is aligned to the
+    q is B x H x Nq x D, k and v B x Hkv x Nk x D (H a multiple of Hkv:
+    grouped-query attention, query head h reading K/V head h / (H / Hkv)),
+    all float16, or all uint16 holding bfloat16's bits; D 64, 128 or 256. `causal` is aligned to the
     bottom-right corner when Nq != Nk: a row that sees no key gets O = 0
     and LSE = -inf. `scale` defaults to 1/sqrt(D). Returns O (q's dtype,
     B x H x Nq x D), or (O, LSE) with return_lse (float32 B x H x Nq).
@@ -248,7 +258,7 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
     lse_buf = buffer(lse, "lse", (b, h, nq), np.float32)
     kern = kernel_for(dtype, d, causal, scale)
     kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
-             lse_buf.ctypes.data, b, h, nq, nk)
+             lse_buf.ctypes.data, b, h, nq, nk, kv_heads=k.shape[1])
     return (o, lse_buf) if return_lse else o
 
 
@@ -274,7 +284,7 @@ def torch_attention(q, k, v, causal, scale, out):
         q.shape, dtype=q.dtype)
     lse = torch.empty((b, h, nq), dtype=torch.float32)
     kern.run(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-             lse.data_ptr(), b, h, nq, k.shape[2])
+             lse.data_ptr(), b, h, nq, k.shape[2], kv_heads=k.shape[1])
     if out is not None and o is not out:
         out.copy_(o)
         o = out

@@ -12,10 +12,10 @@ name leaves that word out.)
 
 transformers calls the registered function with query, key and value as
 B x H x S x D (views of its B x S x H x D projections) and expects B x S x
-H x D back. Until flashc's kernels take grouped K/V heads and B x S x H x D
-strides themselves, this function makes q, k, v contiguous and repeats each
-K/V head over its query heads (copies SDPA also makes when it is given a
-mask). Causal attention with a KV cache is right as it is: flashc aligns the
+H x D back. Grouped K/V heads (Llama 3, Qwen, Mistral) go to the kernel as
+they are, without repeating them over their query heads. Until flashc's
+kernels take B x S x H x D strides themselves, this function makes q, k, v
+contiguous. Causal attention with a KV cache is right as it is: flashc aligns the
 causal mask to the bottom-right corner, so the new queries see the cache.
 What flashc cannot compute as the model asks (a padding or custom mask,
 dropout) raises FlashcError naming it instead of computing something else.
@@ -24,13 +24,6 @@ dropout) raises FlashcError naming it instead of computing something else.
 from . import FlashcError
 
 __all__ = ["register", "attention_forward"]
-
-
-def _repeat_kv(x, groups):
-    if groups == 1:
-        return x
-    b, h, s, d = x.shape
-    return x[:, :, None].expand(b, h, groups, s, d).reshape(b, h * groups, s, d)
 
 
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0,
@@ -46,9 +39,8 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0,
         raise FlashcError(None, "flashc: attention dropout is not supported")
     if kwargs.get("output_attentions"):
         raise FlashcError(None, "flashc: output_attentions is not supported")
-    groups = getattr(module, "num_key_value_groups", 1)
-    key = _repeat_kv(key, groups)
-    value = _repeat_kv(value, groups)
+    # Grouped K/V heads (num_key_value_groups > 1) go to the kernel as they
+    # are: it maps each query head to its K/V head, without copies.
     if is_causal is None:
         is_causal = getattr(module, "is_causal", True)
     # One query (a decoding step) sees every key: no mask to apply.

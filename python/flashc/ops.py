@@ -46,10 +46,13 @@ def _check(q, k, v):
                           f"{', '.join(map(str, HEAD_DIMS))}")
     if k.shape != v.shape:
         raise FlashcError(4, f"k is {tuple(k.shape)} but v is {tuple(v.shape)}")
-    if (q.shape[0], q.shape[1], q.shape[3]) != (k.shape[0], k.shape[1],
-                                                k.shape[3]):
+    if (q.shape[0], q.shape[3]) != (k.shape[0], k.shape[3]):
         raise FlashcError(4, f"q is {tuple(q.shape)} and k {tuple(k.shape)}: "
-                          "batch, heads and head_dim must agree")
+                          "batch and head_dim must agree")
+    if k.shape[1] < 1 or q.shape[1] % k.shape[1]:
+        raise FlashcError(4, f"q has {q.shape[1]} heads and k {k.shape[1]}: "
+                          "grouped-query attention needs the query heads to "
+                          "be a multiple of the K/V heads")
 
 
 def _device_info(index):
@@ -238,9 +241,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     if dropout_p:
         why.append(f"dropout_p={dropout_p} (flashc has no dropout)")
     if query.dim() == 4 and key.dim() == 4:
-        if enable_gqa and query.shape[1] != key.shape[1]:
-            why.append(f"enable_gqa with {query.shape[1]} query heads and "
-                       f"{key.shape[1]} key heads (flashc needs equal heads)")
+        if not enable_gqa and query.shape[1] != key.shape[1]:
+            why.append(f"{query.shape[1]} query heads and {key.shape[1]} key "
+                       "heads without enable_gqa=True (as SDPA refuses them)")
         if is_causal and query.shape[2] != key.shape[2]:
             why.append(
                 f"is_causal with seq_q {query.shape[2]} != seq_k "

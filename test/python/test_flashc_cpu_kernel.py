@@ -57,7 +57,10 @@ def from_bf16_bits(bits):
 
 def reference(q, k, v, causal, scale):
     """float64 attention, causal aligned bottom-right; (O, LSE), with O = 0
-    and LSE = -inf on rows that see no key."""
+    and LSE = -inf on rows that see no key. K and V may have fewer heads
+    (grouped-query attention): query head h reads K/V head h / G."""
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     s = np.einsum("bhid,bhjd->bhij", q, k) * scale
     nq, nk = q.shape[2], k.shape[2]
     if causal:
@@ -76,9 +79,10 @@ def reference(q, k, v, causal, scale):
 
 class Case:
     def __init__(self, name, b, h, nq, nk, d, dtype, causal=False, scale=None,
-                 hot=1.0):
+                 hot=1.0, hkv=None):
         self.name, self.shape = name, (b, h, nq, nk, d)
         self.dtype, self.causal, self.scale, self.hot = dtype, causal, scale, hot
+        self.hkv = hkv or h
 
 
 CASES = [
@@ -97,6 +101,11 @@ CASES = [
     # The same kernel function name as bf16_d64_ragged's (a scale is no part
     # of it), loaded into the same process: each library must call its own.
     Case("bf16_d64_scale", 1, 1, 40, 33, 64, "bf16", scale=0.3),
+    # Grouped-query attention (32 query heads over 8 K/V heads) and
+    # multi-query attention (one K/V head), K/V not repeated.
+    Case("bf16_d64_causal_gqa_32_over_8", 2, 32, 70, 129, 64, "bf16",
+         causal=True, hot=3000.0, hkv=8),
+    Case("f16_d128_mqa_32_over_1", 1, 32, 129, 65, 128, "f16", hkv=1),
 ]
 
 
@@ -106,8 +115,9 @@ def make_inputs(case, seed):
     b, h, nq, nk, d = case.shape
     rng = np.random.default_rng(seed)
     kernel, exact = [], []
-    for n, rows in (("q", nq), ("k", nk), ("v", nk)):
-        x = rng.uniform(-1.0, 1.0, size=(b, h, rows, d)).astype(np.float32)
+    for n, heads, rows in (("q", h, nq), ("k", case.hkv, nk),
+                           ("v", case.hkv, nk)):
+        x = rng.uniform(-1.0, 1.0, size=(b, heads, rows, d)).astype(np.float32)
         if n == "q":
             x[:, :, ::3, :] *= case.hot
         if case.dtype == "bf16":
@@ -189,8 +199,8 @@ class CpuKernelTest(unittest.TestCase):
                 if case.hot > 1:
                     d = case.shape[4]
                     scale = case.scale if case.scale is not None else d ** -0.5
-                    logits = np.einsum("bhid,bhjd->bhij", exact[0],
-                                       exact[1]) * scale
+                    logits = np.einsum("bhid,bhjd->bhij", exact[0][:, :1],
+                                       exact[1][:, :1]) * scale
                     self.assertGreater(np.abs(logits).max(), 500.0)
                 o, lse = poisoned_outputs(case)
                 got_o, got_lse = cpu.attention(
@@ -307,6 +317,10 @@ class CpuKernelTest(unittest.TestCase):
             cpu.attention(q, q, q)
         q = np.ones((1, 2, 4, 64), dtype=np.float16)
         k = np.ones((1, 3, 4, 64), dtype=np.float16)
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "multiple of the K/V heads"):
+            cpu.attention(q, k, k)
+        k = np.ones((2, 2, 4, 64), dtype=np.float16)
         with self.assertRaisesRegex(flashc.FlashcError, "must agree"):
             cpu.attention(q, k, k)
         with self.assertRaisesRegex(flashc.FlashcError, "out must be"):

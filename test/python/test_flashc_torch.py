@@ -26,7 +26,10 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 
 def reference(q, k, v, causal, scale):
-    """float64 attention, causal aligned bottom-right; (o, lse)."""
+    """float64 attention, causal aligned bottom-right; (o, lse). K and V may
+    have fewer heads (grouped-query attention)."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     d = q.shape[-1]
     scale = 1 / math.sqrt(d) if scale is None else scale
     s = (q.double() @ k.double().transpose(-1, -2)) * scale
@@ -287,9 +290,20 @@ class SdpaTest(unittest.TestCase):
         for kwargs, msg in cases:
             with self.assertRaisesRegex(flashc.FlashcError, msg):
                 flashc.scaled_dot_product_attention(q, k, v, **kwargs)
-        with self.assertRaisesRegex(flashc.FlashcError, "equal heads"):
-            flashc.scaled_dot_product_attention(q, k[:, :1], v[:, :1],
+        with self.assertRaisesRegex(flashc.FlashcError, "enable_gqa"):
+            flashc.scaled_dot_product_attention(q, k[:, :1], v[:, :1])
+        with self.assertRaisesRegex(flashc.FlashcError, "multiple"):
+            flashc.scaled_dot_product_attention(
+                q, k[:, :2], v[:, :2], enable_gqa=True)
+
+    def test_grouped_query_matches_sdpa(self):
+        import torch.nn.functional as F
+        q, k, v = inputs(nq=20, nk=33, dtype=torch.float16)
+        o = flashc.scaled_dot_product_attention(q, k[:, :1], v[:, :1],
                                                 enable_gqa=True)
+        ref = F.scaled_dot_product_attention(
+            q.float(), k[:, :1].float(), v[:, :1].float(), enable_gqa=True)
+        self.assertLess((o.float() - ref).abs().max().item(), 2e-3)
 
 
 class KernelForTest(unittest.TestCase):
