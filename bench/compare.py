@@ -24,12 +24,15 @@ dated entry to the experiment log, bench/log/<today>.md (bench/RESULTS.md,
 the current tables, is edited by hand).
 
     python3 bench/compare.py --kernels DIR [--dtype bf16] [--quick]
+        [--heads 32 --kv-heads 8]
 
 DIR holds kernel.cubin + kernel.json pairs; a shape/dtype/causal with no
 matching kernel shows '-' for flashc. A kernel compiled with
 `flashc --tuning-db T --shape B,H,N,D` records that shape (`tuned_for`) and
 is used for exactly that shape, in preference to an untuned kernel of the
 same dtype/D/causal. FLOPs: 4 * B * H * N^2 * D, halved for causal.
+--heads sets H (instead of 2048 / D) and --kv-heads gives K and V fewer
+heads (grouped-query attention; SDPA is called with enable_gqa=True).
 """
 import argparse
 import datetime
@@ -58,6 +61,10 @@ def parse_args(argv=None):
     p.add_argument("--seqs", default=None, help="comma list of N")
     p.add_argument("--dims", default=None, help="comma list of D")
     p.add_argument("--rep-ms", type=float, default=100, help="do_bench rep")
+    p.add_argument("--heads", type=int, default=None,
+                   help="query heads H (default 2048 / D)")
+    p.add_argument("--kv-heads", type=int, default=None,
+                   help="K/V heads (grouped-query attention; default H)")
     p.add_argument("--rounds", type=int, default=3,
                    help="times each backend per shape, order rotated")
     p.add_argument("--settle-ms", type=float, default=1500,
@@ -158,21 +165,25 @@ def main():
     for causal in (False, True):
         for d in dims:
             for n in seqs:
-                b, h = 16384 // n, 2048 // d
+                b, h = 16384 // n, args.heads or 2048 // d
+                hkv = args.kv_heads or h
                 total = flops((b, h, n, d), causal)
                 torch.manual_seed(0)
                 # Rotating input sets so L2 does not serve them (do_bench
                 # also flushes L2 before each call).
-                sets = [[torch.randn(b, h, n, d, device="cuda", dtype=dt)
-                         for _ in range(3)] for _ in range(3)]
+                sets = [[torch.randn(b, heads, n, d, device="cuda", dtype=dt)
+                         for heads in (h, hkv, hkv)] for _ in range(3)]
                 row = {"N": n, "D": d, "causal": causal, "B": b, "H": h}
+                if hkv != h:
+                    row["Hkv"] = hkv
                 ref_out = None
 
                 def peer(backend):
                     def sdpa(q, k, v):
                         with sdpa_kernel(backend):
                             return F.scaled_dot_product_attention(
-                                q, k, v, is_causal=causal)
+                                q, k, v, is_causal=causal,
+                                enable_gqa=hkv != h)
                     return rotating(sets, sdpa)
 
                 # Each backend is run once first: the reference output, the
@@ -307,7 +318,8 @@ HEADER = ("| N | D | causal | B | H | flashc TFLOP/s | cuDNN TFLOP/s | "
 
 def format_row(r):
     return (f"| {r['N']} | {r['D']} | {'yes' if r['causal'] else 'no'} | "
-            f"{r['B']} | {r['H']} | {fmt(r['flashc'])} | {fmt(r['cudnn'])} | "
+            f"{r['B']} | {r['H']}{'/' + str(r['Hkv']) if 'Hkv' in r else ''} | "
+            f"{fmt(r['flashc'])} | {fmt(r['cudnn'])} | "
             f"{fmt(r['fa2'])} | {ratio(r['flashc'], r['cudnn'])} | "
             f"{ratio(r['flashc'], r['fa2'])} | {fmt(r.get('err'), '{:.1e}')} | "
             f"{r.get('config', '-')} |")
