@@ -146,10 +146,15 @@ want check && for json in kernels/*.json; do
   shapes=("--batch 2 --heads 3 --seq 200 --seq-k 150"
           "--batch 1 --heads 2 --seq 77 --seq-k 333"
           "--batch 2 --heads 16 --seq 3000 --seq-k 4100")
-  # Kernels reading through TMA need B and H (or B, H and N) to merge
-  # (bshd storage is refused by validation, by design).
-  [[ $json == *_tma.json ]] || grep -q '"kind": "tma' "$json" ||
+  # Kernels reading through 2-D or 3-D TMA maps need B and H (or B, H and
+  # N) to merge (bshd storage is refused by validation, by design); 4-D maps
+  # carry every stride.
+  if grep -q '"rank": 4' "$json" ||
+     ! { [[ $json == *_tma.json ]] || grep -q '"kind": "tma' "$json"; }; then
     shapes+=("--batch 2 --heads 2 --seq 130 --layout bshd")
+  fi
+  grep -q '"rank": 4' "$json" &&
+    shapes+=("--batch 2 --heads 8 --kv-heads 2 --seq 300 --seq-k 517 --layout bshd")
   # Grouped-query attention (GQA 32/8, MQA), K/V not repeated.
   grep -q '"kv_group"' "$json" &&
     shapes+=("--batch 2 --heads 32 --kv-heads 8 --seq 1000 --seq-k 1000"

@@ -82,7 +82,8 @@ MemRefType WgTmaLoadTileOp::getBoxType() {
 }
 
 int64_t WgTmaLoadTileOp::getNumBoxes() {
-  return int64_t(getColumns()) / getBoxType().getDimSize(2);
+  MemRefType box = getBoxType();
+  return int64_t(getColumns()) / box.getDimSize(box.getRank() - 1);
 }
 
 int64_t WgTmaLoadTileOp::getBoxBytes() {
@@ -126,11 +127,18 @@ LogicalResult WgTmaLoadTileOp::verify() {
   MemRefType box = map.getTensor();
   // The 128-byte swizzle spans one box row: 64 elements of 16 bits, which
   // is also what the wgmma descriptors of these tiles assume.
-  if (box.getRank() != 3 || !box.hasStaticShape() || box.getDimSize(0) != 1 ||
-      box.getDimSize(2) != 64 || box.getElementTypeBitWidth() != 16)
-    return emitOpError("tensor map box must be 1 x rows x 64 of a 16-bit "
-                       "type, got ")
+  int64_t rank = box.getRank();
+  bool unitPlanes = rank >= 3 && llvm::all_of(box.getShape().drop_back(2),
+                                              [](int64_t d) { return d == 1; });
+  if ((rank != 3 && rank != 4) || !box.hasStaticShape() || !unitPlanes ||
+      box.getDimSize(rank - 1) != 64 || box.getElementTypeBitWidth() != 16)
+    return emitOpError("tensor map box must be 1 x rows x 64 or 1 x 1 x rows "
+                       "x 64 of a 16-bit type, got ")
            << box;
+  if (int64_t(getPlanes().size()) != rank - 2)
+    return emitOpError("a rank-")
+           << rank << " tensor map takes " << rank - 2
+           << " plane coordinate(s) after the row, got " << getPlanes().size();
   if (map.getSwizzle() != nvgpu::TensorMapSwizzleKind::SWIZZLE_128B)
     return emitOpError("tensor map must use the 128-byte swizzle, got ")
            << nvgpu::stringifyTensorMapSwizzleKind(map.getSwizzle());

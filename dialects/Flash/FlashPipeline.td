@@ -129,10 +129,10 @@ def Flash_WgTmaLoadTileOp
     : Flash_Op<"wg.tma_load_tile", [AttrSizedOperandSegments]> {
   let summary = "TMA of a rows x columns tile into shared memory";
   let description = [{
-    Loads the tile whose first row is `row` of plane `plane` (the batch and
-    head) of the tensor behind `tensor_map`, `columns` wide, as
-    `columns / 64` boxes of the tensor map's box (1 x rows x 64 elements of
-    16 bits, 128-byte rows with the 128-byte swizzle), box `c` holding
+    Loads the tile whose first row is `row` of plane `planes` of the tensor
+    behind `tensor_map`, `columns` wide, as `columns / 64` boxes of the
+    tensor map's box (1 x rows x 64 or 1 x 1 x rows x 64 elements of 16
+    bits, 128-byte rows with the 128-byte swizzle), box `c` holding
     columns `64c .. 64c + 63` at byte `start + c * rows * 128` of `smem`.
     `window` is where the kernel's (aligned) tiles begin in `smem`, and the
     tile starts there (`smem[window]`), a ring slot's bytes and a constant
@@ -152,9 +152,14 @@ def Flash_WgTmaLoadTileOp
     (a ring slot's or a buffer's place in shared memory), so Q, K and V
     tiles, of any ring, use the same op.
 
+    A plane is named by one coordinate per dimension of the tensor map
+    beyond its rows and columns: a rank-3 map over [B * H, N, D] takes the
+    batch * head, a rank-4 map over [B, H, N, D] with any strides (B x H x N
+    x D or B x N x H x D storage) the head and the batch.
+
     Lowering: `nvgpu.mbarrier.arrive.expect_tx` of the tile's bytes, then
     per box its offset, a `memref.view` of `smem` there and an
-    `nvgpu.tma.async.load` at coordinates (64c, row, plane).
+    `nvgpu.tma.async.load` at coordinates (64c, row, planes...).
 
     Example:
 
@@ -172,7 +177,7 @@ def Flash_WgTmaLoadTileOp
   let arguments = (ins
     Flash_TensorMapDescriptor:$tensorMap,
     Index:$row,
-    Index:$plane,
+    Variadic<Index>:$planes,
     MemRefRankOf<[I8], [1]>:$smem,
     Index:$window,
     Optional<Index>:$offset,
@@ -184,7 +189,7 @@ def Flash_WgTmaLoadTileOp
     OptionalAttr<I64Attr>:$bufferBytes
   );
   let assemblyFormat = [{
-    $tensorMap `[` $row `,` $plane `]` `,`
+    $tensorMap `[` $row `,` $planes `]` `,`
     $smem `[` custom<TileStart>($window, $offset, $buffer, $offsetBytes,
                                 $bufferBytes) `]` `,`
     $barriers `[` $barrier `]` `columns` $columns attr-dict `:`
@@ -192,10 +197,13 @@ def Flash_WgTmaLoadTileOp
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The box the tensor map copies: 1 x rows x 64 16-bit elements.
+    /// The box the tensor map copies: 1 x rows x 64 (or 1 x 1 x rows x 64)
+    /// 16-bit elements.
     ::mlir::MemRefType getBoxType();
     /// Rows of the tile (of each box).
-    int64_t getRows() { return getBoxType().getDimSize(1); }
+    int64_t getRows() {
+      return getBoxType().getDimSize(getBoxType().getRank() - 2);
+    }
     /// Boxes the tile is made of: columns / 64.
     int64_t getNumBoxes();
     /// Bytes of one box in shared memory, and of the whole tile.

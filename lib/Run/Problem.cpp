@@ -41,7 +41,10 @@ Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
   setStrides(p.strides[0], p.h, p.nq, p.d, bshd);
   setStrides(p.strides[1], p.hkv, p.nk, p.d, bshd);
   setStrides(p.strides[2], p.hkv, p.nk, p.d, bshd);
-  setStrides(p.strides[3], p.h, p.nq, p.d, bshd);
+  // A kernel that takes O as a plain pointer writes it dense (B x H x N x
+  // D) whatever the inputs' layout.
+  setStrides(p.strides[3], p.h, p.nq, p.d,
+             bshd && !meta.assumesDenseLayout(TensorId::O));
   p.strides[4][0] = p.h * p.nq, p.strides[4][1] = p.nq, p.strides[4][2] = 1;
   p.elems[0] = p.elems[3] = p.b * p.h * p.nq * p.d;
   p.elems[1] = p.elems[2] = p.b * p.hkv * p.nk * p.d;

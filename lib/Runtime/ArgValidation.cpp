@@ -283,16 +283,17 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
   }
   // Tensors read through a 3-D descriptor (tma of rank 3, tma_ptr) are
   // viewed as [B*H, N, D]: N keeps its own stride (heads may be padded
-  // apart), but B and H must merge into one dimension. A dimension of size
-  // 1 imposes nothing (its stride is never used; see makeTmaRequest3d).
-  // Stride 1 along D and 16-byte strides are the rules above, which every
-  // q/k/v/o already meets.
+  // apart), but B and H must merge into one dimension. A 4-D descriptor
+  // keeps every stride (B x H x N x D or B x N x H x D storage alike). A
+  // dimension of size 1 imposes nothing (its stride is never used; see
+  // makeTensorMapRequest). Stride 1 along D and 16-byte strides are the
+  // rules above, which every q/k/v/o already meets.
   for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
-    if (!meta.usesTensorMap3d(id) || !usable[unsigned(id)])
+    if (!meta.usesStridedTensorMap(id) || !usable[unsigned(id)])
       continue;
     const TensorArg &t = args[id];
     StringRef name = tensorName(id);
-    if (t.sizes[0] > 1 && t.sizes[1] > 1 &&
+    if (meta.mergesBatchAndHeads(id) && t.sizes[0] > 1 && t.sizes[1] > 1 &&
         t.strides[0] != t.sizes[1] * t.strides[1])
       c.add(formatv("{0} strides {1}: kernel reads {0} through a TMA "
                     "descriptor as [B*H, N, D], so stride_b must be H * "

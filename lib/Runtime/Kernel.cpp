@@ -258,7 +258,7 @@ static Error encodeTiled(void *out, DType dtype, unsigned rank, uint64_t base,
   static_assert(sizeof(CUtensorMap) == kTmaDescriptorBytes &&
                     alignof(CUtensorMap) >= 64,
                 "CUtensorMap is 128 bytes, 64-byte aligned");
-  const cuuint32_t elementStrides[3] = {1, 1, 1};
+  const cuuint32_t elementStrides[5] = {1, 1, 1, 1, 1};
   return checkCu((*getDriver())->cuTensorMapEncodeTiled(
                      static_cast<CUtensorMap *>(out), tmaType(dtype), rank,
                      reinterpret_cast<void *>(base), dims, strides, box,
@@ -268,18 +268,20 @@ static Error encodeTiled(void *out, DType dtype, unsigned rank, uint64_t base,
                  call, ErrorCode::InvalidArgument);
 }
 
-Error Kernel::encodeTma3d(const TmaRequest3d &r, void *out) {
-  cuuint64_t dims[3] = {r.dims[0], r.dims[1], r.dims[2]};
-  cuuint64_t strides[2] = {r.strideBytes[0], r.strideBytes[1]};
-  cuuint32_t box[3] = {r.box[0], r.box[1], r.box[2]};
-  return encodeTiled(out, r.dtype, 3, r.base, dims, strides, box, r.swizzle,
-                     "cuTensorMapEncodeTiled(" + tensorName(r.tensor) +
-                         ", 3-D)");
+Error Kernel::encodeTensorMap(const TensorMapRequest &r, void *out) {
+  cuuint64_t dims[4] = {r.dims[0], r.dims[1], r.dims[2], r.dims[3]};
+  cuuint64_t strides[3] = {r.strideBytes[0], r.strideBytes[1],
+                           r.strideBytes[2]};
+  cuuint32_t box[4] = {r.box[0], r.box[1], r.box[2], r.box[3]};
+  return encodeTiled(out, r.dtype, r.rank, r.base, dims, strides, box,
+                     r.swizzle,
+                     "cuTensorMapEncodeTiled(" + tensorName(r.tensor) + ", " +
+                         Twine(r.rank) + "-D)");
 }
 
-Expected<uint64_t> Kernel::createTmaPtr(const TmaRequest3d &r) {
+Expected<uint64_t> Kernel::createTmaPtr(const TensorMapRequest &r) {
   CUtensorMap map;
-  if (Error err = encodeTma3d(r, &map))
+  if (Error err = encodeTensorMap(r, &map))
     return std::move(err);
   // cuMemAlloc aligns to at least 256 bytes; the kernel needs 64.
   return copyToNewAllocation(&map, sizeof(CUtensorMap), /*align=*/64,
@@ -381,13 +383,13 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
   if (numTmaPtrParams && tmaPtrs.wouldOverflow(numTmaPtrParams))
     if (Error err = evictTmaPtrs())
       return err;
-  auto provide = [&](const TmaRequest3d &r) -> Expected<uint64_t> {
+  auto provide = [&](const TensorMapRequest &r) -> Expected<uint64_t> {
     return tmaPtrs.get(
-        r, [&](const TmaRequest3d &miss) { return createTmaPtr(miss); });
+        r, [&](const TensorMapRequest &miss) { return createTmaPtr(miss); });
   };
   auto counter = [&] { return tileCounterFor(stream); };
-  auto encode3d = [&](const TmaRequest3d &r, void *out) {
-    return encodeTma3d(r, out);
+  auto encode3d = [&](const TensorMapRequest &r, void *out) {
+    return encodeTensorMap(r, out);
   };
   auto params =
       packParams(meta, args, *shape, encode, provide, counter, encode3d);

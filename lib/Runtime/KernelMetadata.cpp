@@ -45,15 +45,22 @@ bool parseArch(StringRef arch, unsigned &sm, bool &archSpecific) {
 
 bool KernelMetadata::usesTma(TensorId id) const {
   for (const ParamSpec &p : params)
-    if (p.kind == ParamSpec::Kind::Tma && !p.isTensorMap3d() &&
+    if (p.kind == ParamSpec::Kind::Tma && !p.isStridedTensorMap() &&
         p.tensor == id)
       return true;
   return false;
 }
 
-bool KernelMetadata::usesTensorMap3d(TensorId id) const {
+bool KernelMetadata::usesStridedTensorMap(TensorId id) const {
   for (const ParamSpec &p : params)
-    if (p.isTensorMap3d() && p.tensor == id)
+    if (p.isStridedTensorMap() && p.tensor == id)
+      return true;
+  return false;
+}
+
+bool KernelMetadata::mergesBatchAndHeads(TensorId id) const {
+  for (const ParamSpec &p : params)
+    if (p.isTma() && p.rank == 3 && p.tensor == id)
       return true;
   return false;
 }
@@ -283,16 +290,18 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
     p.rank = 3;
   }
   if (p.kind == ParamSpec::Kind::Tma) {
-    // 2-D over [B*H*N, D] (the default), or 3-D over [B*H, N, D] like
-    // tma_ptr's but passed by value (a __grid_constant__ parameter).
+    // 2-D over [B*H*N, D] (the default), 3-D over [B*H, N, D] like
+    // tma_ptr's but passed by value (a __grid_constant__ parameter), or 4-D
+    // over [B, H, N, D] with any strides.
     int64_t rank = 2;
     if (obj.get("rank"))
       if (Error err = getInt(obj, "rank", rank, field))
         return err;
-    if (rank != 2 && rank != 3)
+    if (rank < 2 || rank > 4)
       return fail(field + ".rank",
-                  formatv("a tma descriptor is 2-D over [B*H*N, D] (rank 2) "
-                          "or 3-D over [B*H, N, D] (rank 3), not rank {0}",
+                  formatv("a tma descriptor is 2-D over [B*H*N, D] (rank 2), "
+                          "3-D over [B*H, N, D] (rank 3) or 4-D over [B, H, "
+                          "N, D] (rank 4), not rank {0}",
                           rank));
     p.rank = unsigned(rank);
   }

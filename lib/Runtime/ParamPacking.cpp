@@ -23,7 +23,7 @@ Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
            TmaPtrProvider provideTmaPtr,
-           TileCounterProvider provideTileCounter, TmaEncoder3d encodeTma3d) {
+           TileCounterProvider provideTileCounter, TensorMapEncoder encodeTensorMap) {
   SmallVector<unsigned, 32> sizes = meta.paramSizes();
   // Offsets: each parameter aligned to its size (16-byte cap), TMA to 64.
   SmallVector<size_t, 32> offsets;
@@ -96,14 +96,14 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
         put64(t.strides[d]);
       break;
     case ParamSpec::Kind::Tma: {
-      if (p.isTensorMap3d()) {
-        if (!encodeTma3d)
+      if (p.isStridedTensorMap()) {
+        if (!encodeTensorMap)
           return makeError(ErrorCode::InvalidKernel,
                            formatv("kernel {0} takes a 3-D tma descriptor of "
                                    "{1} but no encoder of them was given",
                                    meta.kernel, tensorName(p.tensor)));
         if (Error err =
-                encodeTma3d(makeTmaRequest3d(p, t), base + offsets[slot++]))
+                encodeTensorMap(makeTensorMapRequest(p, t), base + offsets[slot++]))
           return std::move(err);
         break;
       }
@@ -138,7 +138,7 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
                                  "{1} but no provider of device tensor maps "
                                  "was given",
                                  meta.kernel, tensorName(p.tensor)));
-      Expected<uint64_t> ptr = provideTmaPtr(makeTmaRequest3d(p, t));
+      Expected<uint64_t> ptr = provideTmaPtr(makeTensorMapRequest(p, t));
       if (!ptr)
         return ptr.takeError();
       if (*ptr % 64)
@@ -166,31 +166,44 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
   return std::move(buf);
 }
 
-TmaRequest3d makeTmaRequest3d(const ParamSpec &p, const TensorArg &t) {
+TensorMapRequest makeTensorMapRequest(const ParamSpec &p, const TensorArg &t) {
   uint64_t elem = dtypeSize(t.dtype);
   int64_t b = t.sizes[0], h = t.sizes[1], n = t.sizes[2], d = t.sizes[3];
   // Validation made every stride of a dimension longer than 1 a multiple of
-  // 16 bytes and B, H mergeable; strides of size-1 dimensions are arbitrary
-  // there, so use the dense ones (D * elem is a multiple of 16: D % 8 == 0).
+  // 16 bytes (and, for rank 3, B and H mergeable); strides of size-1
+  // dimensions are arbitrary there, so use the dense ones (D * elem is a
+  // multiple of 16: D % 8 == 0).
   int64_t strideN = n > 1 ? t.strides[2] : d;
-  int64_t strideBH = h > 1 ? t.strides[1] : b > 1 ? t.strides[0] : n * strideN;
-  TmaRequest3d r;
+  TensorMapRequest r;
   r.tensor = p.tensor;
   r.base = t.data;
   r.dtype = t.dtype;
+  r.rank = p.rank;
   r.dims[0] = uint64_t(d);
   r.dims[1] = uint64_t(n);
-  r.dims[2] = uint64_t(b * h);
   r.strideBytes[0] = uint64_t(strideN) * elem;
-  r.strideBytes[1] = uint64_t(strideBH) * elem;
   r.box[0] = uint32_t(p.box[1]);
   r.box[1] = uint32_t(p.box[0]);
   r.box[2] = 1;
+  if (p.rank == 4) {
+    int64_t strideH = h > 1 ? t.strides[1] : n * strideN;
+    int64_t strideB = b > 1 ? t.strides[0] : h * strideH;
+    r.dims[2] = uint64_t(h);
+    r.dims[3] = uint64_t(b);
+    r.strideBytes[1] = uint64_t(strideH) * elem;
+    r.strideBytes[2] = uint64_t(strideB) * elem;
+    r.box[3] = 1;
+  } else {
+    int64_t strideBH =
+        h > 1 ? t.strides[1] : b > 1 ? t.strides[0] : n * strideN;
+    r.dims[2] = uint64_t(b * h);
+    r.strideBytes[1] = uint64_t(strideBH) * elem;
+  }
   r.swizzle = p.swizzle;
   return r;
 }
 
-Expected<uint64_t> TmaPtrCache::get(const TmaRequest3d &r, Create create) {
+Expected<uint64_t> TmaPtrCache::get(const TensorMapRequest &r, Create create) {
   auto it = entries.find(r);
   if (it != entries.end())
     return it->second;

@@ -17,32 +17,28 @@ float16) and head dim D. The launch goes on torch's current stream of q's
 device. libflashrt.so is found through $FLASHC_RUNTIME_LIB, next to this
 package, or in the usual build directories.
 
-Layouts. flashc's kernels read q, k and v through TMA tensor maps over the
-[B*H, N, D] view of each, and the runtime (lib/Runtime/ArgValidation.cpp,
-docs/kernel-metadata.md) accepts exactly the strides that view can express:
+Layouts. flashc's kernels read q, k and v (and write O) through 4-D TMA
+tensor maps over [B, H, N, D] with the tensor's own strides, and the runtime
+(lib/Runtime/ArgValidation.cpp, docs/kernel-metadata.md) accepts exactly
+the strides such a map can express:
 
   - stride 1 along D;
   - a 16-byte aligned data pointer; the batch, head and sequence strides
-    multiples of 16 bytes, non-negative and below 2^40 bytes;
-  - batch and heads that merge into one dimension: stride_b == H * stride_h
-    (no rule where B or H is 1).
+    multiples of 16 bytes, non-negative and below 2^40 bytes.
 
-The head and sequence strides are otherwise free. So a contiguous tensor, a
-range of its batches or rows (x[b0:b1], x[:, :, n0:n1]), heads padded apart
-(stride_h > N * stride_n) and rows spaced apart (q = qkv[..., :D] of a
-B x H x N x 3D tensor) are taken as they are; a B x S x H x D tensor viewed
-as B x H x S x D (x.transpose(1, 2)), or some of more heads (x[:, :h]), is
-refused where B > 1 and H > 1: call .contiguous() first. O is returned in a
+So a contiguous tensor, a B x S x H x D tensor viewed as B x H x S x D
+(x.transpose(1, 2), what transformers passes), a range of its batches,
+heads or rows, heads padded apart and rows spaced apart (q = qkv[..., :D]
+of a B x H x N x 3D tensor) are all taken as they are. O is returned in a
 new contiguous tensor, LSE (float32, B x H x Nq) likewise. A caller's out=
-must follow q's rules where the kernel stores O by TMA (tma_store_o, the
-default) and be contiguous where it does not (tma_store_o = false, as in the
-shipped D = 64 kernels); a caller's lse= must be contiguous.
+follows q's rules where the kernel stores O by TMA (tma_store_o, the
+default) and must be contiguous where it does not (tma_store_o = false, as
+in the shipped D = 64 kernels); a caller's lse= must be contiguous.
 
 Errors. A refused argument raises flashc.FlashcError (.status 4,
 FLASHRT_ERROR_INVALID_ARGUMENT) before anything is launched, its message
 naming each offending argument and rule, one per line, e.g. "q strides
-(38400, 128, 384, 1): kernel reads q through a TMA descriptor as [B*H, N,
-D], so stride_b must be H * stride_h = 3 * 128 = 384, not 38400". Every
+(51200, 12800, 128, 2): the last dimension must be contiguous (stride 1)". Every
 other error of the runtime is raised as FlashcError too, with the runtime's
 message. (Other kernels' kernel.json may ask for other layouts; the runtime
 checks each against its own.)
@@ -246,11 +242,11 @@ class Kernel:
         autograd node is made.
 
         Layouts (the module docstring has the details): q, k, v B x H x N x D
-        with stride 1 along D, a 16-byte aligned pointer, strides multiples
-        of 16 bytes and stride_b == H * stride_h (unless B or H is 1), so a
-        B x S x H x D tensor's transpose(1, 2) is refused for B, H > 1;
-        anything else raises FlashcError naming the argument. O (and LSE)
-        are new contiguous tensors unless out= (lse=) is given.
+        (k and v may have fewer heads: grouped-query attention) with stride
+        1 along D, a 16-byte aligned pointer and strides multiples of 16
+        bytes, so a B x S x H x D tensor's transpose(1, 2) is taken as it
+        is; anything else raises FlashcError naming the argument. O (and
+        LSE) are new contiguous tensors unless out= (lse=) is given.
         """
         import torch
         if torch.is_grad_enabled() and any(

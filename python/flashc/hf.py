@@ -13,9 +13,9 @@ name leaves that word out.)
 transformers calls the registered function with query, key and value as
 B x H x S x D (views of its B x S x H x D projections) and expects B x S x
 H x D back. Grouped K/V heads (Llama 3, Qwen, Mistral) go to the kernel as
-they are, without repeating them over their query heads. Until flashc's
-kernels take B x S x H x D strides themselves, this function makes q, k, v
-contiguous. Causal attention with a KV cache is right as it is: flashc aligns the
+they are, without repeating them over their query heads, and so do the
+B x H x S x D views (the kernels' tensor maps carry the strides; no copy).
+Causal attention with a KV cache is right as it is: flashc aligns the
 causal mask to the bottom-right corner, so the new queries see the cache.
 What flashc cannot compute as the model asks (a padding or custom mask,
 dropout) raises FlashcError naming it instead of computing something else.
@@ -45,8 +45,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0,
         is_causal = getattr(module, "is_causal", True)
     # One query (a decoding step) sees every key: no mask to apply.
     causal = bool(is_causal) and query.shape[2] > 1
-    out = attention(query.contiguous(), key.contiguous(), value.contiguous(),
-                    causal=causal, scale=scaling)
+    # The B x H x S x D views of transformers' B x S x H x D projections go
+    # to the kernel as they are: its tensor maps carry their strides.
+    out = attention(query, key, value, causal=causal, scale=scaling)
     return out.transpose(1, 2).contiguous(), None
 
 

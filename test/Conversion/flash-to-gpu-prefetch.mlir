@@ -15,7 +15,7 @@
 // do not, nor any kernel with prefetch-next-block=0.
 
 // CHECK: gpu.func @attention(%[[TMQ:[^:]*]]: !llvm.ptr, %[[TMK:[^:]*]]: !llvm.ptr, %[[TMV:[^:]*]]: !llvm.ptr,
-// CHECK-SAME: %[[GROUP:[^:]*]]: i32) kernel
+// CHECK-SAME: %[[GROUP:[^:]*]]: i32, %[[HEADS:[^:]*]]: i32) kernel
 // CHECK: nvvm.setmaxregister decrease 24
 // The producer's K/V loop (two boxes of K, two of V), then the prefetch.
 // CHECK: scf.for
@@ -29,17 +29,19 @@
 // CHECK: %[[SMS:.*]] = nvvm.read.ptx.sreg.nsmid : i32
 // CHECK: %[[NEXT:.*]] = arith.addi %[[LIN]], %[[SMS]] : i32
 // CHECK: %[[QB:.*]] = arith.remui %[[NEXT]], %[[GX]] : i32
-// CHECK: %[[HEAD:.*]] = arith.divui %[[NEXT]], %[[GX]] : i32
-// CHECK: %[[EXISTS:.*]] = arith.cmpi ult, %[[HEAD]], %[[GY]] : i32
+// CHECK: %[[BH:.*]] = arith.divui %[[NEXT]], %[[GX]] : i32
+// CHECK: %[[EXISTS:.*]] = arith.cmpi ult, %[[BH]], %[[GY]] : i32
 // CHECK: scf.if %[[EXISTS]] {
 // CHECK:   %[[ROW:.*]] = arith.muli %[[QB]], %c128_i32 : i32
+// CHECK:   %[[BATCH:.*]] = arith.divui %[[BH]], %[[HEADS]] : i32
+// CHECK:   %[[HEAD:.*]] = arith.remui %[[BH]], %[[HEADS]] : i32
 // CHECK:   %[[KVHEAD:.*]] = arith.divui %[[HEAD]], %[[GROUP]] : i32
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c0_i32, %[[ROW]], %[[HEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c0_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c0_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c64_i32, %[[ROW]], %[[HEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c64_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
-// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c64_i32, %c0_i32, %[[KVHEAD]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c0_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c0_i32, %c0_i32, %[[KVHEAD]], %[[BATCH]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c0_i32, %c0_i32, %[[KVHEAD]], %[[BATCH]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c64_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMK]], box[%c64_i32, %c0_i32, %[[KVHEAD]], %[[BATCH]]] : !llvm.ptr
+// CHECK:   nvvm.cp.async.bulk.tensor.prefetch %[[TMV]], box[%c64_i32, %c0_i32, %[[KVHEAD]], %[[BATCH]]] : !llvm.ptr
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.prefetch
 // CHECK: }
 // The consumers come after the producer.
@@ -49,8 +51,8 @@
 // D64: gpu.func @attention_d64(%[[TMQ:[^:]*]]: !llvm.ptr,
 // D64: nvvm.read.ptx.sreg.nsmid
 // D64: %[[ROW:.*]] = arith.muli %{{.*}}, %c{{[0-9]+}}_i32 : i32
-// D64: nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c0_i32, %[[ROW]], %{{.*}}] : !llvm.ptr
-// D64-COUNT-2: nvvm.cp.async.bulk.tensor.prefetch %{{.*}}, box[%c0_i32, %c0_i32, %{{.*}}] : !llvm.ptr
+// D64: nvvm.cp.async.bulk.tensor.prefetch %[[TMQ]], box[%c0_i32, %[[ROW]], %{{.*}}, %{{.*}}] : !llvm.ptr
+// D64-COUNT-2: nvvm.cp.async.bulk.tensor.prefetch %{{.*}}, box[%c0_i32, %c0_i32, %{{.*}}, %{{.*}}] : !llvm.ptr
 // D64-NOT: nvvm.cp.async.bulk.tensor.prefetch
 // D64: nvvm.setmaxregister increase
 

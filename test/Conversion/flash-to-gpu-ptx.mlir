@@ -39,8 +39,8 @@
 // (C7513, an info line: checked by --implicit-check-not=C75 above).
 // MIX: 5 bar.arrive
 // MIX: 5 bar.sync
-// MIX: 6 cp.async.bulk.prefetch.tensor.3d.L2.global.tile
-// MIX: 14 cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// MIX: 6 cp.async.bulk.prefetch.tensor.4d.L2.global.tile
+// MIX: 14 cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // MIX-NOT: ex2.approx.f32
 // MIX: 198 ex2.approx.ftz.f32
 // MIX: 9 mbarrier.init.shared.b64

@@ -29,9 +29,9 @@
 
 // O is the fourth argument, a tensor map pointer like Q, K and V; the
 // launch contract asks for a [64, 64] box of o.
-// CHECK: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[OARG:.*]]: !llvm.ptr, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %{{.*}}: i32, %{{.*}}: f32, %{{.*}}: i32) kernel
-// CHECK-SAME: {box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "o"}, {kind = "ptr", tensor = "lse"}
-// CHECK: %[[TMO:.*]] = builtin.unrealized_conversion_cast %[[OARG]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// CHECK: gpu.func @attention(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[OARG:.*]]: !llvm.ptr, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %{{.*}}: i32, %{{.*}}: f32, %{{.*}}: i32, %[[HEADS:.*]]: i32) kernel
+// CHECK-SAME: {box = array<i64: 64, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "o"}, {kind = "ptr", tensor = "lse"}
+// CHECK: %[[TMO:.*]] = builtin.unrealized_conversion_cast %[[OARG]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
 // The epilogue: once every warp of the warpgroup (named barrier 3 + cw,
 // 128 threads) is past its last wgmma, O, normalised and rounded, goes into
 // this consumer's rows of the Q buffer (64 rows, 8192 bytes, in per
@@ -54,10 +54,10 @@
 // CHECK: %[[ROWSI:.*]] = arith.index_cast %[[ROWS]] : i32 to index
 // CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %[[ROWSI]] : index
 // CHECK: %[[B00:.*]] = arith.addi %[[B0]], %c0 : index
-// CHECK: %[[BOX0:.*]] = memref.view %{{.*}}[%[[B00]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[BOX0:.*]] = memref.view %{{.*}}[%[[B00]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.tma.async.store %[[BOX0]] to %[[TMO]][%c0, %[[FIRST]], %[[HEAD:.*]]] :
 // CHECK: %[[B11:.*]] = arith.addi %[[B0]], %c16384 : index
-// CHECK: %[[BOX1:.*]] = memref.view %{{.*}}[%[[B11]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[BOX1:.*]] = memref.view %{{.*}}[%[[B11]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.tma.async.store %[[BOX1]] to %[[TMO]][%c64, %[[FIRST]], %[[HEAD]]] :
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
@@ -118,7 +118,7 @@
 
 // PTX: fence.proxy.async.shared::cta;
 // PTX: bar.sync {{.*}}, 128;
-// PTX-COUNT-2: cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group
+// PTX-COUNT-2: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group
 // PTX-NEXT: cp.async.bulk.commit_group;
 // PTX-NEXT: cp.async.bulk.wait_group.read 0;
 

@@ -80,7 +80,7 @@
 // RING: %[[BARS:.*]] = flash.wg.init_barriers counts [1, 1, 1, 1, 256, 256, 256, 256, 1] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // Producer: Q (full barrier 8), then per key tile j the empty waits of
 // split release (K on 6 + slot, V on 4 + slot) before K and V.
-// RING: flash.wg.tma_load_tile %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}], %[[BARS]][%{{.*}}] columns 128 : !nvgpu.tensormap.descriptor<tensor = memref<1x128x64xbf16, #gpu.address_space<workgroup>>, {{.*}}>
+// RING: flash.wg.tma_load_tile %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}], %[[BARS]][%{{.*}}] columns 128 : !nvgpu.tensormap.descriptor<tensor = memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>, {{.*}}>
 // RING: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
 // RING: flash.wg.ring_wait_empty %[[J]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
 // RING: %[[PSLOT:.*]] = flash.wg.ring_slot %[[J]] : index -> !flash.ring_slot<stages = 2>
@@ -111,7 +111,7 @@
 // QBUF-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: index, %{{.*}}: i32, %{{.*}}: index, %[[QSLOT:.*]]: !flash.ring_slot<stages = 2>):
 // QBUF: %[[BUF:.*]] = flash.wg.ring_slot_index %[[QSLOT]] : !flash.ring_slot<stages = 2>
 // QBUF: flash.wg.ring_wait_released %[[QSLOT]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
-// QBUF: flash.wg.tma_load_tile %{{.*}}, %{{.*}}[%{{.*}} + %[[BUF]] * 32768], %[[BARS]][%{{.*}}] columns 64 : !nvgpu.tensormap.descriptor<tensor = memref<1x256x64xbf16, {{.*}}>
+// QBUF: flash.wg.tma_load_tile %{{.*}}, %{{.*}}[%{{.*}} + %[[BUF]] * 32768], %[[BARS]][%{{.*}}] columns 64 : !nvgpu.tensormap.descriptor<tensor = memref<1x1x256x64xbf16, {{.*}}>
 // QBUF: flash.wg.tile_loop
 // QBUF-NEXT: ^bb0(%{{.*}}: i32, %{{.*}}: index, %{{.*}}: i32, %{{.*}}: index, %[[CSLOT:.*]]: !flash.ring_slot<stages = 2>):
 // QBUF: flash.wg.ring_release %[[CSLOT]], %[[BARS]][6] : !flash.ring_slot<stages = 2>
@@ -128,7 +128,9 @@
 // BOUNDS: %[[X:.*]], %[[HEAD:.*]], %[[NUM:.*]] = flash.wg.block_tile sections
 // BOUNDS: %[[M0:.*]], %{{.*}}, %{{.*}} = flash.wg.tile_bounds %[[X]] of %[[NUM]], %[[SQ:.*]], %[[SK:.*]] block_m = 128 block_n = 64 causal{{$}}
 // BOUNDS: flash.wg.warp_specialize
-// BOUNDS: flash.wg.tma_load_tile %{{.*}}[%{{.*}}, %[[HEAD]]]
+// BOUNDS: %[[BATCH:.*]] = arith.divui %[[HEAD]], %{{.*}} : index
+// BOUNDS: %[[HI:.*]] = arith.remui %[[HEAD]], %{{.*}} : index
+// BOUNDS: flash.wg.tma_load_tile %{{.*}}[%{{.*}}, %[[HI]], %[[BATCH]]]
 // BOUNDS: } consumer {
 // BOUNDS: %[[TILES:.*]] = flash.wg.key_tiles_seen %{{.*}}, %[[SQ]], %[[SK]] block_n = 64
 // BOUNDS-NEXT: %[[OWN:.*]] = flash.wg.warp_uniform %[[TILES]] : i32

@@ -17,14 +17,14 @@
 // CHECK: module attributes {gpu.container_module}
 // CHECK-NOT: func.func
 // CHECK-LABEL: gpu.module @attention_kernels
-// CHECK: gpu.func @attention(%[[TMQ:.*]]: !llvm.ptr, %[[TMK:.*]]: !llvm.ptr, %[[TMV:.*]]: !llvm.ptr, %[[O:.*]]: !llvm.ptr<1>, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %[[SCALE:.*]]: f32, %[[GROUP:.*]]: i32) kernel
+// CHECK: gpu.func @attention(%[[TMQ:.*]]: !llvm.ptr, %[[TMK:.*]]: !llvm.ptr, %[[TMV:.*]]: !llvm.ptr, %[[O:.*]]: !llvm.ptr<1>, %[[LSE:.*]]: !llvm.ptr<1>, %[[NQ:.*]]: i32, %[[NK:.*]]: i32, %[[SCALE:.*]]: f32, %[[GROUP:.*]]: i32, %[[HEADS:.*]]: i32) kernel
 // CHECK-SAME: flash.launch = {block = array<i64: 384, 1, 1>, causal = false, cluster = array<i64: 1, 1, 1>,
 // CHECK-SAME: config = {accumulator_regs = 128 : i64, block_m = 128 : i64, block_n = 128 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 0 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 0 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 2 : i64},
 // CHECK-SAME: dtype = "bf16", grid = {block_m = 128 : i64, kind = "tiles"}, has_lse = true, head_dim = 128 : i64,
-// CHECK-SAME: params = [{box = array<i64: 128, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 128, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 128, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "kv_group"}],
+// CHECK-SAME: params = [{box = array<i64: 128, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 128, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 128, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "kv_group"}, {kind = "i32", value = "heads"}],
 // CHECK-SAME: scale = 0.0883883{{[0-9]*}} : f64, shared_memory_bytes = 164864 : i64}
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
-// CHECK: %[[MQ:.*]] = builtin.unrealized_conversion_cast %[[TMQ]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x128x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+// CHECK: %[[MQ:.*]] = builtin.unrealized_conversion_cast %[[TMQ]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
 // CHECK: %[[MK:.*]] = builtin.unrealized_conversion_cast %[[TMK]]
 // CHECK: %[[MV:.*]] = builtin.unrealized_conversion_cast %[[TMV]]
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
@@ -35,17 +35,21 @@
 // CHECK: nvvm.setmaxregister decrease 24
 // CHECK: nvgpu.tma.prefetch.descriptor %[[MK]]
 // CHECK: nvgpu.tma.prefetch.descriptor %[[MV]]
-// K and V are [B * H_kv, N, D]: the tile of batch * head y reads row y / G.
+// The tile of batch * head y is head y % H of batch y / H; it reads K/V
+// head (y % H) / G.
+// CHECK: %[[H:.*]] = arith.index_cast %[[HEADS]] : i32 to index
 // CHECK: %[[G:.*]] = arith.index_cast %[[GROUP]] : i32 to index
-// CHECK: %[[KVH:.*]] = arith.divui %{{.*}}, %[[G]] : index
+// CHECK: %[[BI:.*]] = arith.divui %{{.*}}, %[[H]] : index
+// CHECK: %[[HI:.*]] = arith.remui %{{.*}}, %[[H]] : index
+// CHECK: %[[KVH:.*]] = arith.divui %[[HI]], %[[G]] : index
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BAR]][%{{.*}}], %{{.*}} :
 // CHECK-COUNT-2: nvgpu.tma.async.load %[[MQ]]
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx
-// CHECK-COUNT-2: nvgpu.tma.async.load %[[MK]][%{{.*}}, %{{.*}}, %[[KVH]]]
+// CHECK-COUNT-2: nvgpu.tma.async.load %[[MK]][%{{.*}}, %{{.*}}, %[[KVH]], %[[BI]]]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx
-// CHECK-COUNT-2: nvgpu.tma.async.load %[[MV]][%{{.*}}, %{{.*}}, %[[KVH]]]
+// CHECK-COUNT-2: nvgpu.tma.async.load %[[MV]][%{{.*}}, %{{.*}}, %[[KVH]], %[[BI]]]
 // Consumer warpgroups: unmasked loop, then the masked loop.
 // CHECK: nvvm.setmaxregister increase 240
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BAR]]
@@ -241,12 +245,12 @@
 // single (masked) key loop, no LSE.
 
 // SMALL: module attributes {gpu.container_module}
-// SMALL: gpu.func @tile_f16_d64(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: f32, %{{.*}}: i32) kernel
+// SMALL: gpu.func @tile_f16_d64(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: f32, %{{.*}}: i32, %{{.*}}: i32) kernel
 // SMALL-SAME: block = array<i64: 256, 1, 1>
 // SMALL-SAME: config = {accumulator_regs = 80 : i64, block_m = 64 : i64, block_n = 64 : i64, consumer_regs = 240 : i64, dynamic_schedule = 0 : i64, overlap = 1 : i64, persistent = 0 : i64, pingpong = 0 : i64, producer_regs = 24 : i64, producer_warpgroups = 1 : i64, speculative_exp = 0 : i64, split_release = 1 : i64, stages = 2 : i64, tma_store_o = 0 : i64, warpgroups = 1 : i64}
 // SMALL-SAME: dtype = "f16"
 // SMALL-SAME: has_lse = false, head_dim = 64 : i64
-// SMALL-SAME: params = [{box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 64, 64>, kind = "tma", rank = 3 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "kv_group"}]
+// SMALL-SAME: params = [{box = array<i64: 64, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "q"}, {box = array<i64: 64, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 64, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "v"}, {kind = "ptr", tensor = "o"}, {kind = "i32", value = "seq_q"}, {kind = "i32", value = "seq_k"}, {kind = "f32", value = "scale_log2"}, {kind = "i32", value = "kv_group"}, {kind = "i32", value = "heads"}]
 // SMALL-SAME: shared_memory_bytes = 41984 : i64
 // SMALL: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 9>
 // SMALL: nvgpu.mbarrier.init %{{.*}}[%{{.*}}], %c128 :

@@ -108,3 +108,24 @@ func.func @slot(%map: !map, %smem: !smem, %bars: !bars, %window: index,
   flash.wg.tma_load_tile %map[%i, %i], %smem[%window + %slot + 49152], %bars[%i] columns 128 : !map, !smem, !bars
   return
 }
+
+// -----
+
+!smem = memref<?xi8, #gpu.address_space<workgroup>>
+!box = memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>
+!map = !nvgpu.tensormap.descriptor<tensor = !box, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+
+// A rank-4 map over [B, H, N, D] (any strides: B x N x H x D storage too):
+// each box at (64c, row, head, batch).
+// CHECK-LABEL: func.func @rank4_map
+// CHECK-SAME: (%[[MAP:.*]]: !nvgpu.tensormap.descriptor<{{.*}}>, %[[SMEM:[^:]*]]: memref<?xi8, #gpu.address_space<workgroup>>, %[[BARS:[^:]*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[ROW:[^:]*]]: index, %[[HEAD:[^:]*]]: index, %[[BATCH:[^:]*]]: index, %[[OFF:[^:]*]]: index, %[[BAR:[^:]*]]: index)
+// CHECK: %[[BOX0:.*]] = memref.view %[[SMEM]][%[[OFF]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.load %[[MAP]][%{{.*}}, %[[ROW]], %[[HEAD]], %[[BATCH]]], %[[BARS]][%[[BAR]]] to %[[BOX0]]
+// CHECK: nvgpu.tma.async.load %[[MAP]][%{{.*}}, %[[ROW]], %[[HEAD]], %[[BATCH]]], %[[BARS]][%[[BAR]]] to
+// CHECK-NOT: nvgpu.tma.async.load
+func.func @rank4_map(%map: !map, %smem: !smem, %bars: !bars, %row: index,
+                     %head: index, %batch: index, %offset: index, %barrier: index) {
+  flash.wg.tma_load_tile %map[%row, %head, %batch], %smem[%offset], %bars[%barrier] columns 128 : !map, !smem, !bars
+  return
+}

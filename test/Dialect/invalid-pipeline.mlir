@@ -29,7 +29,7 @@ func.func @negative_columns(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
 !map = !nvgpu.tensormap.descriptor<tensor = memref<1x128x32xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_64b, l2promo = l2promo_256b, oob = zero, interleave = none>
 
 func.func @box(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
-  // expected-error @+1 {{'flash.wg.tma_load_tile' op tensor map box must be 1 x rows x 64 of a 16-bit type, got 'memref<1x128x32xbf16, #gpu.address_space<workgroup>>'}}
+  // expected-error @+1 {{'flash.wg.tma_load_tile' op tensor map box must be 1 x rows x 64 or 1 x 1 x rows x 64 of a 16-bit type, got 'memref<1x128x32xbf16, #gpu.address_space<workgroup>>'}}
   flash.wg.tma_load_tile %map[%i, %i], %smem[%i], %bars[%i] columns 128 : !map, !smem, !bars
   return
 }
@@ -165,5 +165,19 @@ func.func @barriers_count_mismatch() {
 func.func @barriers_zero_count() {
   // expected-error @+1 {{'flash.wg.init_barriers' op barrier 1's arrival count must be from 1 to 2^20 - 1, got 0}}
   %b = flash.wg.init_barriers counts [1, 0] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+  return
+}
+
+// -----
+
+!smem = memref<?xi8, #gpu.address_space<workgroup>>
+!box = memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>
+!map = !nvgpu.tensormap.descriptor<tensor = !box, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+
+// A rank-4 map over [B, H, N, D] names its plane by head and batch.
+func.func @rank4_one_plane(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
+  // expected-error @+1 {{'flash.wg.tma_load_tile' op a rank-4 tensor map takes 2 plane coordinate(s) after the row, got 1}}
+  flash.wg.tma_load_tile %map[%i, %i], %smem[%i], %bars[%i] columns 128 : !map, !smem, !bars
   return
 }

@@ -68,3 +68,19 @@ func.func @barriers() {
   %b = flash.wg.init_barriers counts [1, 1, 256] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
   return
 }
+
+// -----
+
+// A rank-4 map over [B, H, N, D]: the plane is the head and the batch.
+// CHECK-LABEL: func.func @load_tile_rank4
+// CHECK: flash.wg.tma_load_tile %{{.*}}[%[[ROW:.*]], %[[HEAD:.*]], %[[BATCH:.*]]], %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] columns 128 : !nvgpu.tensormap.descriptor<tensor = memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>
+func.func @load_tile_rank4(%map: !nvgpu.tensormap.descriptor<tensor = memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>,
+                           %smem: memref<?xi8, #gpu.address_space<workgroup>>,
+                           %bars: !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>,
+                           %row: index, %head: index, %batch: index, %offset: index, %barrier: index) {
+  flash.wg.tma_load_tile %map[%row, %head, %batch], %smem[%offset], %bars[%barrier] columns 128
+      : !nvgpu.tensormap.descriptor<tensor = memref<1x1x128x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>,
+        memref<?xi8, #gpu.address_space<workgroup>>,
+        !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+  return
+}

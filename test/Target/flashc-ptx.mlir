@@ -9,7 +9,7 @@
 // CHECK: .entry attention(
 // CHECK-DAG: setmaxnreg.inc
 // CHECK-DAG: setmaxnreg.dec
-// CHECK-DAG: cp.async.bulk.tensor.3d
+// CHECK-DAG: cp.async.bulk.tensor.4d
 // CHECK-DAG: mbarrier.try_wait.parity
 // CHECK-DAG: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16
 // CHECK-DAG: ex2.approx

@@ -47,7 +47,7 @@ gpu.module @not_a_pointer {
 // PTX-NEXT: .param .u64 .ptr .global .align 1 attention_d64_param_3,
 // PTX-DAG: cvta.param.u64
 // PTX-DAG: prefetch.param.tensormap
-// PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 
 // With the TMA store of O, O's map is a fourth one.
 // STORE: .entry attention_f16_causal(
@@ -55,4 +55,4 @@ gpu.module @not_a_pointer {
 // STORE-NEXT: .param .align 64 .b8 attention_f16_causal_param_1[128],
 // STORE-NEXT: .param .align 64 .b8 attention_f16_causal_param_2[128],
 // STORE-NEXT: .param .align 64 .b8 attention_f16_causal_param_3[128],
-// STORE: cp.async.bulk.tensor.3d.global.shared::cta
+// STORE: cp.async.bulk.tensor.4d.global.shared::cta

@@ -289,6 +289,32 @@ TEST_F(TmaPtrValidation, RefusesUnmergeableBatchAndHeads) {
   EXPECT_EQ(err.find("q strides"), std::string::npos) << err;
 }
 
+TEST_F(ArgValidation, Rank4TensorMapTakesAnyStrides) {
+  ParamSpec tma;
+  tma.kind = ParamSpec::Kind::Tma;
+  tma.tensor = TensorId::K;
+  tma.box[0] = 128;
+  tma.box[1] = 64;
+  tma.swizzle = 128;
+  tma.rank = 4;
+  meta.params.push_back(tma);
+  // B x N x H x D storage viewed as B x H x N x D, which a 3-D map refuses
+  // (RefusesUnmergeableBatchAndHeads): a 4-D map keeps each stride.
+  TensorArg &k = args[TensorId::K];
+  k.strides[0] = 77 * 4 * 128;
+  k.strides[1] = 128;
+  k.strides[2] = 4 * 128;
+  EXPECT_EQ(error(), "<ok>");
+  // Some heads of a tensor with more (batch stride of 8 heads).
+  k = validArgs(meta, 2, 4, 100, 77)[TensorId::K];
+  k.strides[0] = 8 * 77 * 128;
+  EXPECT_EQ(error(), "<ok>");
+  // Its limits stay: strides of 16-byte multiples below 2^40 bytes.
+  k.strides[1] = 77 * 128 + 4;
+  expectError("k stride 9860 of dimension 1 (heads) is 19720 bytes, not a "
+              "multiple of 16");
+}
+
 TEST_F(TmaPtrValidation, SizeOneDimensionsImposeNothing) {
   args = validArgs(meta, 1, 4, 100, 77);
   args[TensorId::K].strides[0] = 12345 * 8; // B == 1: never used

@@ -252,9 +252,9 @@ TEST(Metadata, TmaPtrParses) {
   ASSERT_EQ(sizes.size(), 6u);
   for (unsigned i = 0; i < 3; ++i)
     EXPECT_EQ(sizes[i], 8u) << "param " << i;
-  EXPECT_TRUE(m->usesTensorMap3d(TensorId::Q));
-  EXPECT_TRUE(m->usesTensorMap3d(TensorId::V));
-  EXPECT_FALSE(m->usesTensorMap3d(TensorId::O));
+  EXPECT_TRUE(m->usesStridedTensorMap(TensorId::Q));
+  EXPECT_TRUE(m->usesStridedTensorMap(TensorId::V));
+  EXPECT_FALSE(m->usesStridedTensorMap(TensorId::O));
   EXPECT_FALSE(m->usesTma(TensorId::Q)); // not the by-value kind
 }
 
@@ -267,12 +267,15 @@ TEST(Metadata, Tma3dParses) {
   const ParamSpec &p = m->params[0];
   EXPECT_EQ(p.kind, ParamSpec::Kind::Tma);
   EXPECT_EQ(p.rank, 3u);
-  EXPECT_TRUE(p.isTensorMap3d());
+  EXPECT_TRUE(p.isStridedTensorMap());
   EXPECT_EQ(m->paramSizes()[0], 128u);
-  EXPECT_TRUE(m->usesTensorMap3d(TensorId::Q));
+  EXPECT_TRUE(m->usesStridedTensorMap(TensorId::Q));
   EXPECT_FALSE(m->usesTma(TensorId::Q));
 
-  // Without a rank, the 2-D [B*H*N, D] view; 4 is neither.
+  EXPECT_TRUE(m->mergesBatchAndHeads(TensorId::Q));
+
+  // Without a rank, the 2-D [B*H*N, D] view; 4 is [B, H, N, D] with any
+  // strides; 5 is none.
   json::Object flat = tmaPtrEntry("q", 128, 64, 128, 3);
   flat["kind"] = "tma";
   flat.erase("rank");
@@ -281,12 +284,21 @@ TEST(Metadata, Tma3dParses) {
   ASSERT_TRUE(bool(m2)) << toString(m2.takeError());
   EXPECT_EQ(m2->params[0].rank, 2u);
   EXPECT_TRUE(m2->usesTma(TensorId::Q));
-  json::Object bad = tmaPtrEntry("q", 128, 64, 128, 4);
+  json::Object four = tmaPtrEntry("q", 128, 64, 128, 4);
+  four["kind"] = "tma";
+  auto m4 =
+      parseKernelMetadata(toText(withParams(tmaPtrParams(std::move(four)))));
+  ASSERT_TRUE(bool(m4)) << toString(m4.takeError());
+  EXPECT_EQ(m4->params[0].rank, 4u);
+  EXPECT_TRUE(m4->usesStridedTensorMap(TensorId::Q));
+  EXPECT_FALSE(m4->mergesBatchAndHeads(TensorId::Q));
+  EXPECT_EQ(m4->paramSizes()[0], 128u);
+  json::Object bad = tmaPtrEntry("q", 128, 64, 128, 5);
   bad["kind"] = "tma";
   EXPECT_NE(parseError(withParams(tmaPtrParams(std::move(bad))))
                 .find("params[0].rank: a tma descriptor is 2-D over "
-                      "[B*H*N, D] (rank 2) or 3-D over [B*H, N, D] (rank 3), "
-                      "not rank 4"),
+                      "[B*H*N, D] (rank 2), 3-D over [B*H, N, D] (rank 3) or "
+                      "4-D over [B, H, N, D] (rank 4), not rank 5"),
             std::string::npos);
 }
 

@@ -172,8 +172,8 @@ TEST(ParamPacking, TmaPtrSlotHoldsProvidedPointer) {
                  tmaPtrSpec(TensorId::K, 64, 64, 128), seqQ};
   LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
   ProblemShape shape{2, 4, 100, 77, 128};
-  SmallVector<TmaRequest3d, 2> seen;
-  auto provider = [&](const TmaRequest3d &r) -> Expected<uint64_t> {
+  SmallVector<TensorMapRequest, 2> seen;
+  auto provider = [&](const TensorMapRequest &r) -> Expected<uint64_t> {
     seen.push_back(r);
     return uint64_t(0x7e0000000000) + 0x100 * seen.size();
   };
@@ -190,7 +190,7 @@ TEST(ParamPacking, TmaPtrSlotHoldsProvidedPointer) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.pointers()[1]) % 8, 0u);
 
   // The request: 3-D over [B*H, N, D], innermost first.
-  const TmaRequest3d &q = seen[0], &k = seen[1];
+  const TensorMapRequest &q = seen[0], &k = seen[1];
   EXPECT_EQ(q.tensor, TensorId::Q);
   EXPECT_EQ(q.base, args[TensorId::Q].data);
   EXPECT_EQ(q.dtype, DType::BF16);
@@ -221,12 +221,12 @@ TEST(ParamPacking, Tma3dIsEncodedInPlace) {
   ParamSpec k = tmaPtrSpec(TensorId::K, 64, 64, 128);
   k.kind = ParamSpec::Kind::Tma;
   meta.params = {q, k, seqQ};
-  EXPECT_TRUE(meta.usesTensorMap3d(TensorId::Q));
+  EXPECT_TRUE(meta.usesStridedTensorMap(TensorId::Q));
   EXPECT_FALSE(meta.usesTma(TensorId::Q)); // not the 2-D view
   LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
   ProblemShape shape{2, 4, 100, 77, 128};
-  SmallVector<TmaRequest3d, 2> seen;
-  auto encoder3d = [&](const TmaRequest3d &r, void *out) -> Error {
+  SmallVector<TensorMapRequest, 2> seen;
+  auto encoder3d = [&](const TensorMapRequest &r, void *out) -> Error {
     seen.push_back(r);
     std::memset(out, 0xc0 + int(seen.size()), kTmaDescriptorBytes);
     return Error::success();
@@ -266,7 +266,7 @@ TEST(ParamPacking, TileCounterSlotHoldsProvidedPointer) {
   meta.params = {tmaPtrSpec(TensorId::Q, 128, 64, 128), heads, counter};
   LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
   ProblemShape shape{2, 4, 100, 77, 128};
-  auto tmaPtr = [](const TmaRequest3d &) -> Expected<uint64_t> {
+  auto tmaPtr = [](const TensorMapRequest &) -> Expected<uint64_t> {
     return uint64_t(0x7e0000000100);
   };
   unsigned asked = 0;
@@ -301,7 +301,7 @@ TEST(ParamPacking, TileCounterSlotHoldsProvidedPointer) {
             "cuMemAlloc(tile counter): out of memory");
 }
 
-TEST(ParamPacking, TmaRequest3dOfPaddedAndSizeOneDims) {
+TEST(ParamPacking, TensorMapRequestOfPaddedAndSizeOneDims) {
   KernelMetadata meta = validMetadata();
   ParamSpec p = tmaPtrSpec(TensorId::K, 64, 64, 128);
   // Heads padded apart: the B*H stride is stride_h, not N * stride_n.
@@ -309,13 +309,13 @@ TEST(ParamPacking, TmaRequest3dOfPaddedAndSizeOneDims) {
   TensorArg &k = args[TensorId::K];
   k.strides[1] = 16 * 128;
   k.strides[0] = 3 * 16 * 128;
-  TmaRequest3d r = makeTmaRequest3d(p, k);
+  TensorMapRequest r = makeTensorMapRequest(p, k);
   EXPECT_EQ(r.strideBytes[0], 256u);
   EXPECT_EQ(r.strideBytes[1], 16u * 128 * 2);
   // H == 1: B*H steps by stride_b.
   args = validArgs(meta, 5, 1, 10, 10);
   args[TensorId::K].strides[1] = 3; // meaningless for a size-1 dim
-  r = makeTmaRequest3d(p, args[TensorId::K]);
+  r = makeTensorMapRequest(p, args[TensorId::K]);
   EXPECT_EQ(r.dims[2], 5u);
   EXPECT_EQ(r.strideBytes[1], 10u * 128 * 2);
   // B == H == N == 1: every stride is unused; dense ones stand in (TMA wants
@@ -323,11 +323,43 @@ TEST(ParamPacking, TmaRequest3dOfPaddedAndSizeOneDims) {
   args = validArgs(meta, 1, 1, 1, 1);
   TensorArg &one = args[TensorId::K];
   one.strides[0] = one.strides[1] = one.strides[2] = 1;
-  r = makeTmaRequest3d(p, one);
+  r = makeTensorMapRequest(p, one);
   EXPECT_EQ(r.dims[1], 1u);
   EXPECT_EQ(r.dims[2], 1u);
   EXPECT_EQ(r.strideBytes[0], 256u);
   EXPECT_EQ(r.strideBytes[1], 256u);
+}
+
+TEST(ParamPacking, Rank4TensorMapRequestKeepsEveryStride) {
+  KernelMetadata meta = validMetadata();
+  ParamSpec p = tmaPtrSpec(TensorId::Q, 128, 64, 128);
+  p.kind = ParamSpec::Kind::Tma;
+  p.rank = 4;
+  // B x N x H x D storage: stride_n = H * D, stride_h = D, stride_b = N*H*D.
+  LaunchArgs args = validArgs(meta, 2, 3, 10, 10);
+  TensorArg &q = args[TensorId::Q];
+  q.strides[0] = 10 * 3 * 128;
+  q.strides[1] = 128;
+  q.strides[2] = 3 * 128;
+  TensorMapRequest r = makeTensorMapRequest(p, q);
+  EXPECT_EQ(r.rank, 4u);
+  EXPECT_EQ(r.dims[0], 128u);
+  EXPECT_EQ(r.dims[1], 10u);
+  EXPECT_EQ(r.dims[2], 3u);
+  EXPECT_EQ(r.dims[3], 2u);
+  EXPECT_EQ(r.strideBytes[0], 3u * 128 * 2);
+  EXPECT_EQ(r.strideBytes[1], 128u * 2);
+  EXPECT_EQ(r.strideBytes[2], 10u * 3 * 128 * 2);
+  EXPECT_EQ(r.box[0], 64u);
+  EXPECT_EQ(r.box[1], 128u);
+  EXPECT_EQ(r.box[2], 1u);
+  EXPECT_EQ(r.box[3], 1u);
+  // Size-1 batch and heads: dense strides stand in for the unused ones.
+  args = validArgs(meta, 1, 1, 10, 10);
+  args[TensorId::Q].strides[0] = args[TensorId::Q].strides[1] = 1;
+  r = makeTensorMapRequest(p, args[TensorId::Q]);
+  EXPECT_EQ(r.strideBytes[1], 10u * 128 * 2);
+  EXPECT_EQ(r.strideBytes[2], 10u * 128 * 2);
 }
 
 TEST(ParamPacking, TmaPtrNeedsProvider) {
@@ -346,13 +378,13 @@ TEST(ParamPacking, TmaPtrProviderErrorAndAlignment) {
   meta.params.push_back(tmaPtrSpec(TensorId::V, 64, 64, 128));
   LaunchArgs args = validArgs(meta, 1, 1, 64, 64);
   ProblemShape shape{1, 1, 64, 64, 128};
-  auto failing = [](const TmaRequest3d &) -> Expected<uint64_t> {
+  auto failing = [](const TensorMapRequest &) -> Expected<uint64_t> {
     return makeError(ErrorCode::Cuda, "cuMemAlloc failed for v");
   };
   auto buf = packParams(meta, args, shape, noTma, failing);
   ASSERT_FALSE(bool(buf));
   EXPECT_EQ(toString(buf.takeError()), "cuMemAlloc failed for v");
-  auto misaligned = [](const TmaRequest3d &) -> Expected<uint64_t> {
+  auto misaligned = [](const TensorMapRequest &) -> Expected<uint64_t> {
     return uint64_t(0x7e0000000020);
   };
   buf = packParams(meta, args, shape, noTma, misaligned);
@@ -366,11 +398,11 @@ TEST(TmaPtrCache, OneEntryPerDistinctRequest) {
   LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
   TmaPtrCache cache(8);
   int creates = 0;
-  auto create = [&](const TmaRequest3d &) -> Expected<uint64_t> {
+  auto create = [&](const TensorMapRequest &) -> Expected<uint64_t> {
     return uint64_t(0x1000) * ++creates;
   };
   ParamSpec p = tmaPtrSpec(TensorId::K, 64, 64, 128);
-  TmaRequest3d r = makeTmaRequest3d(p, args[TensorId::K]);
+  TensorMapRequest r = makeTensorMapRequest(p, args[TensorId::K]);
   auto a = cache.get(r, create);
   ASSERT_TRUE(bool(a));
   auto again = cache.get(r, create);
@@ -379,19 +411,19 @@ TEST(TmaPtrCache, OneEntryPerDistinctRequest) {
   EXPECT_EQ(creates, 1);
   // The tensor a request came from is not part of the key: v laid out like k
   // at k's address is the same map.
-  TmaRequest3d asV = r;
+  TensorMapRequest asV = r;
   asV.tensor = TensorId::V;
   EXPECT_EQ(*cache.get(asV, create), *a);
   EXPECT_EQ(creates, 1);
   // Anything the encoding depends on is.
-  TmaRequest3d other[6] = {r, r, r, r, r, r};
+  TensorMapRequest other[6] = {r, r, r, r, r, r};
   other[0].base += 256;
   other[1].dims[1] += 1;
   other[2].strideBytes[1] += 16;
   other[3].swizzle = 64;
   other[4].box[1] = 128;
   other[5].dtype = DType::F16;
-  for (const TmaRequest3d &o : other)
+  for (const TensorMapRequest &o : other)
     EXPECT_NE(*cache.get(o, create), *a);
   EXPECT_EQ(creates, 7);
   EXPECT_EQ(cache.size(), 7u);
@@ -406,8 +438,8 @@ TEST(TmaPtrCache, OneEntryPerDistinctRequest) {
 
 TEST(TmaPtrCache, FailedCreateKeepsNothing) {
   TmaPtrCache cache;
-  TmaRequest3d r;
-  auto failing = [](const TmaRequest3d &) -> Expected<uint64_t> {
+  TensorMapRequest r;
+  auto failing = [](const TensorMapRequest &) -> Expected<uint64_t> {
     return makeError(ErrorCode::Cuda, "out of memory");
   };
   auto ptr = cache.get(r, failing);

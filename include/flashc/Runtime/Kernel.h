@@ -60,9 +60,9 @@ private:
         context(std::move(context)) {}
   llvm::Error checkPointers(const LaunchArgs &args);
   /// Encodes `r` into the CUtensorMap at `out` (a parameter by value).
-  llvm::Error encodeTma3d(const TmaRequest3d &r, void *out);
+  llvm::Error encodeTensorMap(const TensorMapRequest &r, void *out);
   /// Encodes `r` and copies it to a new device allocation (cache miss).
-  llvm::Expected<uint64_t> createTmaPtr(const TmaRequest3d &r);
+  llvm::Expected<uint64_t> createTmaPtr(const TensorMapRequest &r);
   /// A new device allocation of `bytes` (aligned to `align`) holding a copy
   /// of `data`, complete before it is returned; `what` names it in errors.
   llvm::Expected<uint64_t> copyToNewAllocation(const void *data, size_t bytes,

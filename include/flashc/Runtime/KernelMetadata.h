@@ -55,14 +55,16 @@ struct ParamSpec {
   TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma, TmaPtr
   ScalarKind scalar = ScalarKind::Batch; ///< I32, I64, F32
   unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
-  unsigned rank = 0;                     ///< Memref; Tma (2 or 3); TmaPtr (3)
+  unsigned rank = 0; ///< Memref; Tma (2, 3 or 4); TmaPtr (3)
   int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
   unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
 
   bool isTma() const { return kind == Kind::Tma || kind == Kind::TmaPtr; }
-  /// A map over the tensor viewed as [B*H, N, D], by value or in device
-  /// memory.
-  bool isTensorMap3d() const { return isTma() && rank == 3; }
+  /// A map over the tensor viewed as [B*H, N, D] (rank 3, by value or in
+  /// device memory) or as [B, H, N, D] with any strides (rank 4, by value).
+  bool isStridedTensorMap() const {
+    return isTma() && (rank == 3 || rank == 4);
+  }
 };
 
 enum class BinaryFormat { Cubin, Ptx };
@@ -93,9 +95,12 @@ struct KernelMetadata {
 
   /// True if some parameter is a 2-D TMA descriptor (by value) over `id`.
   bool usesTma(TensorId id) const;
-  /// True if some parameter is a 3-D TMA descriptor over `id`, by value or
-  /// through a pointer.
-  bool usesTensorMap3d(TensorId id) const;
+  /// True if some parameter is a 3-D or 4-D TMA descriptor over `id`, by
+  /// value or through a pointer.
+  bool usesStridedTensorMap(TensorId id) const;
+  /// True if some parameter is a 3-D TMA descriptor over `id`, which views
+  /// it as [B*H, N, D]: B and H must merge into one dimension.
+  bool mergesBatchAndHeads(TensorId id) const;
   /// True if the kernel gets `id` only as a plain pointer, with no stride
   /// parameter, memref or TMA descriptor for it: it then indexes the tensor
   /// as dense row-major (B x H x N x D; LSE B x H x Nq).

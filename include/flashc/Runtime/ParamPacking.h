@@ -41,41 +41,44 @@ constexpr unsigned kTmaDescriptorBytes = 128;
 using TmaEncoder =
     llvm::function_ref<llvm::Error(const TmaRequest &, void *descriptor)>;
 
-/// What a 3-D descriptor (tma of rank 3, by value, or tma_ptr) must
-/// describe: a map over the tensor viewed as [B*H, N, D]. Arrays are
-/// innermost first, as cuTensorMapEncodeTiled takes them. Interleave none,
-/// L2 promotion 256 B and OOB fill NONE (reads past N give zeros) are fixed.
-struct TmaRequest3d {
+/// What a strided descriptor (tma of rank 3 or 4, by value, or tma_ptr)
+/// must describe: a map over the tensor viewed as [B*H, N, D] (rank 3) or
+/// [B, H, N, D] (rank 4). Arrays are innermost first, as
+/// cuTensorMapEncodeTiled takes them. Interleave none, L2 promotion 256 B
+/// and OOB fill NONE (reads past N give zeros) are fixed.
+struct TensorMapRequest {
   TensorId tensor = TensorId::Q; ///< for messages; not part of the key
   uint64_t base = 0;
   DType dtype = DType::BF16;
-  uint64_t dims[3] = {0, 0, 0};     ///< D, N, B*H
-  uint64_t strideBytes[2] = {0, 0}; ///< of N and of B*H
-  uint32_t box[3] = {0, 0, 0};      ///< cols, rows, 1
+  unsigned rank = 3;
+  uint64_t dims[4] = {0, 0, 0, 0};     ///< D, N, B*H; or D, N, H, B
+  uint64_t strideBytes[3] = {0, 0, 0}; ///< of N and of B*H; or of N, H, B
+  uint32_t box[4] = {0, 0, 0, 0};      ///< cols, rows, 1[, 1]
   unsigned swizzle = 0;
 
   /// Everything the encoded map depends on.
   auto key() const {
-    return std::make_tuple(base, dtype, dims[0], dims[1], dims[2],
-                           strideBytes[0], strideBytes[1], box[0], box[1],
-                           box[2], swizzle);
+    return std::make_tuple(base, dtype, rank, dims[0], dims[1], dims[2],
+                           dims[3], strideBytes[0], strideBytes[1],
+                           strideBytes[2], box[0], box[1], box[2], box[3],
+                           swizzle);
   }
 };
 
 /// Encodes a 3-D descriptor into the 128 bytes at `descriptor`.
-using TmaEncoder3d =
-    llvm::function_ref<llvm::Error(const TmaRequest3d &, void *descriptor)>;
+using TensorMapEncoder =
+    llvm::function_ref<llvm::Error(const TensorMapRequest &, void *descriptor)>;
 
 /// The request for parameter `p` (a 3-D tma or a tma_ptr) over a validated
 /// tensor `t`.
 /// Strides of dimensions of size 1 are never used by the copies, so they are
 /// replaced by ones the encoder accepts (multiples of 16 bytes).
-TmaRequest3d makeTmaRequest3d(const ParamSpec &p, const TensorArg &t);
+TensorMapRequest makeTensorMapRequest(const ParamSpec &p, const TensorArg &t);
 
 /// Returns the device address of a 64-byte aligned CUtensorMap encoding the
 /// request, valid at least until the launch has run.
 using TmaPtrProvider =
-    llvm::function_ref<llvm::Expected<uint64_t>(const TmaRequest3d &)>;
+    llvm::function_ref<llvm::Expected<uint64_t>(const TensorMapRequest &)>;
 
 /// Returns the device address of the launch's tile counter (see
 /// ParamSpec::Kind::TileCounter).
@@ -91,14 +94,14 @@ constexpr size_t kTmaPtrCacheCapacity = 4096;
 class TmaPtrCache {
 public:
   using Create =
-      llvm::function_ref<llvm::Expected<uint64_t>(const TmaRequest3d &)>;
+      llvm::function_ref<llvm::Expected<uint64_t>(const TensorMapRequest &)>;
 
   explicit TmaPtrCache(size_t capacity = kTmaPtrCacheCapacity)
       : capacity(capacity) {}
   TmaPtrCache(const TmaPtrCache &) = delete;
 
   /// The entry for `r`; on a miss `create` makes one, which is kept.
-  llvm::Expected<uint64_t> get(const TmaRequest3d &r, Create create);
+  llvm::Expected<uint64_t> get(const TensorMapRequest &r, Create create);
   /// True if `n` new entries might not fit (the caller clears first).
   bool wouldOverflow(size_t n) const { return entries.size() + n > capacity; }
   size_t size() const { return entries.size(); }
@@ -107,11 +110,11 @@ public:
 
 private:
   struct KeyLess {
-    bool operator()(const TmaRequest3d &a, const TmaRequest3d &b) const {
+    bool operator()(const TensorMapRequest &a, const TensorMapRequest &b) const {
       return a.key() < b.key();
     }
   };
-  std::map<TmaRequest3d, uint64_t, KeyLess> entries;
+  std::map<TensorMapRequest, uint64_t, KeyLess> entries;
   size_t capacity;
 };
 
@@ -128,7 +131,7 @@ public:
 private:
   friend llvm::Expected<std::unique_ptr<ParamBuffer>>
   packParams(const KernelMetadata &, const LaunchArgs &, const ProblemShape &,
-             TmaEncoder, TmaPtrProvider, TileCounterProvider, TmaEncoder3d);
+             TmaEncoder, TmaPtrProvider, TileCounterProvider, TensorMapEncoder);
   std::unique_ptr<uint8_t[]> storage;
   llvm::SmallVector<void *, 32> pointerArray;
   llvm::SmallVector<size_t, 32> sizes;
@@ -136,14 +139,14 @@ private:
 
 /// Builds the parameter buffer; checks TMA-viewability of tensors. A kernel
 /// with tma_ptr parameters needs `provideTmaPtr`, one with a tile counter
-/// `provideTileCounter`, one with 3-D tma parameters `encodeTma3d` (an
+/// `provideTileCounter`, one with 3-D tma parameters `encodeTensorMap` (an
 /// error without).
 llvm::Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
            TmaPtrProvider provideTmaPtr = {},
            TileCounterProvider provideTileCounter = {},
-           TmaEncoder3d encodeTma3d = {});
+           TensorMapEncoder encodeTensorMap = {});
 
 } // namespace flashc::rt
 

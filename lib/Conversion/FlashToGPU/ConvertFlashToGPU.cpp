@@ -43,29 +43,29 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   // A CUtensorMap by value (a __grid_constant__ parameter, see
-  // -flash-grid-constant-tensor-maps), 3-D over [B*H, N, D].
-  auto tensorMap = [&](StringRef tensor, int64_t rows) {
+  // -flash-grid-constant-tensor-maps), 4-D over [B, H, N, D] with the
+  // tensor's own strides.
+  auto tensorMap = [&](StringRef tensor, int64_t rows, int64_t rank) {
     return dict({{"kind", str("tma")},
                  {"tensor", str(tensor)},
                  {"box", b.getDenseI64ArrayAttr({rows, 64})},
                  {"swizzle", i64(128)},
-                 {"rank", i64(3)}});
+                 {"rank", i64(rank)}});
   };
   SmallVector<Attribute> params = {
-      tensorMap("q", spec.blockM), tensorMap("k", spec.blockN),
-      tensorMap("v", spec.blockN),
-      spec.sw.tmaStoreO ? tensorMap("o", 64)
-                     : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
+      tensorMap("q", spec.blockM, 4), tensorMap("k", spec.blockN, 4),
+      tensorMap("v", spec.blockN, 4),
+      spec.sw.tmaStoreO ? tensorMap("o", 64, 4)
+                        : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
   if (spec.hasLse)
     params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_k")}}));
   params.push_back(dict({{"kind", str("f32")}, {"value", str("scale_log2")}}));
   params.push_back(dict({{"kind", str("i32")}, {"value", str("kv_group")}}));
-  if (spec.sw.persistent) {
+  if (spec.sw.persistent)
     params.push_back(dict({{"kind", str("i32")}, {"value", str("batch")}}));
-    params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
-  }
+  params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
   if (spec.sw.dynamicSchedule)
     params.push_back(dict({{"kind", str("tile_counter")}}));
   // The tile sizes, the roles' registers and every schedule switch as
@@ -126,7 +126,8 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
     args.push_back(globalPtr);
   args.append({b.getI32Type(), b.getI32Type(), b.getF32Type(), b.getI32Type()});
   if (spec.sw.persistent)
-    args.append({b.getI32Type(), b.getI32Type()});
+    args.push_back(b.getI32Type());
+  args.push_back(b.getI32Type());
   if (spec.sw.dynamicSchedule)
     args.push_back(globalPtr);
   auto kernel =

@@ -163,12 +163,17 @@ void ConsumerRole::storeOViaTma(Value o16) {
     Value rowOff = arith::IndexCastOp::create(
         b, k.indexTy, arith::MulIOp::create(b, consumerIdx, cI32(64)));
     Value firstRow = arith::AddIOp::create(b, tile.m0Idx, rowOff);
+    // O's map is over [B, H, N, D] with O's own strides.
+    Value heads = arith::IndexCastOp::create(b, k.indexTy, k.headsArg);
+    Value batch = arith::DivUIOp::create(b, tile.blockY, heads);
+    Value head = arith::RemUIOp::create(b, tile.blockY, heads);
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value off =
           arith::AddIOp::create(b, rowsStart, cIndex(c * spec.qBoxBytes()));
       Value view = memref::ViewOp::create(b, k.oBoxType, k.smem, off, ValueRange());
       nvgpu::TmaAsyncStoreOp::create(
-          b, view, k.tmO, ValueRange{cIndex(64 * c), firstRow, tile.blockY}, Value());
+          b, view, k.tmO, ValueRange{cIndex(64 * c), firstRow, head, batch},
+          Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
     // Wait until the store has read the buffer: only then may the block

@@ -374,13 +374,13 @@ public:
   // Kernel arguments (after the casts of the tensor-map pointers).
   // O comes as a pointer (outPtr) or, with tmaStoreO, a tensor map (tmO).
   Value tmQ, tmK, tmV, tmO, outPtr, lsePtr, seqQ, seqK, scaleLog2;
-  // Query heads per K/V head (i32): K and V are [B * H / kvGroup, N, D].
+  // Query heads per K/V head (i32): K and V have H / kvGroup heads.
   Value kvGroup;
   // The Q, K and V tensor-map pointers as passed (!llvm.ptr), for the NVVM
   // prefetch op, which takes no nvgpu descriptor.
   Value qMapPtr, kMapPtr, vMapPtr;
-  // Persistent only: batch and heads; with dynamicSchedule the global i32
-  // the blocks claim tiles from.
+  // The query heads (i32); persistent only: the batch; with
+  // dynamicSchedule the global i32 the blocks claim tiles from.
   Value batchArg, headsArg, tileCounter;
 
   // The block's values.
@@ -412,15 +412,15 @@ public:
   /// Waits until ring position pos's slot (released for pos - stages) is
   /// free.
   void waitEmpty(Value pos, int64_t baseBarrier);
-  /// The K/V row of [B * H_kv, N, D] that batch * head `batchHead` reads.
-  Value kvHeadOf(Value batchHead);
+  /// The tile's batch, head and K/V head (index), from its batch * head.
+  void setPlanes();
 
   KernelContext &k;
   ImplicitLocOpBuilder &b;
   const KernelSpec &spec;
   TileValues tile;
-  /// The tile's K/V row of [B * H_kv, N, D]: batch * head / kv_group.
-  Value kvHead;
+  /// The tile's planes of the [B, H, N, D] maps (setPlanes).
+  Value batch, head, kvHead;
 
 private:
   /// The producer's share of the tile program: its Q load and the key

@@ -42,13 +42,14 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   barType = nvgpu::MBarrierGroupType::get(ctx, workgroup, spec.numBarriers());
   kvSlotType = RingSlotType::get(ctx, spec.stages);
   qSlotType = RingSlotType::get(ctx, spec.qBuffers);
-  auto boxType = [&](int64_t rows) {
-    return MemRefType::get({1, rows, 64}, spec.elementType, AffineMap(),
-                           workgroup);
+  // Q, K and V are read, and O is written, through rank-4 maps over
+  // [B, H, N, D] with the tensors' own strides.
+  auto boxType = [&](ArrayRef<int64_t> shape) {
+    return MemRefType::get(shape, spec.elementType, AffineMap(), workgroup);
   };
-  qBoxType = boxType(spec.blockM);
-  kvBoxType = boxType(spec.blockN);
-  oBoxType = boxType(64);
+  qBoxType = boxType({1, 1, spec.blockM, 64});
+  kvBoxType = boxType({1, 1, spec.blockN, 64});
+  oBoxType = boxType({1, 1, 64, 64});
   auto mapType = [&](MemRefType box) {
     return nvgpu::TensorMapDescriptorType::get(
         ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
@@ -63,7 +64,7 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   // Arguments: tmQ, tmK, tmV (CUtensorMaps by value, as pointers to the
   // parameters: -flash-grid-constant-tensor-maps), O (a pointer, or with
   // tmaStoreO a CUtensorMap too), [LSE], seq_q, seq_k, scale_log2,
-  // kv_group (query heads per K/V head), for a persistent kernel batch and
+  // kv_group (query heads per K/V head), for a persistent kernel batch,
   // heads, and with dynamicSchedule the tile counter. A kernel
   // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
   // legalize the gpu.func, so the pointers are cast here; the descriptor
@@ -89,10 +90,9 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   seqK = entry->getArgument(next++);
   scaleLog2 = entry->getArgument(next++);
   kvGroup = entry->getArgument(next++);
-  if (spec.sw.persistent) {
+  if (spec.sw.persistent)
     batchArg = entry->getArgument(next++);
-    headsArg = entry->getArgument(next++);
-  }
+  headsArg = entry->getArgument(next++);
   if (spec.sw.dynamicSchedule)
     tileCounter = entry->getArgument(next++);
   // Constants go before the casts, in creation order.

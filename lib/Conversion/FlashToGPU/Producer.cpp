@@ -34,7 +34,7 @@ void ProducerRole::emit() {
     nvgpu::TmaPrefetchOp::create(b, k.tmK, Value());
     nvgpu::TmaPrefetchOp::create(b, k.tmV, Value());
     k.forEachTile(tile, /*producer=*/true, [&] {
-      kvHead = kvHeadOf(tile.blockY);
+      setPlanes();
       if (failed(lowerProgram()))
         k.fail();
     });
@@ -66,8 +66,9 @@ void ProducerRole::issueQ() {
                                             k.cIndex(spec.barQ()))
                           .getResult();
   WgTmaLoadTileOp::create(
-      b, k.tmQ, tile.m0Idx, tile.blockY, k.smem, k.shift, /*offset=*/Value(),
-      tile.qBuf, k.bar, barId, spec.headDim, /*offsetBytes=*/IntegerAttr(),
+      b, k.tmQ, tile.m0Idx, ValueRange{head, batch}, k.smem, k.shift,
+      /*offset=*/Value(), tile.qBuf, k.bar, barId, spec.headDim,
+      /*offsetBytes=*/IntegerAttr(),
       tile.qBuf ? b.getI64IntegerAttr(spec.qBytes()) : IntegerAttr());
 }
 
@@ -88,18 +89,22 @@ void ProducerRole::issueKV(Value j, KV which) {
     if (which != KV::Both && which != op.which)
       continue;
     Value barId = arith::AddIOp::create(b, slot, k.cIndex(op.barrier));
-    WgTmaLoadTileOp::create(b, op.map, row, kvHead, k.smem, k.shift,
+    WgTmaLoadTileOp::create(b, op.map, row, ValueRange{kvHead, batch},
+                            k.smem, k.shift,
                             slotBytes, /*buffer=*/Value(), k.bar, barId,
                             spec.headDim, b.getI64IntegerAttr(op.offset),
                             /*bufferBytes=*/IntegerAttr());
   }
 }
 
-Value ProducerRole::kvHeadOf(Value batchHead) {
-  // Query head h of batch b reads K/V head h / G of the same batch, the row
-  // b * H_kv + h / G = (b * H + h) / G of [B * H_kv, N, D].
+void ProducerRole::setPlanes() {
+  // The tile's batch * head as the batch and head of the [B, H, N, D] maps;
+  // query head h reads K/V head h / G (grouped-query attention).
+  Value heads = arith::IndexCastOp::create(b, k.indexTy, k.headsArg);
   Value group = arith::IndexCastOp::create(b, k.indexTy, k.kvGroup);
-  return arith::DivUIOp::create(b, batchHead, group);
+  batch = arith::DivUIOp::create(b, tile.blockY, heads);
+  head = arith::RemUIOp::create(b, tile.blockY, heads);
+  kvHead = arith::DivUIOp::create(b, head, group);
 }
 
 void ProducerRole::waitEmpty(Value pos, int64_t baseBarrier) {
@@ -135,22 +140,26 @@ void ProducerRole::prefetchNextBlockInputs() {
   Value next =
       arith::AddIOp::create(b, linear, NVVM::SmDimOp::create(b, k.i32));
   Value queryBlock = arith::RemUIOp::create(b, next, gx);
-  Value head = arith::DivUIOp::create(b, next, gx);
-  Value exists = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head, gy);
+  Value batchHead = arith::DivUIOp::create(b, next, gx);
+  Value exists =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, batchHead, gy);
   k.ifThen(exists, [&] {
-    auto prefetch = [&](Value map, Value col, Value row, Value slice) {
+    auto prefetch = [&](Value map, Value col, Value row, Value head,
+                        Value batch) {
       NVVM::CpAsyncBulkTensorPrefetchOp::create(
-          b, map, ValueRange{col, row, slice}, ValueRange(),
+          b, map, ValueRange{col, row, head, batch}, ValueRange(),
           NVVM::TMALoadMode::TILE, Value());
     };
     Value firstRow =
         arith::MulIOp::create(b, queryBlock, k.cI32(spec.blockM));
-    Value kvHeadNext = arith::DivUIOp::create(b, head, k.kvGroup);
+    Value nextBatch = arith::DivUIOp::create(b, batchHead, k.headsArg);
+    Value nextHead = arith::RemUIOp::create(b, batchHead, k.headsArg);
+    Value nextKvHead = arith::DivUIOp::create(b, nextHead, k.kvGroup);
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value col = k.cI32(64 * c);
-      prefetch(k.qMapPtr, col, firstRow, head);
-      prefetch(k.kMapPtr, col, k.cI32(0), kvHeadNext);
-      prefetch(k.vMapPtr, col, k.cI32(0), kvHeadNext);
+      prefetch(k.qMapPtr, col, firstRow, nextHead, nextBatch);
+      prefetch(k.kMapPtr, col, k.cI32(0), nextKvHead, nextBatch);
+      prefetch(k.vMapPtr, col, k.cI32(0), nextKvHead, nextBatch);
     }
   });
 }

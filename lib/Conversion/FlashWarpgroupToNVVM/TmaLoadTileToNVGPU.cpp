@@ -57,16 +57,17 @@ struct TmaLoadTileOpLowering : public OpConversionPattern<WgTmaLoadTileOp> {
       return arith::AddIOp::create(rewriter, loc, start, index(bytes));
     };
     MemRefType boxType = op.getBoxType();
-    int64_t boxColumns = boxType.getDimSize(2);
+    int64_t boxColumns = boxType.getDimSize(boxType.getRank() - 1);
     for (int64_t c = 0; c < op.getNumBoxes(); ++c) {
       Value offset = boxOffset(c * op.getBoxBytes());
       Value box = memref::ViewOp::create(
           rewriter, loc, boxType, adaptor.getSmem(), offset, ValueRange());
-      nvgpu::TmaAsyncLoadOp::create(
-          rewriter, loc, box, barriers, adaptor.getTensorMap(),
-          ValueRange{index(c * boxColumns), adaptor.getRow(),
-                     adaptor.getPlane()},
-          barrier, Value(), Value());
+      SmallVector<Value, 4> coordinates = {index(c * boxColumns),
+                                           adaptor.getRow()};
+      llvm::append_range(coordinates, adaptor.getPlanes());
+      nvgpu::TmaAsyncLoadOp::create(rewriter, loc, box, barriers,
+                                    adaptor.getTensorMap(), coordinates,
+                                    barrier, Value(), Value());
     }
     rewriter.eraseOp(op);
     return success();
