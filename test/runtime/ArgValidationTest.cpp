@@ -251,14 +251,8 @@ TEST_F(ArgValidation, TmaNeedsRowView) {
 class TmaPtrValidation : public ArgValidation {
 protected:
   void SetUp() override {
-    ParamSpec p;
-    p.kind = ParamSpec::Kind::TmaPtr;
-    p.tensor = TensorId::K;
-    p.box[0] = 128;
-    p.box[1] = 64;
-    p.swizzle = 128;
-    p.rank = 3;
-    meta.params.push_back(p);
+    meta.params.push_back(
+        tensorMapSpec(ParamSpec::Kind::TmaPtr, TensorId::K, 128, 64, 3));
   }
 };
 
@@ -290,14 +284,8 @@ TEST_F(TmaPtrValidation, RefusesUnmergeableBatchAndHeads) {
 }
 
 TEST_F(ArgValidation, Rank4TensorMapTakesAnyStrides) {
-  ParamSpec tma;
-  tma.kind = ParamSpec::Kind::Tma;
-  tma.tensor = TensorId::K;
-  tma.box[0] = 128;
-  tma.box[1] = 64;
-  tma.swizzle = 128;
-  tma.rank = 4;
-  meta.params.push_back(tma);
+  meta.params.push_back(
+      tensorMapSpec(ParamSpec::Kind::Tma, TensorId::K, 128, 64, 4));
   // B x N x H x D storage viewed as B x H x N x D, which a 3-D map refuses
   // (RefusesUnmergeableBatchAndHeads): a 4-D map keeps each stride.
   TensorArg &k = args[TensorId::K];

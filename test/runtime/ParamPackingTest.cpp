@@ -152,13 +152,9 @@ TEST(ParamPacking, EncoderErrorPropagates) {
 
 ParamSpec tmaPtrSpec(TensorId tensor, int64_t rows, int64_t cols,
                      unsigned swizzle) {
-  ParamSpec p;
-  p.kind = ParamSpec::Kind::TmaPtr;
-  p.tensor = tensor;
-  p.box[0] = rows;
-  p.box[1] = cols;
+  ParamSpec p =
+      tensorMapSpec(ParamSpec::Kind::TmaPtr, tensor, rows, cols, 3);
   p.swizzle = swizzle;
-  p.rank = 3;
   return p;
 }
 
@@ -332,9 +328,7 @@ TEST(ParamPacking, TensorMapRequestOfPaddedAndSizeOneDims) {
 
 TEST(ParamPacking, Rank4TensorMapRequestKeepsEveryStride) {
   KernelMetadata meta = validMetadata();
-  ParamSpec p = tmaPtrSpec(TensorId::Q, 128, 64, 128);
-  p.kind = ParamSpec::Kind::Tma;
-  p.rank = 4;
+  ParamSpec p = tensorMapSpec(ParamSpec::Kind::Tma, TensorId::Q, 128, 64, 4);
   // B x N x H x D storage: stride_n = H * D, stride_h = D, stride_b = N*H*D.
   LaunchArgs args = validArgs(meta, 2, 3, 10, 10);
   TensorArg &q = args[TensorId::Q];

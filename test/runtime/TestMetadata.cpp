@@ -67,6 +67,18 @@ KernelMetadata validMetadata() {
   return std::move(*meta);
 }
 
+ParamSpec tensorMapSpec(ParamSpec::Kind kind, TensorId tensor, int64_t rows,
+                        int64_t cols, unsigned rank) {
+  ParamSpec p;
+  p.kind = kind;
+  p.tensor = tensor;
+  p.box[0] = rows;
+  p.box[1] = cols;
+  p.swizzle = 128;
+  p.rank = rank;
+  return p;
+}
+
 LaunchArgs validArgs(const KernelMetadata &meta, int64_t b, int64_t h,
                      int64_t nq, int64_t nk) {
   LaunchArgs args;

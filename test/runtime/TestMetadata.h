@@ -26,6 +26,11 @@ std::string toText(const llvm::json::Object &obj);
 /// Parses validMetadataJson(); aborts the test binary if it does not parse.
 KernelMetadata validMetadata();
 
+/// A tensor-map parameter (Tma or TmaPtr) of `tensor` with the 128-byte
+/// swizzle, a rows x cols box and `rank`.
+ParamSpec tensorMapSpec(ParamSpec::Kind kind, TensorId tensor, int64_t rows,
+                        int64_t cols, unsigned rank);
+
 /// Valid contiguous BHND arguments for `meta` with the given shape.
 LaunchArgs validArgs(const KernelMetadata &meta, int64_t b, int64_t h,
                      int64_t nq, int64_t nk);
