@@ -45,6 +45,9 @@ struct Case {
   int64_t blockM = 64, blockN = 32;
   /// K/V heads (grouped-query attention); 0: as many as Q's.
   int64_t kvHeads = 0;
+  /// q, k, v and o stored B x S x H x D and passed as strided B x H x S x D
+  /// views (the kernel's memref types are strided).
+  bool bshd = false;
 
   int64_t keyValueHeads() const { return kvHeads ? kvHeads : heads; }
 };
@@ -78,17 +81,46 @@ HostTensor randomTensor(std::mt19937 &rng, const Case &c, int64_t heads,
   return t;
 }
 
+/// Element (b, h, n, d) of a B x H x N x D tensor: its index in B x H x N
+/// x D storage, or with `bshd` in B x N x H x D storage.
+int64_t elementIndex(const Case &c, int64_t heads, int64_t rows, int64_t b,
+                     int64_t h, int64_t n, int64_t d) {
+  if (c.bshd)
+    return ((b * rows + n) * heads + h) * c.headDim + d;
+  return ((b * heads + h) * rows + n) * c.headDim + d;
+}
+
+/// `bits` (B x H x N x D order) in the case's storage order.
+std::vector<uint16_t> stored(const std::vector<uint16_t> &bits, const Case &c,
+                             int64_t heads, int64_t rows) {
+  std::vector<uint16_t> out(bits.size());
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < rows; ++n)
+        for (int64_t d = 0; d < c.headDim; ++d)
+          out[elementIndex(c, heads, rows, b, h, n, d)] =
+              bits[((b * heads + h) * rows + n) * c.headDim + d];
+  return out;
+}
+
+/// The B x H x N x D view of a buffer in the case's storage order.
 StridedMemRefType<uint16_t, 4> view4(std::vector<uint16_t> &data, const Case &c,
                                      int64_t heads, int64_t rows) {
   StridedMemRefType<uint16_t, 4> m;
   m.basePtr = m.data = data.data();
   m.offset = 0;
   int64_t sizes[4] = {c.batch, heads, rows, c.headDim};
-  int64_t stride = 1;
-  for (int i = 3; i >= 0; --i) {
+  for (int i = 0; i < 4; ++i)
     m.sizes[i] = sizes[i];
-    m.strides[i] = stride;
-    stride *= sizes[i];
+  m.strides[3] = 1;
+  if (c.bshd) {
+    m.strides[1] = c.headDim;
+    m.strides[2] = heads * c.headDim;
+    m.strides[0] = rows * heads * c.headDim;
+  } else {
+    m.strides[2] = c.headDim;
+    m.strides[1] = rows * c.headDim;
+    m.strides[0] = heads * rows * c.headDim;
   }
   return m;
 }
@@ -119,8 +151,10 @@ _Float16 truncSfBf2(float x) {
 }
 
 std::string kernelSource(const Case &c) {
-  std::string type = llvm::formatv("memref<?x?x?x{0}x{1}>", c.headDim,
-                                   c.dtype == DType::BF16 ? "bf16" : "f16");
+  std::string type = llvm::formatv(
+      "memref<?x?x?x{0}x{1}{2}>", c.headDim,
+      c.dtype == DType::BF16 ? "bf16" : "f16",
+      c.bshd ? ", strided<[?, ?, ?, 1], offset: ?>" : "");
   return llvm::formatv(
       R"mlir(
 func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0},
@@ -183,9 +217,12 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   std::vector<float> lse(c.batch * c.heads * c.seqQ,
                          std::numeric_limits<float>::quiet_NaN());
 
-  auto qView = view4(q.bits, c, c.heads, c.seqQ),
-       kView = view4(k.bits, c, kvHeads, c.seqK),
-       vView = view4(v.bits, c, kvHeads, c.seqK),
+  std::vector<uint16_t> qStored = stored(q.bits, c, c.heads, c.seqQ),
+                        kStored = stored(k.bits, c, kvHeads, c.seqK),
+                        vStored = stored(v.bits, c, kvHeads, c.seqK);
+  auto qView = view4(qStored, c, c.heads, c.seqQ),
+       kView = view4(kStored, c, kvHeads, c.seqK),
+       vView = view4(vStored, c, kvHeads, c.seqK),
        oView = view4(o, c, c.heads, c.seqQ);
   auto lseView = view3(lse, c);
   kernel(&qView, &kView, &vView, &oView, &lseView);
@@ -206,7 +243,9 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
           flashc::ref::referenceRow(head, i, c.seqQ, c.seqK, c.headDim, scale,
                                  c.causal, expected.data(), scratch);
       float gotLse = lse[bh * c.seqQ + i];
-      const uint16_t *row = o.data() + (bh * c.seqQ + i) * c.headDim;
+      const uint16_t *row =
+          o.data() + elementIndex(c, c.heads, c.seqQ, bh / c.heads,
+                                  bh % c.heads, i, 0);
       if (std::isinf(expectedLse)) {
         ++maskedRows;
         ASSERT_TRUE(std::isinf(gotLse) && gotLse < 0)
@@ -263,7 +302,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"d64_bf16_causal_gqa_32_over_8", 2, 32, 70, 129, 64, true,
              DType::BF16, /*hotRowFactor=*/3000.0f, 64, 32, /*kvHeads=*/8},
         Case{"d128_f16_mqa_32_over_1", 1, 32, 129, 65, 128, false, DType::F16,
-             1.0f, 64, 32, /*kvHeads=*/1}),
+             1.0f, 64, 32, /*kvHeads=*/1},
+        // B x S x H x D storage as strided B x H x S x D views, with grouped
+        // K/V heads and hot rows.
+        Case{"d64_bf16_causal_bshd_gqa", 2, 8, 130, 97, 64, true, DType::BF16,
+             /*hotRowFactor=*/3000.0f, 64, 32, /*kvHeads=*/2,
+             /*bshd=*/true}),
     [](const ::testing::TestParamInfo<Case> &info) {
       return std::string(info.param.name);
     });
