@@ -204,6 +204,31 @@ LogicalResult AttentionOp::verify() {
     }
   }
 
+  if (isPacked() || getCuSeqlensK() || getMaxSeqlenQ()) {
+    if (!getCuSeqlensQ() || !getCuSeqlensK() || !getMaxSeqlenQ())
+      return emitOpError("packed sequences take cu_seqlens_q, cu_seqlens_k "
+                         "and max_seqlen_q together");
+    for (auto [name, value] : {std::pair<StringRef, Value>{"cu_seqlens_q",
+                                                           getCuSeqlensQ()},
+                               {"cu_seqlens_k", getCuSeqlensK()}}) {
+      auto type = cast<MemRefType>(value.getType());
+      if (type.getRank() != 1 || !type.getElementType().isSignlessInteger(32))
+        return emitOpError() << "'" << name << "' must be a rank-1 memref "
+                             << "of i32 (the prefix sums of the sequence "
+                             << "lengths), got " << type;
+    }
+    if (dimsConflict(cast<MemRefType>(getCuSeqlensQ().getType()).getDimSize(0),
+                     cast<MemRefType>(getCuSeqlensK().getType()).getDimSize(0)))
+      return emitOpError("'cu_seqlens_q' and 'cu_seqlens_k' must have one "
+                         "entry per sequence, plus one, each");
+    for (const Operand &operand : operands)
+      if (dimsConflict(operand.type.getDimSize(0), 1))
+        return emitOpError() << "packed sequences lie along the seq "
+                             << "dimension of a batch of 1: '" << operand.name
+                             << "' has batch "
+                             << formatDim(operand.type.getDimSize(0));
+  }
+
   if (std::optional<APFloat> scale = getScale())
     return verifyPositiveFiniteScale(*this, scale->convertToFloat());
   return success();

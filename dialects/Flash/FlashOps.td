@@ -17,7 +17,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Kernel level
 //===----------------------------------------------------------------------===//
 
-def Flash_AttentionOp : Flash_Op<"attention"> {
+def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
   let summary = "Scaled dot-product attention over memrefs";
   let description = [{
     Computes `O = softmax(scale * Q K^T + mask) V` for every batch and head,
@@ -58,6 +58,23 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
         : memref<?x32x?x128xbf16>, memref<?x8x?x128xbf16>,
           memref<?x8x?x128xbf16> -> memref<?x32x?x128xbf16>
     ```
+
+    Packed sequences (FlashAttention's varlen form): with `packed`, Q and O
+    hold the queries of every sequence one after another along their seq
+    dimension (batch 1), K and V their keys, and `cu_seqlens_q` /
+    `cu_seqlens_k` (rank-1 i32, the prefix sums of the lengths: sequence s
+    is rows [cu[s], cu[s + 1])) delimit them; `max_seqlen_q` bounds the
+    query lengths. Each sequence is its own attention problem (the causal
+    mask aligned to its own bottom-right corner); a sequence of length 0
+    gives nothing, and one without keys gives O = 0 and LSE = -inf.
+
+    ```mlir
+    flash.attention %q, %k, %v -> %o
+        packed(%cu_q : memref<?xi32>, %cu_k : memref<?xi32>, max_q %max)
+        {causal}
+        : memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16>,
+          memref<1x?x?x128xbf16> -> memref<1x?x?x128xbf16>
+    ```
   }];
   let arguments = (ins
     Arg<AnyMemRef, "queries", [MemRead]>:$q,
@@ -65,12 +82,18 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
     Arg<AnyMemRef, "values", [MemRead]>:$v,
     Arg<AnyMemRef, "output", [MemWrite]>:$o,
     Arg<Optional<AnyMemRef>, "row log-sum-exp output", [MemWrite]>:$lse,
+    Arg<Optional<AnyMemRef>, "query sequence starts (packed)", [MemRead]>:$cuSeqlensQ,
+    Arg<Optional<AnyMemRef>, "key sequence starts (packed)", [MemRead]>:$cuSeqlensK,
+    Optional<Index>:$maxSeqlenQ,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Flash_ConfigAttr>:$config
   );
   let assemblyFormat = [{
-    $q `,` $k `,` $v `->` $o (`,` `lse` $lse^)? attr-dict `:`
+    $q `,` $k `,` $v `->` $o (`,` `lse` $lse^)?
+    (`packed` `(` $cuSeqlensQ^ `:` type($cuSeqlensQ) `,` $cuSeqlensK `:`
+      type($cuSeqlensK) `,` `max_q` $maxSeqlenQ `)`)?
+    attr-dict `:`
     type($q) `,` type($k) `,` type($v) `->` type($o) (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
@@ -79,6 +102,8 @@ def Flash_AttentionOp : Flash_Op<"attention"> {
     int64_t getHeadDim();
     /// The logit scale: the `scale` attribute, else 1/sqrt(head_dim).
     float getEffectiveScale();
+    /// Whether Q, K, V and O hold packed sequences (cu_seqlens given).
+    bool isPacked() { return static_cast<bool>(getCuSeqlensQ()); }
   }];
 }
 

@@ -56,6 +56,12 @@ FailureOr<HostKernel> findHostKernel(ModuleOp module) {
   if (!function)
     return ops.front().emitOpError()
            << "must be inside a func.func for the CPU target";
+  // kernel.json names no cu_seqlens or max_seqlen argument yet.
+  if (ops.front().isPacked())
+    return ops.front().emitOpError()
+           << "packed sequences (cu_seqlens) are not supported by CPU "
+              "libraries yet (the execution engine runs them: "
+              "buildCpuReferencePipeline)";
   return HostKernel{function, ops.front()};
 }
 

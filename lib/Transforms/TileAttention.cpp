@@ -8,6 +8,8 @@
 #include "Flash/FlashOps.h"
 #include "flashc/Transforms/Passes.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <limits>
@@ -29,9 +31,20 @@ struct AttentionShape {
   Value heads, groupSize, seqQ, seqK;
 };
 
-/// Emits the body of one program of the grid at `b`'s insertion point.
-void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
-                  const AttentionShape &shape, ConfigAttr config) {
+/// The memrefs one program reads and writes: the op's, or (packed
+/// sequences) views of one sequence's rows of them.
+struct ProgramOperands {
+  Value q, k, v, o, lse;
+};
+
+/// The attention of one program at `b`'s insertion point: the query tile
+/// at `row` of (batch, head), K and V of `kvHead`, over sequences of
+/// `seqQ` queries and `seqK` keys.
+static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
+                           const ProgramOperands &mem, Value batch,
+                           Value head, Value kvHead, Value row, Value seqQ,
+                           Value seqK, Value c0, Value cBlockM, Value cBlockN,
+                           ConfigAttr config) {
   int64_t blockM = config.getBlockM();
   int64_t blockN = config.getBlockN();
   int64_t headDim = op.getHeadDim();
@@ -44,29 +57,18 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
   auto kvTileType = RankedTensorType::get({blockN, headDim}, elementType);
   auto pType = RankedTensorType::get({blockM, blockN}, elementType);
 
-  Value c0 = arith::ConstantIndexOp::create(b, 0);
-  Value cBlockM = arith::ConstantIndexOp::create(b, blockM);
-  Value cBlockN = arith::ConstantIndexOp::create(b, blockN);
-
-  Value queryTile = ProgramIdOp::create(b, 0);
-  Value batchHead = ProgramIdOp::create(b, 1);
-  Value batch = arith::DivUIOp::create(b, batchHead, shape.heads);
-  Value head = arith::RemUIOp::create(b, batchHead, shape.heads);
-  Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
-  Value row = arith::MulIOp::create(b, queryTile, cBlockM);
-
   Value q =
-      LoadTileOp::create(b, qTileType, op.getQ(), ValueRange{batch, head, row});
+      LoadTileOp::create(b, qTileType, mem.q, ValueRange{batch, head, row});
 
   // With the bottom-right aligned causal mask, the last query row of this
   // tile sees keys up to row + blockM - 1 + seqK - seqQ: stop there.
-  Value kvEnd = shape.seqK;
+  Value kvEnd = seqK;
   if (op.getCausal()) {
     Value tileEnd = arith::AddIOp::create(b, row, cBlockM);
-    Value shift = arith::SubIOp::create(b, shape.seqK, shape.seqQ);
+    Value shift = arith::SubIOp::create(b, seqK, seqQ);
     Value lastVisible = arith::AddIOp::create(b, tileEnd, shift);
     Value clamped = arith::MaxSIOp::create(b, lastVisible, c0);
-    kvEnd = arith::MinSIOp::create(b, clamped, shape.seqK);
+    kvEnd = arith::MinSIOp::create(b, clamped, seqK);
   }
 
   Value accInit = arith::ConstantOp::create(
@@ -86,13 +88,13 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
       b, c0, kvEnd, cBlockN, ValueRange{accInit, maxInit, sumInit},
       [&](OpBuilder &nested, Location loc, Value col, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
-        Value k = LoadTileOp::create(lb, kvTileType, op.getK(),
+        Value k = LoadTileOp::create(lb, kvTileType, mem.k,
                                      ValueRange{batch, kvHead, col});
-        Value v = LoadTileOp::create(lb, kvTileType, op.getV(),
+        Value v = LoadTileOp::create(lb, kvTileType, mem.v,
                                      ValueRange{batch, kvHead, col});
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
-        Value masked = MaskOp::create(lb, scores, row, col, shape.seqQ,
-                                      shape.seqK, causal);
+        Value masked =
+            MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
         Value rescaled = RescaleOp::create(lb, carried[0], update.getAlpha());
@@ -107,10 +109,79 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),
       finalize.getOutput());
-  StoreTileOp::create(b, out, op.getO(), ValueRange{batch, head, row});
-  if (Value lse = op.getLse())
-    StoreTileOp::create(b, finalize.getLse(), lse,
+  StoreTileOp::create(b, out, mem.o, ValueRange{batch, head, row});
+  if (mem.lse)
+    StoreTileOp::create(b, finalize.getLse(), mem.lse,
                         ValueRange{batch, head, row});
+}
+
+/// Emits the body of one program of the grid at `b`'s insertion point.
+/// With packed sequences the program's batch index is the sequence: its
+/// rows are read from cu_seqlens, the operands viewed as that sequence's
+/// rows alone (so rows past its end read as zero and are not written), and
+/// a query tile past the sequence's end does nothing.
+void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
+                  const AttentionShape &shape, ConfigAttr config) {
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value cBlockM = arith::ConstantIndexOp::create(b, config.getBlockM());
+  Value cBlockN = arith::ConstantIndexOp::create(b, config.getBlockN());
+
+  Value queryTile = ProgramIdOp::create(b, 0);
+  Value batchHead = ProgramIdOp::create(b, 1);
+  Value batch = arith::DivUIOp::create(b, batchHead, shape.heads);
+  Value head = arith::RemUIOp::create(b, batchHead, shape.heads);
+  if (!op.isPacked()) {
+    Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
+    Value row = arith::MulIOp::create(b, queryTile, cBlockM);
+    buildAttention(b, op, {op.getQ(), op.getK(), op.getV(), op.getO(),
+                           op.getLse()},
+                   batch, head, kvHead, row, shape.seqQ, shape.seqK, c0,
+                   cBlockM, cBlockN, config);
+    return;
+  }
+  // Sequence `batch` is rows [cu[batch], cu[batch + 1]) of Q (and of K).
+  Value c1 = arith::ConstantIndexOp::create(b, 1);
+  Value next = arith::AddIOp::create(b, batch, c1);
+  auto bounds = [&](Value cu) -> std::pair<Value, Value> {
+    auto at = [&](Value i) {
+      Value v = memref::LoadOp::create(b, cu, ValueRange{i});
+      return arith::IndexCastOp::create(b, b.getIndexType(), v).getResult();
+    };
+    Value start = at(batch);
+    return {start, arith::SubIOp::create(b, at(next), start)};
+  };
+  auto [startQ, seqQ] = bounds(op.getCuSeqlensQ());
+  auto [startK, seqK] = bounds(op.getCuSeqlensK());
+  Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
+  Value row = arith::MulIOp::create(b, queryTile, cBlockM);
+  Value inSequence =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, seqQ);
+  auto ifOp = scf::IfOp::create(b, inSequence, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value kvHeads = memref::DimOp::create(b, op.getK(), c1);
+  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0),
+               dim = b.getIndexAttr(op.getHeadDim());
+  auto rows = [&](Value memref, Value start, Value length, Value heads) {
+    auto type = cast<MemRefType>(memref.getType());
+    SmallVector<OpFoldResult> offsets = {zero, zero, start};
+    SmallVector<OpFoldResult> sizes = {one, heads, length};
+    if (type.getRank() == 4) {
+      offsets.push_back(zero);
+      sizes.push_back(dim);
+    }
+    SmallVector<OpFoldResult> strides(type.getRank(), one);
+    return memref::SubViewOp::create(b, memref, offsets, sizes, strides)
+        .getResult();
+  };
+  ProgramOperands mem = {rows(op.getQ(), startQ, seqQ, shape.heads),
+                         rows(op.getK(), startK, seqK, kvHeads),
+                         rows(op.getV(), startK, seqK, kvHeads),
+                         rows(op.getO(), startQ, seqQ, shape.heads),
+                         op.getLse() ? rows(op.getLse(), startQ, seqQ,
+                                            shape.heads)
+                                     : Value()};
+  buildAttention(b, op, mem, c0, head, kvHead, row, seqQ, seqK, c0, cBlockM,
+                 cBlockN, config);
 }
 
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
@@ -209,8 +280,16 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         b, shape.heads, memref::DimOp::create(b, op.getK(), c1));
     shape.seqQ = memref::DimOp::create(b, op.getQ(), c2);
     shape.seqK = memref::DimOp::create(b, op.getK(), c2);
+    // Packed sequences: one program row per sequence and head, as many
+    // query tiles as the longest sequence needs.
+    Value longestQ = shape.seqQ;
+    if (op.isPacked()) {
+      batch = arith::SubIOp::create(
+          b, memref::DimOp::create(b, op.getCuSeqlensQ(), c0), c1);
+      longestQ = op.getMaxSeqlenQ();
+    }
     Value queryTiles = arith::CeilDivUIOp::create(
-        b, shape.seqQ, arith::ConstantIndexOp::create(b, config.getBlockM()));
+        b, longestQ, arith::ConstantIndexOp::create(b, config.getBlockM()));
     Value batchHeads = arith::MulIOp::create(b, batch, shape.heads);
 
     auto grid = GridOp::create(b, ValueRange{queryTiles, batchHeads});

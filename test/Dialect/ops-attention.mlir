@@ -75,3 +75,20 @@ func.func @grouped_query(%q: memref<2x32x512x128xbf16>, %k: memref<2x8x512x128xb
       -> memref<2x32x512x128xbf16>
   return
 }
+
+// -----
+
+// Packed sequences (varlen): the queries and keys of every sequence one
+// after another, delimited by cu_seqlens.
+// CHECK-LABEL: func.func @packed
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}}, lse %{{.*}} packed(%[[CQ:.*]] : memref<?xi32>, %[[CK:.*]] : memref<?xi32>, max_q %{{.*}}) {causal}
+func.func @packed(%q: memref<1x8x?x128xbf16>, %k: memref<1x2x?x128xbf16>,
+                  %v: memref<1x2x?x128xbf16>, %o: memref<1x8x?x128xbf16>,
+                  %lse: memref<1x8x?xf32>, %cq: memref<?xi32>, %ck: memref<?xi32>,
+                  %max: index) {
+  flash.attention %q, %k, %v -> %o, lse %lse
+      packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %max) {causal}
+      : memref<1x8x?x128xbf16>, memref<1x2x?x128xbf16>, memref<1x2x?x128xbf16>
+      -> memref<1x8x?x128xbf16>, memref<1x8x?xf32>
+  return
+}

@@ -109,3 +109,43 @@ func.func @grouped_query(%q: memref<2x32x?x128xbf16>, %k: memref<2x8x?x128xbf16>
       : memref<2x32x?x128xbf16>, memref<2x8x?x128xbf16>, memref<2x8x?x128xbf16> -> memref<2x32x?x128xbf16>
   return
 }
+
+// -----
+
+// Packed sequences: one program row per (sequence, head), as many query
+// tiles as max_q needs; each program reads its sequence's rows from
+// cu_seqlens, does nothing past its end, and works on views of that
+// sequence's rows alone (the mask and the key bound use its lengths).
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: (%[[Q:[^:]*]]: memref<1x4x?x64xbf16>, %[[K:[^:]*]]: memref<1x2x?x64xbf16>, %{{[^:]*}}: memref<1x2x?x64xbf16>, %[[O:[^:]*]]: memref<1x4x?x64xbf16>, %[[CQ:[^:]*]]: memref<?xi32>, %[[CK:[^:]*]]: memref<?xi32>, %[[MAX:[^:]*]]: index)
+// CHECK: %[[N:.*]] = memref.dim %[[CQ]], %c0
+// CHECK: %[[SEQS:.*]] = arith.subi %[[N]], %c1
+// CHECK: %[[TILES:.*]] = arith.ceildivui %[[MAX]], %{{.*}}
+// CHECK: %[[PROGS:.*]] = arith.muli %[[SEQS]], %{{.*}}
+// CHECK: flash.grid %[[TILES]], %[[PROGS]] {
+// CHECK:   %[[S:.*]] = arith.divui
+// CHECK:   %[[NEXT:.*]] = arith.addi %[[S]], %{{.*}}
+// CHECK:   memref.load %[[CQ]][%[[S]]] : memref<?xi32>
+// CHECK:   memref.load %[[CQ]][%[[NEXT]]] : memref<?xi32>
+// CHECK:   %[[LQ:.*]] = arith.subi
+// CHECK:   memref.load %[[CK]][%[[S]]] : memref<?xi32>
+// CHECK:   %[[LK:.*]] = arith.subi
+// CHECK:   %[[ROW:.*]] = arith.muli
+// CHECK:   %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %[[LQ]]
+// CHECK:   scf.if %[[IN]] {
+// CHECK:     %[[QS:.*]] = memref.subview %[[Q]][0, 0, %{{.*}}, 0] [1, %{{.*}}, %[[LQ]], 64] [1, 1, 1, 1]
+// CHECK:     %[[KS:.*]] = memref.subview %[[K]][0, 0, %{{.*}}, 0] [1, %{{.*}}, %[[LK]], 64] [1, 1, 1, 1]
+// CHECK:     %[[OS:.*]] = memref.subview %[[O]]
+// CHECK:     flash.load_tile %[[QS]][%c0{{.*}}, %{{.*}}, %[[ROW]]]
+// CHECK:     scf.for
+// CHECK:       flash.load_tile %[[KS]]
+// CHECK:       flash.mask %{{.*}}, %[[ROW]], %{{.*}}, %[[LQ]], %[[LK]] causal
+// CHECK:     flash.store_tile %{{.*}}, %[[OS]]
+func.func @packed(%q: memref<1x4x?x64xbf16>, %k: memref<1x2x?x64xbf16>,
+                  %v: memref<1x2x?x64xbf16>, %o: memref<1x4x?x64xbf16>,
+                  %cq: memref<?xi32>, %ck: memref<?xi32>, %max: index) {
+  flash.attention %q, %k, %v -> %o packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %max)
+      {causal, config = #flash.config<block_m = 64, block_n = 32>}
+      : memref<1x4x?x64xbf16>, memref<1x2x?x64xbf16>, memref<1x2x?x64xbf16> -> memref<1x4x?x64xbf16>
+  return
+}

@@ -122,6 +122,11 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << grids.size();
   }
   GridOp grid = grids.front();
+  // -flash-tile guards a packed sequences' program with its sequence's
+  // bounds (scf.if) and views its rows (memref.subview).
+  if (!grid.getBody().front().getOps<scf::IfOp>().empty())
+    return grid.emitError("flash-to-gpu: packed sequences (cu_seqlens) are "
+                          "not supported by the GPU kernel yet");
 
   auto config = func->getAttrOfType<ConfigAttr>("flash.config");
   if (!config)
