@@ -150,6 +150,45 @@ _Float16 truncSfBf2(float x) {
   return result;
 }
 
+/// A context with every dialect flashc uses and their LLVM translations.
+std::unique_ptr<mlir::MLIRContext> jitContext() {
+  mlir::DialectRegistry registry;
+  flashc::registerAllDialects(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  return std::make_unique<mlir::MLIRContext>(registry);
+}
+
+/// `source` (a func @attention with llvm.emit_c_interface) through the CPU
+/// reference pipeline into the execution engine, bf16 rounding resolved to
+/// truncSfBf2: the kernel is the engine's _mlir_ciface_attention.
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+jitCompile(mlir::MLIRContext &context, llvm::StringRef source) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  if (!module)
+    return llvm::createStringError("the kernel's source does not parse");
+  mlir::PassManager pm(&context);
+  flashc::buildCpuReferencePipeline(pm, {});
+  if (mlir::failed(pm.run(*module)))
+    return llvm::createStringError("the CPU reference pipeline failed");
+  mlir::ExecutionEngineOptions options;
+  options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
+  auto engine = mlir::ExecutionEngine::create(*module, options);
+  if (!engine)
+    return engine.takeError();
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("__truncsfbf2")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&truncSfBf2),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
+  return std::move(*engine);
+}
+
 std::string kernelSource(const Case &c) {
   std::string type = llvm::formatv(
       "memref<?x?x?x{0}x{1}{2}>", c.headDim,
@@ -167,40 +206,13 @@ func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0},
       type, c.causal ? "causal, " : "", c.blockM, c.blockN);
 }
 
-class CpuReferenceTest : public ::testing::TestWithParam<Case> {
-protected:
-  static void SetUpTestSuite() {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  }
-};
+class CpuReferenceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   const Case &c = GetParam();
-  mlir::DialectRegistry registry;
-  flashc::registerAllDialects(registry);
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  mlir::MLIRContext context(registry);
-
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(kernelSource(c), &context);
-  ASSERT_TRUE(module);
-  mlir::PassManager pm(&context);
-  flashc::buildCpuReferencePipeline(pm, {});
-  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
-
-  mlir::ExecutionEngineOptions options;
-  options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
-  auto engine = mlir::ExecutionEngine::create(*module, options);
+  std::unique_ptr<mlir::MLIRContext> context = jitContext();
+  auto engine = jitCompile(*context, kernelSource(c));
   ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    symbols[interner("__truncsfbf2")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&truncSfBf2),
-        llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
   auto symbol = (*engine)->lookup("_mlir_ciface_attention");
   ASSERT_TRUE(static_cast<bool>(symbol)) << llvm::toString(symbol.takeError());
   using KernelFn = void (*)(void *, void *, void *, void *, void *);
@@ -318,8 +330,6 @@ INSTANTIATE_TEST_SUITE_P(
 /// the causal mask at its own bottom-right corner. Lengths 0, 1, 127, 128,
 /// 129 and 3000 (tiles of 64 x 32), hot rows, grouped K/V heads.
 TEST(CpuPackedSequences, MatchesFloat64PerSequence) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
   const std::vector<int32_t> lengths = {0, 1, 127, 128, 129, 3000};
   Case c{"packed", 1, 2, 0, 0, 64, true, DType::BF16, 3000.0f};
   c.kvHeads = 1;
@@ -330,11 +340,6 @@ TEST(CpuPackedSequences, MatchesFloat64PerSequence) {
   c.seqQ = c.seqK = total;
   const int64_t maxLength = 3000;
 
-  mlir::DialectRegistry registry;
-  flashc::registerAllDialects(registry);
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  mlir::MLIRContext context(registry);
   std::string type = "memref<?x?x?x64xbf16>";
   std::string source = llvm::formatv(
       R"mlir(
@@ -348,23 +353,9 @@ func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0}, %lse: memref<?x?x?xf32>
   return
 })mlir",
       type);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, &context);
-  ASSERT_TRUE(module);
-  mlir::PassManager pm(&context);
-  flashc::buildCpuReferencePipeline(pm, {});
-  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
-  mlir::ExecutionEngineOptions options;
-  options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
-  auto engine = mlir::ExecutionEngine::create(*module, options);
+  std::unique_ptr<mlir::MLIRContext> context = jitContext();
+  auto engine = jitCompile(*context, source);
   ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    symbols[interner("__truncsfbf2")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&truncSfBf2),
-        llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
   auto symbol = (*engine)->lookup("_mlir_ciface_attention");
   ASSERT_TRUE(static_cast<bool>(symbol)) << llvm::toString(symbol.takeError());
   using KernelFn = void (*)(void *, void *, void *, void *, void *, void *,
