@@ -38,9 +38,9 @@
 // The tile of batch * head y is head y % H of batch y / H; it reads K/V
 // head (y % H) / G.
 // CHECK: %[[H:.*]] = arith.index_cast %[[HEADS]] : i32 to index
-// CHECK: %[[G:.*]] = arith.index_cast %[[GROUP]] : i32 to index
 // CHECK: %[[BI:.*]] = arith.divui %{{.*}}, %[[H]] : index
 // CHECK: %[[HI:.*]] = arith.remui %{{.*}}, %[[H]] : index
+// CHECK: %[[G:.*]] = arith.index_cast %[[GROUP]] : i32 to index
 // CHECK: %[[KVH:.*]] = arith.divui %[[HI]], %[[G]] : index
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BAR]][%{{.*}}], %{{.*}} :
 // CHECK-COUNT-2: nvgpu.tma.async.load %[[MQ]]

@@ -164,9 +164,7 @@ void ConsumerRole::storeOViaTma(Value o16) {
         b, k.indexTy, arith::MulIOp::create(b, consumerIdx, cI32(64)));
     Value firstRow = arith::AddIOp::create(b, tile.m0Idx, rowOff);
     // O's map is over [B, H, N, D] with O's own strides.
-    Value heads = arith::IndexCastOp::create(b, k.indexTy, k.headsArg);
-    Value batch = arith::DivUIOp::create(b, tile.blockY, heads);
-    Value head = arith::RemUIOp::create(b, tile.blockY, heads);
+    auto [batch, head] = k.batchAndHead(tile.blockY);
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value off =
           arith::AddIOp::create(b, rowsStart, cIndex(c * spec.qBoxBytes()));

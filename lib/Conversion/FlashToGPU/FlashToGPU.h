@@ -317,6 +317,9 @@ public:
   Value keyTilesSeenBelow(Value rowsEnd);
   /// Byte offset in smem of `tile`'s Q buffer.
   Value qBufferStart(const TileValues &tile);
+  /// A tile's batch * head (index) as its batch and head (index), the
+  /// planes of the [B, H, N, D] tensor maps.
+  std::pair<Value, Value> batchAndHead(Value batchHead);
 
   //===--- TileSchedule.cpp: which tiles a block computes -----------------===//
   /// Runs `body` for each (query block, batch*head) tile of this block with

@@ -98,12 +98,9 @@ void ProducerRole::issueKV(Value j, KV which) {
 }
 
 void ProducerRole::setPlanes() {
-  // The tile's batch * head as the batch and head of the [B, H, N, D] maps;
-  // query head h reads K/V head h / G (grouped-query attention).
-  Value heads = arith::IndexCastOp::create(b, k.indexTy, k.headsArg);
+  // Query head h reads K/V head h / G (grouped-query attention).
+  std::tie(batch, head) = k.batchAndHead(tile.blockY);
   Value group = arith::IndexCastOp::create(b, k.indexTy, k.kvGroup);
-  batch = arith::DivUIOp::create(b, tile.blockY, heads);
-  head = arith::RemUIOp::create(b, tile.blockY, heads);
   kvHead = arith::DivUIOp::create(b, head, group);
 }
 

@@ -87,3 +87,9 @@ Value KernelContext::qBufferStart(const TileValues &tile) {
   return arith::AddIOp::create(
       b, shift, arith::MulIOp::create(b, tile.qBuf, cIndex(spec.qBytes())));
 }
+
+std::pair<Value, Value> KernelContext::batchAndHead(Value batchHead) {
+  Value heads = arith::IndexCastOp::create(b, indexTy, headsArg);
+  return {arith::DivUIOp::create(b, batchHead, heads),
+          arith::RemUIOp::create(b, batchHead, heads)};
+}
