@@ -153,16 +153,14 @@ LogicalResult AttentionOp::verify() {
       // K's heads are checked against Q's below; V's are K's.
       if (dim == kHeadsIndex && operand.name == "k")
         continue;
-      const Operand &like = dim == kHeadsIndex && operand.name == "v"
-                                ? operands[1]
-                                : operands[0];
+      const Operand &like =
+          dim == kHeadsIndex && operand.name == "v" ? operands[1] : operands[0];
       int64_t size = operand.type.getDimSize(dim);
       int64_t expected = like.type.getDimSize(dim);
       if (dimsConflict(size, expected))
-        return emitOpError()
-               << kDimNames[dim] << " mismatch: '" << operand.name << "' has "
-               << formatDim(size) << " but '" << like.name << "' has "
-               << formatDim(expected);
+        return emitOpError() << kDimNames[dim] << " mismatch: '" << operand.name
+                             << "' has " << formatDim(size) << " but '"
+                             << like.name << "' has " << formatDim(expected);
     }
   }
   int64_t queryHeads = operands[0].type.getDimSize(kHeadsIndex);
@@ -208,9 +206,9 @@ LogicalResult AttentionOp::verify() {
     if (!getCuSeqlensQ() || !getCuSeqlensK() || !getMaxSeqlenQ())
       return emitOpError("packed sequences take cu_seqlens_q, cu_seqlens_k "
                          "and max_seqlen_q together");
-    for (auto [name, value] : {std::pair<StringRef, Value>{"cu_seqlens_q",
-                                                           getCuSeqlensQ()},
-                               {"cu_seqlens_k", getCuSeqlensK()}}) {
+    for (auto [name, value] :
+         {std::pair<StringRef, Value>{"cu_seqlens_q", getCuSeqlensQ()},
+          {"cu_seqlens_k", getCuSeqlensK()}}) {
       auto type = cast<MemRefType>(value.getType());
       if (type.getRank() != 1 || !type.getElementType().isSignlessInteger(32))
         return emitOpError() << "'" << name << "' must be a rank-1 memref "
@@ -223,10 +221,10 @@ LogicalResult AttentionOp::verify() {
                          "entry per sequence, plus one, each");
     for (const Operand &operand : operands)
       if (dimsConflict(operand.type.getDimSize(0), 1))
-        return emitOpError() << "packed sequences lie along the seq "
-                             << "dimension of a batch of 1: '" << operand.name
-                             << "' has batch "
-                             << formatDim(operand.type.getDimSize(0));
+        return emitOpError()
+               << "packed sequences lie along the seq "
+               << "dimension of a batch of 1: '" << operand.name
+               << "' has batch " << formatDim(operand.type.getDimSize(0));
   }
 
   if (std::optional<APFloat> scale = getScale())

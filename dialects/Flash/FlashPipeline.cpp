@@ -111,9 +111,8 @@ LogicalResult WgInitBarriersOp::verify() {
   auto group = cast<nvgpu::MBarrierGroupType>(getBarriers().getType());
   ArrayRef<int64_t> counts = getCounts();
   if (int64_t(counts.size()) != group.getNumBarriers())
-    return emitOpError("has ")
-           << counts.size() << " arrival count(s) for "
-           << group.getNumBarriers() << " barrier(s)";
+    return emitOpError("has ") << counts.size() << " arrival count(s) for "
+                               << group.getNumBarriers() << " barrier(s)";
   for (auto [i, count] : llvm::enumerate(counts))
     if (count < 1 || count >= (int64_t(1) << 20))
       return emitOpError("barrier ")

@@ -177,8 +177,7 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
             " in batch or head dim");
     // Grouped-query attention: each K/V head serves H_q / H_kv query heads.
     bool grouped = llvm::any_of(meta.params, [](const ParamSpec &p) {
-      return p.kind == ParamSpec::Kind::I32 &&
-             p.scalar == ScalarKind::KvGroup;
+      return p.kind == ParamSpec::Kind::I32 && p.scalar == ScalarKind::KvGroup;
     });
     if (ranked(TensorId::Q) && k.sizes[1] != q.sizes[1]) {
       if (!grouped)

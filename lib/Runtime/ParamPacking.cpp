@@ -22,8 +22,8 @@ namespace flashc::rt {
 Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
-           TmaPtrProvider provideTmaPtr,
-           TileCounterProvider provideTileCounter, TensorMapEncoder encodeTensorMap) {
+           TmaPtrProvider provideTmaPtr, TileCounterProvider provideTileCounter,
+           TensorMapEncoder encodeTensorMap) {
   SmallVector<unsigned, 32> sizes = meta.paramSizes();
   // Offsets: each parameter aligned to its size (16-byte cap), TMA to 64.
   SmallVector<size_t, 32> offsets;
@@ -102,8 +102,8 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
                            formatv("kernel {0} takes a 3-D tma descriptor of "
                                    "{1} but no encoder of them was given",
                                    meta.kernel, tensorName(p.tensor)));
-        if (Error err =
-                encodeTensorMap(makeTensorMapRequest(p, t), base + offsets[slot++]))
+        if (Error err = encodeTensorMap(makeTensorMapRequest(p, t),
+                                        base + offsets[slot++]))
           return std::move(err);
         break;
       }
@@ -194,8 +194,9 @@ TensorMapRequest makeTensorMapRequest(const ParamSpec &p, const TensorArg &t) {
     r.strideBytes[2] = uint64_t(strideB) * elem;
     r.box[3] = 1;
   } else {
-    int64_t strideBH =
-        h > 1 ? t.strides[1] : b > 1 ? t.strides[0] : n * strideN;
+    int64_t strideBH = h > 1   ? t.strides[1]
+                       : b > 1 ? t.strides[0]
+                               : n * strideN;
     r.dims[2] = uint64_t(b * h);
     r.strideBytes[1] = uint64_t(strideBH) * elem;
   }

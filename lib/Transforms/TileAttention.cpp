@@ -41,9 +41,9 @@ struct ProgramOperands {
 /// at `row` of (batch, head), K and V of `kvHead`, over sequences of
 /// `seqQ` queries and `seqK` keys.
 static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
-                           const ProgramOperands &mem, Value batch,
-                           Value head, Value kvHead, Value row, Value seqQ,
-                           Value seqK, Value c0, Value cBlockM, Value cBlockN,
+                           const ProgramOperands &mem, Value batch, Value head,
+                           Value kvHead, Value row, Value seqQ, Value seqK,
+                           Value c0, Value cBlockM, Value cBlockN,
                            ConfigAttr config) {
   int64_t blockM = config.getBlockM();
   int64_t blockN = config.getBlockN();
@@ -93,8 +93,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
         Value v = LoadTileOp::create(lb, kvTileType, mem.v,
                                      ValueRange{batch, kvHead, col});
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
-        Value masked =
-            MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
+        Value masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
         Value rescaled = RescaleOp::create(lb, carried[0], update.getAlpha());
@@ -133,8 +132,8 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
   if (!op.isPacked()) {
     Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
     Value row = arith::MulIOp::create(b, queryTile, cBlockM);
-    buildAttention(b, op, {op.getQ(), op.getK(), op.getV(), op.getO(),
-                           op.getLse()},
+    buildAttention(b, op,
+                   {op.getQ(), op.getK(), op.getV(), op.getO(), op.getLse()},
                    batch, head, kvHead, row, shape.seqQ, shape.seqK, c0,
                    cBlockM, cBlockN, config);
     return;
@@ -173,13 +172,12 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
     return memref::SubViewOp::create(b, memref, offsets, sizes, strides)
         .getResult();
   };
-  ProgramOperands mem = {rows(op.getQ(), startQ, seqQ, shape.heads),
-                         rows(op.getK(), startK, seqK, kvHeads),
-                         rows(op.getV(), startK, seqK, kvHeads),
-                         rows(op.getO(), startQ, seqQ, shape.heads),
-                         op.getLse() ? rows(op.getLse(), startQ, seqQ,
-                                            shape.heads)
-                                     : Value()};
+  ProgramOperands mem = {
+      rows(op.getQ(), startQ, seqQ, shape.heads),
+      rows(op.getK(), startK, seqK, kvHeads),
+      rows(op.getV(), startK, seqK, kvHeads),
+      rows(op.getO(), startQ, seqQ, shape.heads),
+      op.getLse() ? rows(op.getLse(), startQ, seqQ, shape.heads) : Value()};
   buildAttention(b, op, mem, c0, head, kvHead, row, seqQ, seqK, c0, cBlockM,
                  cBlockN, config);
 }

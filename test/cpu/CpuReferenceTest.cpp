@@ -190,10 +190,10 @@ jitCompile(mlir::MLIRContext &context, llvm::StringRef source) {
 }
 
 std::string kernelSource(const Case &c) {
-  std::string type = llvm::formatv(
-      "memref<?x?x?x{0}x{1}{2}>", c.headDim,
-      c.dtype == DType::BF16 ? "bf16" : "f16",
-      c.bshd ? ", strided<[?, ?, ?, 1], offset: ?>" : "");
+  std::string type =
+      llvm::formatv("memref<?x?x?x{0}x{1}{2}>", c.headDim,
+                    c.dtype == DType::BF16 ? "bf16" : "f16",
+                    c.bshd ? ", strided<[?, ?, ?, 1], offset: ?>" : "");
   return llvm::formatv(
       R"mlir(
 func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0},
@@ -256,8 +256,8 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
                                  c.causal, expected.data(), scratch);
       float gotLse = lse[bh * c.seqQ + i];
       const uint16_t *row =
-          o.data() + elementIndex(c, c.heads, c.seqQ, bh / c.heads,
-                                  bh % c.heads, i, 0);
+          o.data() +
+          elementIndex(c, c.heads, c.seqQ, bh / c.heads, bh % c.heads, i, 0);
       if (std::isinf(expectedLse)) {
         ++maskedRows;
         ASSERT_TRUE(std::isinf(gotLse) && gotLse < 0)
@@ -358,8 +358,8 @@ func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0}, %lse: memref<?x?x?xf32>
   ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
   auto symbol = (*engine)->lookup("_mlir_ciface_attention");
   ASSERT_TRUE(static_cast<bool>(symbol)) << llvm::toString(symbol.takeError());
-  using KernelFn = void (*)(void *, void *, void *, void *, void *, void *,
-                            void *, int64_t);
+  using KernelFn =
+      void (*)(void *, void *, void *, void *, void *, void *, void *, int64_t);
   auto kernel = reinterpret_cast<KernelFn>(*symbol);
 
   std::mt19937 rng(77);
@@ -380,8 +380,7 @@ func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0}, %lse: memref<?x?x?xf32>
   cuView.offset = 0;
   cuView.sizes[0] = int64_t(cu.size());
   cuView.strides[0] = 1;
-  kernel(&qView, &kView, &vView, &oView, &lseView, &cuView, &cuView,
-         maxLength);
+  kernel(&qView, &kView, &vView, &oView, &lseView, &cuView, &cuView, maxLength);
 
   double scale = 1.0 / std::sqrt(64.0);
   double errSq = 0, refSq = 0;
@@ -396,8 +395,8 @@ func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0}, %lse: memref<?x?x?xf32>
           v.values.data() + (kvh * total + start) * c.headDim};
       for (int64_t i = 0; i < n; ++i) {
         double expectedLse = flashc::ref::referenceRow(
-            head, i, n, n, c.headDim, scale, /*causal=*/true,
-            expected.data(), scratch);
+            head, i, n, n, c.headDim, scale, /*causal=*/true, expected.data(),
+            scratch);
         float gotLse = lse[h * total + start + i];
         ASSERT_NEAR(gotLse, expectedLse, 1e-2 * std::abs(expectedLse) + 1e-3)
             << "sequence " << s << " head " << h << " row " << i;

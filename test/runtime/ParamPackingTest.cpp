@@ -152,8 +152,7 @@ TEST(ParamPacking, EncoderErrorPropagates) {
 
 ParamSpec tmaPtrSpec(TensorId tensor, int64_t rows, int64_t cols,
                      unsigned swizzle) {
-  ParamSpec p =
-      tensorMapSpec(ParamSpec::Kind::TmaPtr, tensor, rows, cols, 3);
+  ParamSpec p = tensorMapSpec(ParamSpec::Kind::TmaPtr, tensor, rows, cols, 3);
   p.swizzle = swizzle;
   return p;
 }

@@ -61,8 +61,9 @@ static cl::opt<unsigned>
 static cl::opt<int> deviceOrdinal("device", cl::desc("CUDA device ordinal"),
                                   cl::init(0), cl::cat(category));
 static cl::opt<std::string>
-    layout("layout", cl::desc("memory layout of q/k/v/o: bhsd or bshd (o stays "
-                     "bhsd where the kernel takes it as a plain pointer)"),
+    layout("layout",
+           cl::desc("memory layout of q/k/v/o: bhsd or bshd (o stays "
+                    "bhsd where the kernel takes it as a plain pointer)"),
            cl::init("bhsd"), cl::cat(category));
 static cl::opt<unsigned> sampleRows("sample-rows",
                                     cl::desc("rows checked in large problems"),

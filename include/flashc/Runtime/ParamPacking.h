@@ -110,7 +110,8 @@ public:
 
 private:
   struct KeyLess {
-    bool operator()(const TensorMapRequest &a, const TensorMapRequest &b) const {
+    bool operator()(const TensorMapRequest &a,
+                    const TensorMapRequest &b) const {
       return a.key() < b.key();
     }
   };

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FlashToGPU.h"
 #include "../FlashWarpgroupToNVVM/RegisterUtils.h"
+#include "FlashToGPU.h"
 
 #include "Flash/FlashOps.h"
 
@@ -27,8 +27,8 @@ using namespace mlir::flash::gpu_lowering;
 
 ConsumerRole::ConsumerRole(KernelContext &k, Value consumerIdx,
                            Value threadInGroup)
-    : k(k), b(k.b), spec(k.spec), tile(k.blockTile),
-      consumerIdx(consumerIdx), threadInGroup(threadInGroup) {}
+    : k(k), b(k.b), spec(k.spec), tile(k.blockTile), consumerIdx(consumerIdx),
+      threadInGroup(threadInGroup) {}
 
 void ConsumerRole::emit() {
   k.probeStamp(KernelContext::ConsumerStart);
@@ -119,8 +119,7 @@ void ConsumerRole::emitOwnKeyRange() {
 ConsumerRole::Slot ConsumerRole::slotInfo(Value j) {
   // The slot and its phase are taken once per key tile: the waits for K and
   // V, the descriptors and the releases all use them.
-  Value slot =
-      WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
+  Value slot = WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
   Value index = WgRingSlotIndexOp::create(b, slot);
   Value slot64 = arith::IndexCastOp::create(b, k.i64, index);
   Value descOffset =
@@ -133,8 +132,7 @@ void ConsumerRole::waitFull(int64_t baseBarrier, Value slot) {
 }
 
 SmallVector<Value>
-ConsumerRole::inTurn(TypeRange types,
-                     function_ref<SmallVector<Value>()> body) {
+ConsumerRole::inTurn(TypeRange types, function_ref<SmallVector<Value>()> body) {
   if (!spec.sw.pingpong)
     return body();
   auto turn = WgPingpongTurnOp::create(b, types, consumerIdx);
@@ -173,8 +171,7 @@ void ConsumerRole::releaseQAfterLastS(Value j) {
 void ConsumerRole::releaseQIfNoKeyTiles() {
   if (!spec.sw.persistent || spec.sw.tmaStoreO)
     return;
-  releaseQ(
-      arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0)));
+  releaseQ(arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0)));
 }
 
 LogicalResult
@@ -253,7 +250,5 @@ void ConsumerRole::skipUnseenKeyTiles() {
       arith::CmpIOp::create(b, arith::CmpIPredicate::sle, ownHi, cI32(0));
   Value blockHas =
       arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, tile.nHi, cI32(0));
-  k.ifThen(arith::AndIOp::create(b, none, blockHas), [&] {
-    skipTurn();
-  });
+  k.ifThen(arith::AndIOp::create(b, none, blockHas), [&] { skipTurn(); });
 }

@@ -66,11 +66,12 @@ struct FinalizeToRowOps : RolePattern<FinalizeOp, ConsumerRole> {
       lse.push_back(arith::SelectOp::create(b, empty, negInf, t2));
     }
     Value normalised = WgScaleRowsOp::create(
-        b, role.k.oType, acc, WgFragmentFromValuesOp::create(b, role.k.rowsF32Type, inv),
+        b, role.k.oType, acc,
+        WgFragmentFromValuesOp::create(b, role.k.rowsF32Type, inv),
         /*moved=*/Value());
-    Value lseRows = wantLse
-                        ? WgFragmentFromValuesOp::create(b, role.k.rowsF32Type, lse)
-                        : sums;
+    Value lseRows =
+        wantLse ? WgFragmentFromValuesOp::create(b, role.k.rowsF32Type, lse)
+                : sums;
     rewriter.replaceOp(
         op, {asTile(b, op.getLoc(), normalised, op.getOutput().getType()),
              asTile(b, op.getLoc(), lseRows, op.getLse().getType())});
@@ -106,7 +107,8 @@ struct StoreTilesToWg : RolePattern<StoreTileOp, ConsumerRole> {
     ImplicitLocOpBuilder &b = role.b;
     Value head = arith::IndexCastOp::create(b, role.k.i32, role.tile.blockY);
     Value firstRow = arith::AddIOp::create(
-        b, role.tile.m0, arith::MulIOp::create(b, role.consumerIdx, role.cI32(64)));
+        b, role.tile.m0,
+        arith::MulIOp::create(b, role.consumerIdx, role.cI32(64)));
     for (auto [store, value] : stores) {
       b.setInsertionPoint(store);
       const bool rows = isa<WgmmaRowsLayoutAttr>(
@@ -115,8 +117,8 @@ struct StoreTilesToWg : RolePattern<StoreTileOp, ConsumerRole> {
         role.storeOViaTma(value);
       else if (!rows || !role.spec.probeStamps)
         // Under probeStamps the LSE buffer holds the probe's records.
-        WgStoreGlobalOp::create(b, value, rows ? role.k.lsePtr : role.k.outPtr, head,
-                                firstRow, role.k.seqQ);
+        WgStoreGlobalOp::create(b, value, rows ? role.k.lsePtr : role.k.outPtr,
+                                head, firstRow, role.k.seqQ);
       rewriter.eraseOp(store);
     }
     return success();
@@ -168,7 +170,8 @@ void ConsumerRole::storeOViaTma(Value o16) {
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {
       Value off =
           arith::AddIOp::create(b, rowsStart, cIndex(c * spec.qBoxBytes()));
-      Value view = memref::ViewOp::create(b, k.oBoxType, k.smem, off, ValueRange());
+      Value view =
+          memref::ViewOp::create(b, k.oBoxType, k.smem, off, ValueRange());
       nvgpu::TmaAsyncStoreOp::create(
           b, view, k.tmO, ValueRange{cIndex(64 * c), firstRow, head, batch},
           Value());

@@ -281,8 +281,7 @@ struct ProgramClone {
 /// bounds are SharedMemory.cpp's, the tile loops TileSchedule.cpp's.
 class KernelContext {
 public:
-  KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
-                Block *entry);
+  KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec, Block *entry);
 
   //===--- constants (hoisted to the entry block, one per value) ----------===//
   Value cIndex(int64_t v);
@@ -328,8 +327,7 @@ public:
   /// same tiles. With dynamicSchedule the producer (`producer`) claims each
   /// tile and waits for its Q buffer; the consumers wait for that Q and read
   /// the claim, so their bodies skip those waits.
-  void forEachTile(TileValues &tile, bool producer,
-                   function_ref<void()> body);
+  void forEachTile(TileValues &tile, bool producer, function_ref<void()> body);
 
   //===--- ProbeStamps.cpp ----------------------------------------------===//
   /// Where a consumer reads clock64 under KernelSpec::probeStamps; the

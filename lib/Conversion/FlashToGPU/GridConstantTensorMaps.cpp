@@ -35,7 +35,8 @@ struct GridConstantTensorMapsPass
     Builder b(ctx);
     auto mapType = LLVM::LLVMArrayType::get(b.getI8Type(), kTensorMapBytes);
     WalkResult result = getOperation().walk([&](LLVM::LLVMFuncOp func) {
-      auto launch = func->getAttrOfType<DictionaryAttr>(flashc::kLaunchAttrName);
+      auto launch =
+          func->getAttrOfType<DictionaryAttr>(flashc::kLaunchAttrName);
       auto params =
           launch ? launch.getAs<ArrayAttr>("params") : ArrayAttr();
       if (!params)

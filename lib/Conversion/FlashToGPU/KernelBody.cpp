@@ -44,8 +44,7 @@ LogicalResult mlir::flash::gpu_lowering::emitKernel(KernelContext &k) {
     roleBody(roles.getProducer(), 1);
     ProducerRole(k).emit();
     Block *consumer = roleBody(roles.getConsumer(), 2);
-    ConsumerRole(k, consumer->getArgument(0), consumer->getArgument(1))
-        .emit();
+    ConsumerRole(k, consumer->getArgument(0), consumer->getArgument(1)).emit();
   }
   gpu::ReturnOp::create(b);
   return k.result();

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FlashToGPU.h"
 #include "../FlashWarpgroupToNVVM/RegisterUtils.h"
+#include "FlashToGPU.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -51,7 +51,6 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-
 FailureOr<KeyLoopRoles>
 mlir::flash::gpu_lowering::keyLoopRoles(scf::ForOp loop) {
   Block *body = loop.getBody();
@@ -87,10 +86,9 @@ static SmallVector<Value> stateTiles(ConsumerRole &role, scf::ForOp loop,
                                      ArrayRef<Value> o) {
   SmallVector<Value> tiles(3);
   auto tile = [&](unsigned index, Type type, ArrayRef<Value> regs) {
-    tiles[index] =
-        asTile(role.b, loop.getLoc(),
-               WgFragmentFromValuesOp::create(role.b, type, regs),
-               loop.getResult(index).getType());
+    tiles[index] = asTile(role.b, loop.getLoc(),
+                          WgFragmentFromValuesOp::create(role.b, type, regs),
+                          loop.getResult(index).getType());
   };
   tile(roles.m, role.k.rowsF32Type, m);
   tile(roles.l, role.k.rowPartialsType, l);
@@ -188,7 +186,8 @@ struct KeyLoopToRingLoop : RolePattern<scf::ForOp, ConsumerRole> {
     ConsumerRole::Slot slot = role.slotInfo(j);
     ValueRange regs = tiles.getRegionIterArgs();
     SmallVector<Value> replacements(body->getNumArguments());
-    replacements[0] = arith::MulIOp::create(role.b, j, role.cIndex(role.spec.blockN));
+    replacements[0] =
+        arith::MulIOp::create(role.b, j, role.cIndex(role.spec.blockN));
     SmallVector<Value> regVec(regs);
     ArrayRef<Value> r(regVec);
     llvm::copy(stateTiles(role, loop, *roles, r.slice(0, 2), r.slice(2, 2),
@@ -265,8 +264,10 @@ struct ScoresDotToWgMma : RolePattern<DotOp, ConsumerRole> {
       return failure();
     BuilderAt at(role.b, rewriter, dot);
     SmallVector<Value> scores = role.waitedS(*slot, j);
-    Value fragment = WgFragmentFromValuesOp::create(role.b, role.k.sType, scores);
-    rewriter.replaceOp(dot, asTile(role.b, dot.getLoc(), fragment, dot.getType()));
+    Value fragment =
+        WgFragmentFromValuesOp::create(role.b, role.k.sType, scores);
+    rewriter.replaceOp(dot,
+                       asTile(role.b, dot.getLoc(), fragment, dot.getType()));
     return success();
   }
 };
@@ -329,7 +330,8 @@ struct SoftmaxUpdateToWg : RolePattern<SoftmaxUpdateOp, ConsumerRole> {
     if (!splat)
       return {};
     Value value = role.cF32(splat->convertToFloat());
-    return WgFragmentFromValuesOp::create(role.b, type, ValueRange{value, value});
+    return WgFragmentFromValuesOp::create(role.b, type,
+                                          ValueRange{value, value});
   }
 };
 
@@ -406,7 +408,8 @@ struct OutputDotToWgMma : RolePattern<DotOp, ConsumerRole> {
     SmallVector<Value> out = role.oValues(o);
     role.release(slot->slot);
     Value fragment = WgFragmentFromValuesOp::create(role.b, role.k.oType, out);
-    rewriter.replaceOp(dot, asTile(role.b, dot.getLoc(), fragment, dot.getType()));
+    rewriter.replaceOp(dot,
+                       asTile(role.b, dot.getLoc(), fragment, dot.getType()));
     return success();
   }
 };
@@ -427,8 +430,7 @@ struct KeyLoopsToOverlappedRingLoops : RolePattern<scf::ForOp, ConsumerRole> {
   LogicalResult matchAndRewrite(scf::ForOp unmasked,
                                 PatternRewriter &rewriter) const override {
     if (!role.spec.sw.overlap || !unmasked->hasAttr(kKeyLoopAttrName) ||
-        !unmasked.getBody()->getOps<MaskOp>().empty() ||
-        unmasked->use_empty())
+        !unmasked.getBody()->getOps<MaskOp>().empty() || unmasked->use_empty())
       return failure();
     auto masked = dyn_cast<scf::ForOp>(*unmasked->user_begin());
     if (!masked || !masked->hasAttr(kKeyLoopAttrName) ||
@@ -455,14 +457,16 @@ struct KeyLoopsToOverlappedRingLoops : RolePattern<scf::ForOp, ConsumerRole> {
     Value hasTiles = arith::CmpIOp::create(role.b, arith::CmpIPredicate::sgt,
                                            overlapHi, role.cI32(0));
     Value negInf = role.cF32(-INFINITY);
-    SmallVector<Value> empty = {negInf, negInf, role.cF32(0.0f), role.cF32(0.0f)};
+    SmallVector<Value> empty = {negInf, negInf, role.cF32(0.0f),
+                                role.cF32(0.0f)};
     empty.append(numP, role.cI32(0));
     ValueRange initTiles = unmasked.getInitArgs();
     SmallVector<Value> st0 = role.k.ifThenElse(
         hasTiles, stateTypes,
         [&] {
           Value zero = role.cIndex(0);
-          Value s = scoresTile(role.waitedS(role.slotInfo(zero), zero), unmasked);
+          Value s =
+              scoresTile(role.waitedS(role.slotInfo(zero), zero), unmasked);
           // Tile 0 needs flash.mask only if it is ragged or on the diagonal
           // (nFull = 0): the mask costs a compare and a select per score.
           auto tile0 = [&](scf::ForOp loop, const KeyLoopRoles &r) {
@@ -532,7 +536,8 @@ private:
     for (DotOp dot : loop.getBody()->getOps<DotOp>())
       if (dot.getTransposeB())
         type = dot.getType();
-    Value fragment = WgFragmentFromValuesOp::create(role.b, role.k.sType, scores);
+    Value fragment =
+        WgFragmentFromValuesOp::create(role.b, role.k.sType, scores);
     return asTile(role.b, loop.getLoc(), fragment, type);
   }
 
@@ -583,7 +588,8 @@ private:
     const int64_t numP = role.spec.sRegs() / 2;
     // The loop is in place before its body is built, so the driver sees
     // the ops cloned into it.
-    auto loopOverTiles = scf::ForOp::create(role.b, lo, hi, role.cIndex(1), init);
+    auto loopOverTiles =
+        scf::ForOp::create(role.b, lo, hi, role.cIndex(1), init);
     OpBuilder::InsertionGuard guard(role.b);
     role.b.setInsertionPointToStart(loopOverTiles.getBody());
     Value j = loopOverTiles.getInductionVar();
@@ -611,7 +617,8 @@ private:
     Value sTile = scoresTile(scores, loop);
     Location loc = loop.getLoc();
     auto carried = [&](Type type, ArrayRef<Value> regs, Type tileType) {
-      return asTile(role.b, loc, WgFragmentFromValuesOp::create(role.b, type, regs),
+      return asTile(role.b, loc,
+                    WgFragmentFromValuesOp::create(role.b, type, regs),
                     tileType);
     };
     ValueRange tiles = loop.getRegionIterArgs();
@@ -636,11 +643,11 @@ private:
     Value rescaled;
     for (RescaleOp rescale : loop.getBody()->getOps<RescaleOp>())
       rescaled = role.b.clone(*rescale, map)->getResult(0);
-    scf::YieldOp::create(role.b, stateRegisters({map.lookup(update.getNewMax()),
-                                              map.lookup(update.getNewSum()),
-                                              map.lookup(update.getP()),
-                                              rescaled},
-                                             loopOverTiles.getResultTypes()));
+    scf::YieldOp::create(role.b,
+                         stateRegisters({map.lookup(update.getNewMax()),
+                                         map.lookup(update.getNewSum()),
+                                         map.lookup(update.getP()), rescaled},
+                                        loopOverTiles.getResultTypes()));
     return SmallVector<Value>(loopOverTiles.getResults());
   }
 };

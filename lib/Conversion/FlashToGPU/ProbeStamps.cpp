@@ -86,12 +86,13 @@ void ConsumerRole::writeProbeRecord() {
           b, k.i32, arith::ShRUIOp::create(b, v64, cI64(32))));
     };
     for (int64_t p = 0; p < KernelContext::NumProbePoints; ++p) {
-      Value slot =
-          LLVM::GEPOp::create(b, ptrTy, k.i64, k.probeSlots, ValueRange{cI32(p)});
+      Value slot = LLVM::GEPOp::create(b, ptrTy, k.i64, k.probeSlots,
+                                       ValueRange{cI32(p)});
       split(LLVM::LoadOp::create(b, k.i64, slot, 8, /*isVolatile=*/true));
     }
     split(timer);
-    static_assert(kHeaderWords + 2 * (KernelContext::NumProbePoints + 1) <= kRecordWords,
+    static_assert(kHeaderWords + 2 * (KernelContext::NumProbePoints + 1) <=
+                      kRecordWords,
                   "a record holds the header, the stamps and the timer");
     for (auto [i, word] : llvm::enumerate(words)) {
       Value at = arith::AddIOp::create(b, base, cI32(int64_t(i)));

@@ -62,8 +62,7 @@ void ProducerRole::issueQ() {
   // The barrier q[b] of this tile's Q buffer.
   Value barId = spec.qBuffers == 1
                     ? k.cIndex(spec.barQ())
-                    : arith::AddIOp::create(b, tile.qBuf,
-                                            k.cIndex(spec.barQ()))
+                    : arith::AddIOp::create(b, tile.qBuf, k.cIndex(spec.barQ()))
                           .getResult();
   WgTmaLoadTileOp::create(
       b, k.tmQ, tile.m0Idx, ValueRange{head, batch}, k.smem, k.shift,
@@ -77,8 +76,7 @@ void ProducerRole::issueKV(Value j, KV which) {
       WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
   Value slot = WgRingSlotIndexOp::create(b, ringSlot);
   Value row = arith::MulIOp::create(b, j, k.cIndex(spec.blockN));
-  Value slotBytes =
-      arith::MulIOp::create(b, slot, k.cIndex(spec.stageBytes()));
+  Value slotBytes = arith::MulIOp::create(b, slot, k.cIndex(spec.stageBytes()));
   struct Operand {
     KV which;
     Value map;
@@ -89,10 +87,9 @@ void ProducerRole::issueKV(Value j, KV which) {
     if (which != KV::Both && which != op.which)
       continue;
     Value barId = arith::AddIOp::create(b, slot, k.cIndex(op.barrier));
-    WgTmaLoadTileOp::create(b, op.map, row, ValueRange{kvHead, batch},
-                            k.smem, k.shift,
-                            slotBytes, /*buffer=*/Value(), k.bar, barId,
-                            spec.headDim, b.getI64IntegerAttr(op.offset),
+    WgTmaLoadTileOp::create(b, op.map, row, ValueRange{kvHead, batch}, k.smem,
+                            k.shift, slotBytes, /*buffer=*/Value(), k.bar,
+                            barId, spec.headDim, b.getI64IntegerAttr(op.offset),
                             /*bufferBytes=*/IntegerAttr());
   }
 }
@@ -132,8 +129,8 @@ void ProducerRole::prefetchNextBlockInputs() {
   Value gx = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::x));
   Value gy = toI32(b, gpu::GridDimOp::create(b, gpu::Dimension::y));
   Value y = toI32(b, tile.blockY);
-  Value linear = arith::AddIOp::create(b, tile.blockX32,
-                                       arith::MulIOp::create(b, y, gx));
+  Value linear =
+      arith::AddIOp::create(b, tile.blockX32, arith::MulIOp::create(b, y, gx));
   Value next =
       arith::AddIOp::create(b, linear, NVVM::SmDimOp::create(b, k.i32));
   Value queryBlock = arith::RemUIOp::create(b, next, gx);
@@ -147,8 +144,7 @@ void ProducerRole::prefetchNextBlockInputs() {
           b, map, ValueRange{col, row, head, batch}, ValueRange(),
           NVVM::TMALoadMode::TILE, Value());
     };
-    Value firstRow =
-        arith::MulIOp::create(b, queryBlock, k.cI32(spec.blockM));
+    Value firstRow = arith::MulIOp::create(b, queryBlock, k.cI32(spec.blockM));
     Value nextBatch = arith::DivUIOp::create(b, batchHead, k.headsArg);
     Value nextHead = arith::RemUIOp::create(b, batchHead, k.headsArg);
     Value nextKvHead = arith::DivUIOp::create(b, nextHead, k.kvGroup);

@@ -82,28 +82,31 @@ struct KeyLoadsToRingFills : RolePattern<scf::ForOp, ProducerRole> {
       if (map != role.k.tmK && map != role.k.tmV)
         return failure();
       loads.push_back(map == role.k.tmK ? ProducerRole::KV::K
-                                   : ProducerRole::KV::V);
+                                        : ProducerRole::KV::V);
     }
     if (loads.empty())
       return failure();
     BuilderAt at(role.b, rewriter, loop);
     const bool both = loads.size() == 2 && loads[0] != loads[1];
-    role.k.forLoop(role.k.cIndex(0), role.tile.nHiIdx, ValueRange(), [&](Value j, ValueRange) {
-      Value pos = role.tile.ringPosition(role.b, j);
-      if (!role.spec.sw.splitRelease && both) {
-        role.waitEmpty(pos, role.spec.barEmpty());
-        role.issueKV(j);
-        return SmallVector<Value>();
-      }
-      // K of tile j may load once S of tile j - stages retired, V once its
-      // P V did.
-      for (ProducerRole::KV which : loads) {
-        const bool early = which == ProducerRole::KV::K && role.spec.sw.splitRelease;
-        role.waitEmpty(pos, early ? role.spec.barEmptyK() : role.spec.barEmpty());
-        role.issueKV(j, which);
-      }
-      return SmallVector<Value>();
-    });
+    role.k.forLoop(role.k.cIndex(0), role.tile.nHiIdx, ValueRange(),
+                   [&](Value j, ValueRange) {
+                     Value pos = role.tile.ringPosition(role.b, j);
+                     if (!role.spec.sw.splitRelease && both) {
+                       role.waitEmpty(pos, role.spec.barEmpty());
+                       role.issueKV(j);
+                       return SmallVector<Value>();
+                     }
+                     // K of tile j may load once S of tile j - stages retired,
+                     // V once its P V did.
+                     for (ProducerRole::KV which : loads) {
+                       const bool early = which == ProducerRole::KV::K &&
+                                          role.spec.sw.splitRelease;
+                       role.waitEmpty(pos, early ? role.spec.barEmptyK()
+                                                 : role.spec.barEmpty());
+                       role.issueKV(j, which);
+                     }
+                     return SmallVector<Value>();
+                   });
     // The key loops after this one are walked by the same loop; what they
     // compute is the consumers', so their state passes through unchanged.
     SmallVector<scf::ForOp> loops = {loop};

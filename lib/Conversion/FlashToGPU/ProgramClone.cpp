@@ -78,12 +78,11 @@ Operation *ProgramClone::clone(Operation *op) {
 }
 
 void ProgramClone::keepAlive(Value value) {
-  sinks.push_back(UnrealizedConversionCastOp::create(k.b, k.b.getI1Type(),
-                                                     value));
+  sinks.push_back(
+      UnrealizedConversionCastOp::create(k.b, k.b.getI1Type(), value));
 }
 
-LogicalResult
-ProgramClone::lower(FrozenRewritePatternSet patterns) {
+LogicalResult ProgramClone::lower(FrozenRewritePatternSet patterns) {
   GreedyRewriteConfig config;
   config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
       .enableFolding(false)
@@ -121,9 +120,8 @@ ProgramClone::lower(FrozenRewritePatternSet patterns) {
   // What the rewrite left without uses: the tiles' casts, the fragments of
   // registers, the key offsets.
   ImplicitLocOpBuilder &b = k.b;
-  Operation *end = b.getInsertionPoint() == block->end()
-                       ? nullptr
-                       : &*b.getInsertionPoint();
+  Operation *end =
+      b.getInsertionPoint() == block->end() ? nullptr : &*b.getInsertionPoint();
   for (bool erased = true; erased;) {
     erased = false;
     Operation *op = before ? before->getNextNode() : &block->front();

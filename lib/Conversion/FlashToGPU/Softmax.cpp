@@ -35,7 +35,7 @@ Value ConsumerRole::maskKeys(Value scores, Value j, bool causal) {
 }
 
 WgSoftmaxUpdateOp ConsumerRole::softmaxUpdate(Value scores, Value m, Value l,
-                                               bool firstTile) {
+                                              bool firstTile) {
   // A tile program's first key tile starts from the literal -inf, so there
   // is nothing to speculate on.
   const bool speculative = spec.sw.speculativeExp && !firstTile;
@@ -43,8 +43,8 @@ WgSoftmaxUpdateOp ConsumerRole::softmaxUpdate(Value scores, Value m, Value l,
   auto pType = FragmentType::get(k.ctx, {64, spec.blockN}, spec.elementType,
                                  WgmmaOperandALayoutAttr::get(k.ctx));
   return WgSoftmaxUpdateOp::create(b, pType, k.rowsF32Type, k.rowPartialsType,
-                                   k.rowsF32Type, k.i1, scores, m, l, k.scaleLog2,
-                                   lagMax, speculative);
+                                   k.rowsF32Type, k.i1, scores, m, l,
+                                   k.scaleLog2, lagMax, speculative);
 }
 
 Value ConsumerRole::scaleRows(Value o, Value alpha, Value moved) {

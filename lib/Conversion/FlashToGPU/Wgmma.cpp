@@ -147,7 +147,7 @@ SmallVector<Value> ConsumerRole::prepPV(const Slot &s) {
 }
 
 Value ConsumerRole::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
-                            ArrayRef<Value> vDescs, bool fence) {
+                           ArrayRef<Value> vDescs, bool fence) {
   auto pType = FragmentType::get(k.ctx, {64, 16}, spec.elementType,
                                  WgmmaOperandALayoutAttr::get(k.ctx));
   Value o = WgFragmentFromValuesOp::create(b, k.oType, acc);

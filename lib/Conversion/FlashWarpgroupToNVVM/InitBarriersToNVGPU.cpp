@@ -34,15 +34,15 @@ struct InitBarriersToNVGPU : public OpRewritePattern<WgInitBarriersOp> {
     auto group = cast<nvgpu::MBarrierGroupType>(op.getBarriers().getType());
     Value barriers = nvgpu::MBarrierCreateOp::create(b, group);
     Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, thread,
-                                        constant(0));
+    Value first =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, thread, constant(0));
     auto init = scf::IfOp::create(b, TypeRange(), first, /*withElse=*/false);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(init.thenBlock()->getTerminator());
       for (auto [i, count] : llvm::enumerate(op.getCounts()))
-        nvgpu::MBarrierInitOp::create(b, barriers, constant(count),
-                                      constant(i), Value());
+        nvgpu::MBarrierInitOp::create(b, barriers, constant(count), constant(i),
+                                      Value());
     }
     gpu::BarrierOp::create(b);
     rewriter.replaceOp(op, barriers);
