@@ -26,6 +26,8 @@ StringRef mlir::flash::stringifyGridKind(GridKind kind) {
     return "sections";
   case GridKind::Persistent:
     return "persistent";
+  case GridKind::Packed:
+    return "packed";
   }
   llvm_unreachable("unknown grid kind");
 }
@@ -243,7 +245,8 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
       entries.integer("q_buffers", qBuffers) ||
       entries.choice<GridKind>(
           "grid", grid,
-          {GridKind::Tiles, GridKind::Sections, GridKind::Persistent},
+          {GridKind::Tiles, GridKind::Sections, GridKind::Persistent,
+           GridKind::Packed},
           stringifyGridKind) ||
       entries.flag("lag_max", lagMax) ||
       entries.flag("remat_q_descriptors", rematQ) ||

@@ -18,7 +18,7 @@
 
 namespace mlir::flash {
 /// How a kernel's blocks map onto its tiles (#flash.schedule's `grid`).
-enum class GridKind { Tiles, Sections, Persistent };
+enum class GridKind { Tiles, Sections, Persistent, Packed };
 /// Where -flash-gpu-schedule records a program's #flash.schedule (on its
 /// function) and the lowering keeps it (on the kernel's gpu.func).
 constexpr llvm::StringLiteral kScheduleAttrName = "flash.schedule";

@@ -51,6 +51,56 @@ def Flash_WgBlockTileOp : Flash_WgOp<"block_tile", [Pure]> {
   let assemblyFormat = "(`sections` $sections^)? attr-dict";
 }
 
+def Flash_WgPackedTileOp : Flash_WgOp<"packed_tile"> {
+  let summary = "The tile a block of a packed-sequences grid computes";
+  let description = [{
+    Reads this block's tile of packed sequences (`cu_seqlens`, as
+    FlashAttention's varlen API takes them) from its block index in a
+    `packed` grid: y is the sequence's rank times `heads` plus the head, x
+    the query block counted from the sequence's last, `gridDim.x` being the
+    longest sequence's query blocks. Every thread of the block must run it.
+
+    With `long_first_limit` = L, a batch of at most L sequences is ranked
+    longest query length first (ties in sequence order): every thread of
+    the first `sequences` ranks one sequence against the others, the one of
+    this block's rank writes it into the 4 bytes at `offset` of `smem`, and
+    a block barrier publishes it. So the hardware's block order, x-fastest
+    then y, starts the longest sequences' heads first and ends on the
+    shortest ones. Larger batches keep their order (ranking costs each block
+    a loop over the batch).
+
+    Results: the query block (negative for a block past its sequence's
+    last, which must do nothing), the head (index), the sequence's query
+    blocks, its first query row and first key row in the packed tensors,
+    and its query and key lengths. A sequence's rows are clamped to
+    `[0, total_q)` and `[0, total_k)`, so a malformed `cu_seqlens` cannot
+    move a store out of the tensors.
+
+    Example:
+
+    ```mlir
+    %qb, %head, %qbs, %q0, %k0, %lq, %lk = flash.wg.packed_tile
+        %cu_q, %cu_k, %heads, %total_q, %total_k, %smem[%off]
+        block_m = 128 long_first_limit = 64
+        : !llvm.ptr<1>, !llvm.ptr<1>, memref<?xi8, 3>
+    ```
+  }];
+  let arguments = (ins Flash_LLVMPointer:$cu_seqlens_q,
+                   Flash_LLVMPointer:$cu_seqlens_k, I32:$heads, I32:$total_q,
+                   I32:$total_k, MemRefRankOf<[I8], [1]>:$smem, Index:$offset,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$long_first_limit);
+  let results = (outs I32:$query_block, Index:$head, I32:$query_blocks,
+                 I32:$q_start, I32:$k_start, I32:$len_q, I32:$len_k);
+  let assemblyFormat = [{
+    $cu_seqlens_q `,` $cu_seqlens_k `,` $heads `,` $total_q `,` $total_k `,`
+    $smem `[` $offset `]` `block_m` `=` $block_m
+    `long_first_limit` `=` $long_first_limit attr-dict `:`
+    qualified(type($cu_seqlens_q)) `,` qualified(type($cu_seqlens_k)) `,`
+    type($smem)
+  }];
+}
+
 def Flash_WgTileLoopOp : Flash_WgOp<"tile_loop", [RecursiveMemoryEffects]> {
   let summary = "A persistent block's static share of the tiles";
   let description = [{

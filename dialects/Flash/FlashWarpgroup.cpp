@@ -448,6 +448,8 @@ LogicalResult WgTruncFOp::verify() {
 
 LogicalResult WgStoreGlobalOp::verify() {
   auto value = cast<FragmentType>(getValue().getType());
+  if (getRowBase() && !getHeadStride())
+    return emitOpError("row_base needs the tensor's strides");
   if (value.isOperandA())
     return success();
   if (isa<WgmmaRowsLayoutAttr>(value.getLayout()) &&

@@ -698,7 +698,8 @@ def Flash_LLVMPointer : Type<
     CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self)">,
     "LLVM pointer", "::mlir::LLVM::LLVMPointerType">;
 
-def Flash_WgStoreGlobalOp : Flash_WgOp<"store_global"> {
+def Flash_WgStoreGlobalOp
+    : Flash_WgOp<"store_global", [AttrSizedOperandSegments]> {
   let summary = "Stores a fragment's rows into a row-major global tensor";
   let description = [{
     Writes the rows of `value` into the row-major tensor at `base` whose
@@ -714,6 +715,13 @@ def Flash_WgStoreGlobalOp : Flash_WgOp<"store_global"> {
       written by the first thread of each quad (the log-sum-exp of the
       softmax).
 
+    With `strides`, the tensor is not dense: row r of the fragment goes to
+    element `head * head_stride + (row_base + first_row + r) * row_stride`
+    (strides in elements; `row_base`, the first row of a packed sequence,
+    is added after the bound check, so `num_rows` is the sequence's
+    length). Without them a head holds `num_rows` rows of K elements (or
+    of one f32), one after another.
+
     Example:
 
     ```mlir
@@ -721,14 +729,30 @@ def Flash_WgStoreGlobalOp : Flash_WgOp<"store_global"> {
         : !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>, !llvm.ptr<1>
     flash.wg.store_global %lse, %lse_out[%head, %first_row], %seq_q
         : !flash.fragment<64xf32, #flash.wgmma_rows>, !llvm.ptr<1>
+    // A packed sequence's rows of a [T, H, D] output.
+    flash.wg.store_global %o16, %out[%head, %first_row], %len_q
+        strides(%stride_h, %stride_n) row_base %q_start
+        : !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>, !llvm.ptr<1>
     ```
   }];
   let arguments = (ins Flash_FragmentType:$value, Flash_LLVMPointer:$base,
-                   I32:$head, I32:$first_row, I32:$num_rows);
+                   I32:$head, I32:$first_row, I32:$num_rows,
+                   Optional<I64>:$head_stride, Optional<I64>:$row_stride,
+                   Optional<I32>:$row_base);
   let assemblyFormat = [{
-    $value `,` $base `[` $head `,` $first_row `]` `,` $num_rows attr-dict `:`
+    $value `,` $base `[` $head `,` $first_row `]` `,` $num_rows
+    (`strides` `(` $head_stride^ `,` $row_stride `)`)?
+    (`row_base` $row_base^)? attr-dict `:`
     qualified(type($value)) `,` qualified(type($base))
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$value, "::mlir::Value":$base,
+                   "::mlir::Value":$head, "::mlir::Value":$firstRow,
+                   "::mlir::Value":$numRows), [{
+      build($_builder, $_state, value, base, head, firstRow, numRows,
+            ::mlir::Value(), ::mlir::Value(), ::mlir::Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

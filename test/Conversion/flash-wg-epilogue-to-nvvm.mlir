@@ -80,6 +80,64 @@ func.func @store_global_rows(%l0: f32, %l1: f32, %lse: !llvm.ptr<1>, %head: i32,
 
 !o16 = !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
 
+// store_global of a packed sequence's O rows into a strided [T, H, D]
+// tensor: the bound is the sequence's length, and row r goes to element
+// head * head_stride + (row_base + first_row + r) * row_stride.
+// CHECK-LABEL: func.func @store_global_o_strided
+// CHECK-SAME: (%[[W:.*]]: i32, %[[OUT:.*]]: !llvm.ptr<1>, %[[HEAD:.*]]: i32, %[[FIRST:.*]]: i32, %[[N:.*]]: i32, %[[SH:.*]]: i64, %[[SN:.*]]: i64, %[[BASE:.*]]: i32)
+// CHECK: %[[QUAD:.*]] = arith.remui %{{.*}}, %c4_i32 : i32
+// CHECK: %[[ROW0:.*]] = arith.addi %[[FIRST]], %{{.*}} : i32
+// CHECK: %[[HEAD64:.*]] = arith.extui %[[HEAD]] : i32 to i64
+// CHECK: %[[HSTART:.*]] = arith.muli %[[HEAD64]], %[[SH]] : i64
+// CHECK: %[[IN0:.*]] = arith.cmpi ult, %[[ROW0]], %[[N]] : i32
+// CHECK: scf.if %[[IN0]] {
+// CHECK: %[[PROW:.*]] = arith.addi %[[ROW0]], %[[BASE]] : i32
+// CHECK: %[[PROW64:.*]] = arith.extui %[[PROW]] : i32 to i64
+// CHECK: %[[ROWOFF:.*]] = arith.muli %[[PROW64]], %[[SN]] : i64
+// CHECK: %[[START:.*]] = arith.addi %[[HSTART]], %[[ROWOFF]] : i64
+// CHECK: %[[COL:.*]] = arith.muli %[[QUAD]], %c2_i32 : i32
+// CHECK: %[[COL64:.*]] = arith.extui %[[COL]] : i32 to i64
+// CHECK: %[[RC:.*]] = arith.addi %[[START]], %[[COL64]] : i64
+// CHECK: %[[I0:.*]] = arith.addi %[[RC]], %c0_i64 : i64
+// CHECK: llvm.getelementptr %[[OUT]][%[[I0]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK-COUNT-16: llvm.store
+// CHECK-NOT: llvm.store
+// CHECK: scf.if
+// CHECK-COUNT-16: llvm.store
+// CHECK-NOT: arith.muli %[[HEAD]], %[[N]]
+func.func @store_global_o_strided(%w: i32, %out: !llvm.ptr<1>, %head: i32, %first: i32, %n: i32, %sh: i64, %sn: i64, %base: i32) {
+  %o = flash.wg.fragment_from_values %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w, %w : !o16
+  flash.wg.store_global %o, %out[%head, %first], %n strides(%sh, %sn) row_base %base : !o16, !llvm.ptr<1>
+  return
+}
+
+// -----
+
+!rows = !flash.fragment<64xf32, #flash.wgmma_rows>
+
+// A packed sequence's LSE rows: [H, T] f32, so row r of head h is element
+// h * T + row_base + first_row + r.
+// CHECK-LABEL: func.func @store_global_rows_strided
+// CHECK-SAME: (%[[L0:.*]]: f32, %[[L1:.*]]: f32, %[[LSE:.*]]: !llvm.ptr<1>, %[[HEAD:.*]]: i32, %[[FIRST:.*]]: i32, %[[N:.*]]: i32, %[[T:.*]]: i64, %[[BASE:.*]]: i32)
+// CHECK: %[[HSTART:.*]] = arith.muli %{{.*}}, %[[T]] : i64
+// CHECK: scf.if
+// CHECK: %[[PROW:.*]] = arith.addi %{{.*}}, %[[BASE]] : i32
+// CHECK: %[[PROW64:.*]] = arith.extui %[[PROW]] : i32 to i64
+// CHECK: %[[ROWOFF:.*]] = arith.muli %[[PROW64]], %c1_i64 : i64
+// CHECK: %[[I:.*]] = arith.addi %[[HSTART]], %[[ROWOFF]] : i64
+// CHECK: %[[P:.*]] = llvm.getelementptr %[[LSE]][%[[I]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: llvm.store %[[L0]], %[[P]] {alignment = 4 : i64} : f32, !llvm.ptr<1>
+func.func @store_global_rows_strided(%l0: f32, %l1: f32, %lse: !llvm.ptr<1>, %head: i32, %first: i32, %n: i32, %t: i64, %base: i32) {
+  %r = flash.wg.fragment_from_values %l0, %l1 : !rows
+  %c1 = arith.constant 1 : i64
+  flash.wg.store_global %r, %lse[%head, %first], %n strides(%t, %c1) row_base %base : !rows, !llvm.ptr<1>
+  return
+}
+
+// -----
+
+!o16 = !flash.fragment<64x128xbf16, #flash.wgmma_operand_a>
+
 // store_shared: an i32 view at the offset covering both boxes (16384 + 64
 // rows x 128 bytes = 6144 words); in row r word w goes to
 // 32 r + quad + 4 ((r % 8) ^ (w / 2 % 8)) + (w / 16) 16384 / 4.

@@ -266,3 +266,70 @@ func.func @claimed_consumer(%seq_q: i32, %seq_k: i32, %batch: i32, %heads: i32,
   }
   return
 }
+
+// flash.wg.packed_tile: y is a rank times heads plus the head; a batch of
+// at most long_first_limit sequences is ranked longest first by every
+// thread of the first `sequences` (count of those longer, or as long and
+// before), the one of the block's rank published through shared memory
+// behind a block barrier. The sequence's rows are clamped into the tensors
+// and x counts its query blocks from the last.
+// CHECK-LABEL: func.func @packed_tile
+// CHECK-SAME: (%[[CQ:.*]]: !llvm.ptr<1>, %[[CK:.*]]: !llvm.ptr<1>, %[[H:.*]]: i32, %[[TQ:.*]]: i32, %[[TK:.*]]: i32, %[[SMEM:.*]]: memref<?xi8, #gpu.address_space<workgroup>>, %[[OFF:.*]]: index)
+// CHECK: %[[X:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: %[[Y:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: %[[GY:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: %[[S:.*]] = arith.divui %[[GY]], %[[H]] : i32
+// CHECK: %[[RANK:.*]] = arith.divui %[[Y]], %[[H]] : i32
+// CHECK: %[[HEAD:.*]] = arith.remui %[[Y]], %[[H]] : i32
+// CHECK: %[[SLOT:.*]] = memref.view %[[SMEM]][%[[OFF]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[SMALL:.*]] = arith.cmpi ule, %[[S]], %c32_i32 : i32
+// CHECK: %[[SEQ:.*]] = scf.if %[[SMALL]] -> (i32) {
+// CHECK:   %[[T:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK:   %[[MINE:.*]] = arith.cmpi ult, %[[T]], %[[S]] : i32
+// CHECK:   scf.if %[[MINE]] {
+// CHECK:     %[[COUNT:.*]] = scf.for %[[U:.*]] = %c0_i32 to %[[S]] step %c1_i32 iter_args(%[[ACC:.*]] = %c0_i32) -> (i32)  : i32 {
+// CHECK:       arith.cmpi sgt
+// CHECK:       arith.cmpi ult, %[[U]], %[[T]] : i32
+// CHECK:       arith.cmpi eq
+// CHECK:     %[[MATCH:.*]] = arith.cmpi eq, %[[COUNT]], %[[RANK]] : i32
+// CHECK:     scf.if %[[MATCH]] {
+// CHECK:       memref.store %[[T]], %[[SLOT]][%c0]
+// CHECK:   gpu.barrier
+// CHECK:   %[[PICK:.*]] = memref.load %[[SLOT]][%c0]
+// CHECK:   scf.yield %[[PICK]] : i32
+// CHECK: } else {
+// CHECK:   scf.yield %[[RANK]] : i32
+// CHECK: llvm.getelementptr %[[CQ]]
+// CHECK: %[[Q0:.*]] = arith.minsi %{{.*}}, %[[TQ]] : i32
+// CHECK: %[[QEND:.*]] = arith.minsi %{{.*}}, %[[TQ]] : i32
+// CHECK: %[[LQ:.*]] = arith.subi %[[QEND]], %[[Q0]] : i32
+// CHECK: llvm.getelementptr %[[CK]]
+// CHECK: %[[K0:.*]] = arith.minsi %{{.*}}, %[[TK]] : i32
+// CHECK: %[[KEND:.*]] = arith.minsi %{{.*}}, %[[TK]] : i32
+// CHECK: %[[LK:.*]] = arith.subi %[[KEND]], %[[K0]] : i32
+// CHECK: %[[UP:.*]] = arith.addi %[[LQ]], %c127_i32 : i32
+// CHECK: %[[QBS:.*]] = arith.divui %[[UP]], %c128_i32 : i32
+// CHECK: %[[LAST:.*]] = arith.subi %[[QBS]], %c1_i32 : i32
+// CHECK: %[[QB:.*]] = arith.subi %[[LAST]], %[[X]] : i32
+// CHECK: %[[HEADI:.*]] = arith.index_cast %[[HEAD]] : i32 to index
+// CHECK: call @tile7(%[[QB]], %[[HEADI]], %[[QBS]], %[[Q0]], %[[K0]], %[[LQ]], %[[LK]])
+func.func private @tile7(i32, index, i32, i32, i32, i32, i32)
+func.func @packed_tile(%cq: !llvm.ptr<1>, %ck: !llvm.ptr<1>, %heads: i32, %tq: i32, %tk: i32, %smem: !smem, %off: index) {
+  %qb, %h, %qbs, %q0, %k0, %lq, %lk = flash.wg.packed_tile %cq, %ck, %heads, %tq, %tk, %smem[%off] block_m = 128 long_first_limit = 32 : !llvm.ptr<1>, !llvm.ptr<1>, !smem
+  func.call @tile7(%qb, %h, %qbs, %q0, %k0, %lq, %lk) : (i32, index, i32, i32, i32, i32, i32) -> ()
+  return
+}
+
+// long_first_limit = 0 keeps the batch's order: the rank is the sequence.
+// CHECK-LABEL: func.func @packed_tile_in_order
+// CHECK-NOT: gpu.barrier
+// CHECK: arith.divui %{{.*}}, %{{.*}} : i32
+// CHECK: %[[RANK:.*]] = arith.divui %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[E:.*]] = arith.extui %[[RANK]] : i32 to i64
+// CHECK: llvm.getelementptr %{{.*}}[%[[E]]]
+func.func @packed_tile_in_order(%cq: !llvm.ptr<1>, %ck: !llvm.ptr<1>, %heads: i32, %tq: i32, %tk: i32, %smem: memref<?xi8, #gpu.address_space<workgroup>>, %off: index) {
+  %qb, %h, %qbs, %q0, %k0, %lq, %lk = flash.wg.packed_tile %cq, %ck, %heads, %tq, %tk, %smem[%off] block_m = 64 long_first_limit = 0 : !llvm.ptr<1>, !llvm.ptr<1>, memref<?xi8, #gpu.address_space<workgroup>>
+  func.call @tile7(%qb, %h, %qbs, %q0, %k0, %lq, %lk) : (i32, index, i32, i32, i32, i32, i32) -> ()
+  return
+}

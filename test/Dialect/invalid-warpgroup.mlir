@@ -286,7 +286,17 @@ func.func @store_global_partials(%p: !flash.fragment<64xf32, #flash.wgmma_row_pa
 
 func.func @store_global_not_pointer(%p: !flash.fragment<64xf32, #flash.wgmma_rows>, %out: i64, %i: i32) {
   // expected-error @+1 {{'flash.wg.store_global' op operand #1 must be LLVM pointer, but got 'i64'}}
-  "flash.wg.store_global"(%p, %out, %i, %i, %i) : (!flash.fragment<64xf32, #flash.wgmma_rows>, i64, i32, i32, i32) -> ()
+  "flash.wg.store_global"(%p, %out, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>}> : (!flash.fragment<64xf32, #flash.wgmma_rows>, i64, i32, i32, i32) -> ()
+  return
+}
+
+// -----
+
+// A packed sequence's first row offsets a strided tensor's rows; without
+// the strides there is nothing to offset.
+func.func @store_global_row_base_without_strides(%p: !flash.fragment<64xf32, #flash.wgmma_rows>, %out: !llvm.ptr<1>, %i: i32) {
+  // expected-error @+1 {{'flash.wg.store_global' op row_base needs the tensor's strides}}
+  flash.wg.store_global %p, %out[%i, %i], %i row_base %i : !flash.fragment<64xf32, #flash.wgmma_rows>, !llvm.ptr<1>
   return
 }
 

@@ -53,7 +53,7 @@ func.func @missing() attributes {s = #flash.schedule<overlap = true, pingpong = 
 
 // -----
 
-// expected-error @+1 {{'grid' takes tiles, sections or persistent}}
+// expected-error @+1 {{'grid' takes tiles, sections, persistent or packed}}
 func.func @bad_grid() attributes {s = #flash.schedule<overlap = true, pingpong = true, split_release = true, persistent = false, tma_store_o = true, dynamic_schedule = false, speculative_exp = false, consumers = 2, producer_regs = 24, consumer_regs = 240, q_buffers = 1, grid = rows, lag_max = true, remat_q_descriptors = false, serial_masked_tiles = false, prefetch_next_block = true, probe_stamps = false>} {
   return
 }

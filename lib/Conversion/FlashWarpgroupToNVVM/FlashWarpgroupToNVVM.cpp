@@ -78,6 +78,7 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateWarpSpecializePatterns(converter, patterns);
   wg_lowering::populatePingpongTurnPatterns(converter, patterns);
   wg_lowering::populateTileLoopPatterns(converter, patterns);
+  wg_lowering::populatePackedTilePatterns(converter, patterns);
   wg_lowering::populateClaimedTileLoopPatterns(converter, patterns);
   wg_lowering::populateTileBoundsPatterns(converter, patterns);
   wg_lowering::populateWarpUniformPatterns(converter, patterns);

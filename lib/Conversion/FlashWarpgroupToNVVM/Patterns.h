@@ -64,6 +64,9 @@ void populateStoreSharedPatterns(const TypeConverter &converter,
 /// TileLoopToSCF.cpp: flash.wg.block_tile and flash.wg.tile_loop.
 void populateTileLoopPatterns(const TypeConverter &converter,
                               RewritePatternSet &patterns);
+/// PackedTileToSCF.cpp: flash.wg.packed_tile.
+void populatePackedTilePatterns(const TypeConverter &converter,
+                                RewritePatternSet &patterns);
 /// ClaimedTileLoopToSCF.cpp: flash.wg.claimed_tile_loop.
 void populateClaimedTileLoopPatterns(const TypeConverter &converter,
                                      RewritePatternSet &patterns);

@@ -44,9 +44,24 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
     Value firstRow =
         arith::AddIOp::create(b, adaptor.getFirstRow().front(),
                               at.rowInFragment);
-    Value headRow0 =
-        arith::MulIOp::create(b, adaptor.getHead().front(), numRows);
+    // A strided tensor: the element index of a row's first column.
+    const bool strided = !adaptor.getHeadStride().empty();
+    Value headRow0, headStart;
+    if (!strided)
+      headRow0 = arith::MulIOp::create(b, adaptor.getHead().front(), numRows);
     auto ptrType = cast<LLVM::LLVMPointerType>(base.getType());
+    if (strided)
+      headStart = arith::MulIOp::create(
+          b, arith::ExtUIOp::create(b, b.getI64Type(), adaptor.getHead().front()),
+          adaptor.getHeadStride().front());
+    auto stridedRowStart = [&](Value row) -> Value {
+      if (!adaptor.getRowBase().empty())
+        row = arith::AddIOp::create(b, row, adaptor.getRowBase().front());
+      Value row64 = arith::ExtUIOp::create(b, b.getI64Type(), row);
+      return arith::AddIOp::create(
+          b, headStart,
+          arith::MulIOp::create(b, row64, adaptor.getRowStride().front()));
+    };
     for (int64_t r = 0; r < 2; ++r) {
       Value row = r == 0 ? firstRow
                          : arith::AddIOp::create(b, firstRow, c32(8))
@@ -62,18 +77,25 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
                                     /*withElse=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      Value globalRow = arith::AddIOp::create(b, headRow0, row);
-      Value globalRow64 = arith::ExtUIOp::create(b, b.getI64Type(), globalRow);
+      Value globalRow64;
+      if (!strided) {
+        Value globalRow = arith::AddIOp::create(b, headRow0, row);
+        globalRow64 = arith::ExtUIOp::create(b, b.getI64Type(), globalRow);
+      }
       if (!type.isOperandA()) {
+        Value index = strided ? stridedRowStart(row) : globalRow64;
         Value ptr = LLVM::GEPOp::create(b, ptrType, b.getF32Type(), base,
-                                        ValueRange{globalRow64});
+                                        ValueRange{index});
         LLVM::StoreOp::create(b, registers[r], ptr, /*alignment=*/4);
         continue;
       }
       // Word w of a thread holds columns 8 (w / 2) + 2 quad, +1 of row half
       // w % 2 (the accumulator's register pairs, see RegisterUtils.h).
       int64_t columns = type.getShape()[1];
-      Value rowStart = arith::MulIOp::create(b, globalRow64, c64(columns));
+      Value rowStart =
+          strided ? stridedRowStart(row)
+                  : arith::MulIOp::create(b, globalRow64, c64(columns))
+                        .getResult();
       Value column = arith::ExtUIOp::create(
           b, b.getI64Type(), arith::MulIOp::create(b, at.quad, c32(2)));
       Value rowColumn = arith::AddIOp::create(b, rowStart, column);
