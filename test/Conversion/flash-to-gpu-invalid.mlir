@@ -37,10 +37,10 @@ func.func @too_much_smem(%q: memref<?x?x?x256xbf16>, %k: memref<?x?x?x256xbf16>,
 
 // -----
 
-// Packed sequences run on the CPU path; the GPU kernel refuses them by name.
-func.func @packed(%q: memref<1x?x?x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %max: index) {
-  // expected-error @+1 {{flash-to-gpu: packed sequences (cu_seqlens) are not supported by the GPU kernel yet}}
-  flash.attention %q, %q, %q -> %q packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %max)
+// Packed sequences lower (flash-to-gpu-packed.mlir); their schedule is
+// checked in ../Schedule/gpu-schedule-lowering-invalid.mlir.
+func.func @packed(%q: memref<1x?x?x128xbf16>, %k: memref<1x?x?x128xbf16>, %v: memref<1x?x?x128xbf16>, %o: memref<1x?x?x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %max: index) {
+  flash.attention %q, %k, %v -> %o packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %max)
       {config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>}
       : memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16> -> memref<1x?x?x128xbf16>
   return

@@ -39,3 +39,26 @@ func.func @sections_without_mask(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x12
       : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16> -> memref<?x?x?x128xbf16>
   return
 }
+
+// -----
+
+// Packed sequences: a block per query block of a (sequence, head). A
+// hand-written schedule with the probe (or persistent tiles) is refused.
+// expected-error @+1 {{flash-to-gpu: packed sequences take one block per tile (no persistent, prefetch_next_block or probe_stamps)}}
+func.func @packed_probe(%q: memref<1x?x?x128xbf16>, %k: memref<1x?x?x128xbf16>, %v: memref<1x?x?x128xbf16>, %o: memref<1x?x?x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %max: index) attributes {flash.schedule = #flash.schedule<overlap = true, pingpong = true, split_release = true, persistent = false, tma_store_o = false, dynamic_schedule = false, speculative_exp = false, consumers = 2, producer_regs = 24, consumer_regs = 240, q_buffers = 1, grid = packed, lag_max = true, remat_q_descriptors = false, serial_masked_tiles = false, prefetch_next_block = false, probe_stamps = true>} {
+  flash.attention %q, %k, %v -> %o packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %max)
+      {config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>}
+      : memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16> -> memref<1x?x?x128xbf16>
+  return
+}
+
+// -----
+
+// A dense program's schedule on packed sequences: its grid is not theirs.
+// expected-error @+1 {{flash-to-gpu: the schedule's grid = tiles is not this program's (packed)}}
+func.func @packed_tiles_grid(%q: memref<1x?x?x128xbf16>, %k: memref<1x?x?x128xbf16>, %v: memref<1x?x?x128xbf16>, %o: memref<1x?x?x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>, %max: index) attributes {flash.schedule = #flash.schedule<overlap = true, pingpong = true, split_release = true, persistent = false, tma_store_o = false, dynamic_schedule = false, speculative_exp = false, consumers = 2, producer_regs = 24, consumer_regs = 240, q_buffers = 1, grid = tiles, lag_max = true, remat_q_descriptors = false, serial_masked_tiles = false, prefetch_next_block = false, probe_stamps = false>} {
+  flash.attention %q, %k, %v -> %o packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %max)
+      {config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>}
+      : memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16> -> memref<1x?x?x128xbf16>
+  return
+}

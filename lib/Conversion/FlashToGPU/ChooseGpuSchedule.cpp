@@ -118,7 +118,9 @@ struct FlashGpuSchedulePass
     spec.rematQDescriptors = spec.headDim > 128;
     spec.serialMaskedTiles = spec.headDim > 128;
     sw.pingpong = sw.pingpong && allow.pingpong && spec.warpgroups == 2;
-    sw.persistent = sw.persistent && allow.persistent;
+    // Packed sequences: a block per (sequence, head) query block, ranked
+    // longest first by the grid (flash.wg.packed_tile).
+    sw.persistent = sw.persistent && allow.persistent && !spec.packed;
     // Claimed tiles (and their shared-memory slots) only where a block
     // walks several tiles and causal ones differ in cost; without the mask
     // the static round robin is already balanced.
@@ -138,12 +140,14 @@ struct FlashGpuSchedulePass
     sw.speculativeExp = sw.speculativeExp && allow.speculativeExp;
     // O is staged in the tile's Q buffer; with a single one a persistent
     // kernel's next Q load would wait for the store.
+    // (A packed sequence stores by TMA only the 64-row slabs inside it: its
+    // last rows are followed by the next sequence's.)
     sw.tmaStoreO = sw.tmaStoreO && allow.tmaStoreO &&
                    (!sw.persistent || spec.qBuffers == 2);
     // A tiles grid only: persistent kernels load the next tile's Q into
     // their second buffer, and a sections grid's blocks differ in length.
     spec.prefetchNextBlock = prefetchNextBlock && spec.tilesGrid();
-    spec.probeStamps = probeStamps;
+    spec.probeStamps = probeStamps && !spec.packed;
     spec.producerRegCount = producerRegsFor(spec);
     spec.consumerRegCount = consumerRegsFor(spec);
   }

@@ -68,6 +68,19 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
   if (spec.sw.dynamicSchedule)
     params.push_back(dict({{"kind", str("tile_counter")}}));
+  if (spec.packed) {
+    // seq_q and seq_k above are the packed tensors' rows.
+    params.push_back(
+        dict({{"kind", str("ptr")}, {"tensor", str("cu_seqlens_q")}}));
+    params.push_back(
+        dict({{"kind", str("ptr")}, {"tensor", str("cu_seqlens_k")}}));
+    // With the TMA store of O above, the rows past a sequence's last full
+    // 64-row slab still go out by pointer.
+    if (spec.sw.tmaStoreO)
+      params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("o")}}));
+    params.push_back(dict({{"kind", str("i64")}, {"value", str("stride_o_h")}}));
+    params.push_back(dict({{"kind", str("i64")}, {"value", str("stride_o_n")}}));
+  }
   // The tile sizes, the roles' registers and every schedule switch as
   // applied (kernel.json's "config").
   auto configDict = [&] {
@@ -94,18 +107,24 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
                   {"section_keys", i64(spec.sectionKeys())}})
           : dict({{"kind", gridKind}, {"block_m", i64(spec.blockM)}});
 
-  return dict(
-      {{"dtype", str(isa<BFloat16Type>(spec.elementType) ? "bf16" : "f16")},
-       {"head_dim", i64(spec.headDim)},
-       {"causal", b.getBoolAttr(spec.causal)},
-       {"scale", b.getF64FloatAttr(spec.scale)},
-       {"has_lse", b.getBoolAttr(spec.hasLse)},
-       {"block", b.getDenseI64ArrayAttr({spec.threads(), 1, 1})},
-       {"cluster", b.getDenseI64ArrayAttr({1, 1, 1})},
-       {"shared_memory_bytes", i64(spec.sharedMemoryBytes())},
-       {"grid", grid},
-       {"config", configDict()},
-       {"params", b.getArrayAttr(params)}});
+  SmallVector<std::pair<StringRef, Attribute>> entries = {
+      {"dtype", str(isa<BFloat16Type>(spec.elementType) ? "bf16" : "f16")},
+      {"head_dim", i64(spec.headDim)},
+      {"causal", b.getBoolAttr(spec.causal)},
+      {"scale", b.getF64FloatAttr(spec.scale)},
+      {"has_lse", b.getBoolAttr(spec.hasLse)},
+      {"block", b.getDenseI64ArrayAttr({spec.threads(), 1, 1})},
+      {"cluster", b.getDenseI64ArrayAttr({1, 1, 1})},
+      {"shared_memory_bytes", i64(spec.sharedMemoryBytes())},
+      {"grid", grid},
+      {"config", configDict()},
+      {"params", b.getArrayAttr(params)}};
+  // Head counts the source fixes: the runtime holds launches to them.
+  if (spec.heads)
+    entries.push_back({"heads", i64(spec.heads)});
+  if (spec.kvHeads)
+    entries.push_back({"kv_heads", i64(spec.kvHeads)});
+  return dict(entries);
 }
 
 /// Builds the gpu.module holding the kernel of `spec` next to `func`.
@@ -130,6 +149,12 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
   args.push_back(b.getI32Type());
   if (spec.sw.dynamicSchedule)
     args.push_back(globalPtr);
+  if (spec.packed) {
+    args.append({globalPtr, globalPtr});
+    if (spec.sw.tmaStoreO)
+      args.push_back(globalPtr);
+    args.append({b.getI64Type(), b.getI64Type()});
+  }
   auto kernel =
       gpu::GPUFuncOp::create(b, spec.name, b.getFunctionType(args, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -236,6 +261,11 @@ mlir::flash::gpu_lowering::verifySchedule(func::FuncOp func,
   if (spec.sw.tmaStoreO && spec.sw.persistent && spec.qBuffers != 2)
     return func.emitError("flash-to-gpu: the schedule's tma_store_o in a "
                           "persistent kernel needs q_buffers = 2");
+  if (spec.packed &&
+      (spec.sw.persistent || spec.prefetchNextBlock || spec.probeStamps))
+    return func.emitError("flash-to-gpu: packed sequences take one block "
+                          "per tile (no persistent, prefetch_next_block or "
+                          "probe_stamps)");
   if (spec.probeStamps && !spec.hasLse)
     return func.emitError("probe-stamps writes its records over the LSE "
                           "buffer: the kernel has none");

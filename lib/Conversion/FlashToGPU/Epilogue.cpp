@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cmath>
 #include <limits>
@@ -113,8 +114,12 @@ struct StoreTilesToWg : RolePattern<StoreTileOp, ConsumerRole> {
       b.setInsertionPoint(store);
       const bool rows = isa<WgmmaRowsLayoutAttr>(
           cast<FragmentType>(value.getType()).getLayout());
-      if (!rows && role.spec.sw.tmaStoreO)
+      if (!rows && role.spec.packed && role.spec.sw.tmaStoreO)
+        storePackedO(b, value, head, firstRow);
+      else if (!rows && role.spec.sw.tmaStoreO)
         role.storeOViaTma(value);
+      else if (role.spec.packed)
+        storePackedRows(b, value, rows, head, firstRow);
       else if (!rows || !role.spec.probeStamps)
         // Under probeStamps the LSE buffer holds the probe's records.
         WgStoreGlobalOp::create(b, value, rows ? role.k.lsePtr : role.k.outPtr,
@@ -122,6 +127,41 @@ struct StoreTilesToWg : RolePattern<StoreTileOp, ConsumerRole> {
       rewriter.eraseOp(store);
     }
     return success();
+  }
+
+  /// A packed sequence's O: this warpgroup's 64 rows by TMA where they lie
+  /// inside the sequence (a box past its end would overwrite the next
+  /// one's rows), else row by row. The condition is the warpgroup's, so
+  /// the TMA store's warpgroup barriers see all of it.
+  void storePackedO(ImplicitLocOpBuilder &b, Value o16, Value head,
+                    Value firstRow) const {
+    KernelContext &k = role.k;
+    Value fromStart = arith::CmpIOp::create(b, arith::CmpIPredicate::sge,
+                                            firstRow, k.cI32(0));
+    Value toEnd = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::sle,
+        arith::AddIOp::create(b, firstRow, k.cI32(64)), k.seqQ);
+    Value inside = arith::AndIOp::create(b, fromStart, toEnd);
+    auto ifOp = scf::IfOp::create(b, TypeRange(), inside, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    role.storeOViaTma(o16);
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    storePackedRows(b, o16, /*rows=*/false, head, firstRow);
+  }
+
+  /// A packed sequence's rows: O into its [T, H, D] rows with O's strides,
+  /// LSE into its [H, T] rows.
+  void storePackedRows(ImplicitLocOpBuilder &b, Value value, bool rows,
+                       Value head, Value firstRow) const {
+    KernelContext &k = role.k;
+    Value rowBase = arith::IndexCastOp::create(b, k.i32, role.tile.qRow0);
+    Value headStride =
+        rows ? arith::ExtUIOp::create(b, k.i64, k.totalQ).getResult()
+             : k.oStrideH;
+    Value rowStride = rows ? k.cI64(1) : k.oStrideN;
+    WgStoreGlobalOp::create(b, value, rows ? k.lsePtr : k.outPtr, head,
+                            firstRow, k.seqQ, headStride, rowStride, rowBase);
   }
 };
 
@@ -165,6 +205,8 @@ void ConsumerRole::storeOViaTma(Value o16) {
     Value rowOff = arith::IndexCastOp::create(
         b, k.indexTy, arith::MulIOp::create(b, consumerIdx, cI32(64)));
     Value firstRow = arith::AddIOp::create(b, tile.m0Idx, rowOff);
+    if (tile.qRow0)
+      firstRow = arith::AddIOp::create(b, tile.qRow0, firstRow);
     // O's map is over [B, H, N, D] with O's own strides.
     auto [batch, head] = k.batchAndHead(tile.blockY);
     for (int64_t c = 0; c < spec.boxesPerRow(); ++c) {

@@ -45,18 +45,27 @@ constexpr int64_t kMaxSharedMemory = 232448;
 /// leaving room for Q, O and the next section's first loads.
 constexpr int64_t kSectionBytes = 16 << 20;
 
+/// A packed grid ranks batches of up to this many sequences longest first
+/// (flash.wg.packed_tile): each block loops once over the batch.
+constexpr int64_t kPackedLongFirstLimit = 32;
+
 /// What the canonical tile program asks for, and the resources the kernel
 /// that implements it uses. Everything the roles need is derived here.
 struct KernelSpec {
   std::string name;
   Type elementType;   // bf16 or f16
   int64_t headDim;    // 64, 128 or 256
+  /// Query and K/V heads where the memref types fix them (0: at launch).
+  int64_t heads = 0, kvHeads = 0;
   int64_t blockM;     // query rows per block = 64 * warpgroups
   int64_t blockN;     // keys per iteration
   int64_t stages;     // K/V ring depth
   int64_t warpgroups; // consumer warpgroups
   bool causal;
   bool hasLse;
+  /// Packed sequences (cu_seqlens): a packed grid, one block per query
+  /// block of a (sequence, head), each with its sequence's lengths.
+  bool packed = false;
   /// The tile program's key loops (scf.for over key offsets): the masked
   /// tiles', after the unmasked ones' where the program has split them.
   /// The serial schedule lowers them (KeyLoopToWarpgroup.cpp); they belong
@@ -115,6 +124,8 @@ struct KernelSpec {
   /// mask, one block per tile: the "tiles" grid (x: query block, y:
   /// batch*head).
   GridKind gridKind() const {
+    if (packed)
+      return GridKind::Packed;
     if (sw.persistent)
       return GridKind::Persistent;
     return causal ? GridKind::Sections : GridKind::Tiles;
@@ -134,9 +145,12 @@ struct KernelSpec {
   /// when the work ran out, and head; i32 each), after the K/V ring.
   int64_t offTileIds() const { return offV() + stages * stageBytes(); }
   int64_t tileIdBytes() const { return sw.dynamicSchedule ? 8 * qBuffers : 0; }
+  /// packed: the sequence a block's rank names (i32), after the tile ids.
+  int64_t offPackedSequence() const { return offTileIds() + tileIdBytes(); }
+  int64_t packedSequenceBytes() const { return packed ? 16 : 0; }
   /// Dynamic shared memory: the tiles plus 1 KiB to align the base by hand.
   int64_t sharedMemoryBytes() const {
-    return offTileIds() + tileIdBytes() + 1024;
+    return offPackedSequence() + packedSequenceBytes() + 1024;
   }
   /// All the shared memory a block holds: the dynamic window and, before
   /// it, the static mbarriers (8 B each). kMaxSharedMemory bounds this.
@@ -235,6 +249,9 @@ struct TileValues {
   /// The query block (i32), batch * head (index) and the query blocks per
   /// head (i32).
   Value blockX32, blockY, numQueryBlocks;
+  /// Packed only: the sequence's first query and key rows in the packed
+  /// tensors (index; null: 0), and whether the block has a tile of it (i1).
+  Value qRow0, kRow0, inSequence;
   /// Persistent only: the ring position of the tile's first key tile (null:
   /// 0). The tile's `!flash.ring_slot` of the Q buffers' ring (also set for
   /// a one-tile consumer) and, with two buffers, that slot's index.
@@ -374,7 +391,14 @@ public:
 
   // Kernel arguments (after the casts of the tensor-map pointers).
   // O comes as a pointer (outPtr) or, with tmaStoreO, a tensor map (tmO).
+  // seqQ and seqK are the lengths a tile's bounds and mask use: in a packed
+  // kernel its sequence's (the arguments are the packed tensors' rows,
+  // totalQ and totalK).
   Value tmQ, tmK, tmV, tmO, outPtr, lsePtr, seqQ, seqK, scaleLog2;
+  Value totalQ, totalK;
+  // Packed only: cu_seqlens_q, cu_seqlens_k and O's head and row strides
+  // (i64, elements).
+  Value cuSeqlensQ, cuSeqlensK, oStrideH, oStrideN;
   // Query heads per K/V head (i32): K and V have H / kvGroup heads.
   Value kvGroup;
   // The Q, K and V tensor-map pointers as passed (!llvm.ptr), for the NVVM

@@ -13,6 +13,9 @@
 #include "Flash/FlashOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -22,6 +25,14 @@ LogicalResult mlir::flash::gpu_lowering::emitKernel(KernelContext &k) {
   ImplicitLocOpBuilder &b = k.b;
   const KernelSpec &spec = k.spec;
   k.emitSharedMemoryAndBarriers();
+  // A packed grid's blocks past their sequence's query blocks do nothing.
+  std::optional<OpBuilder::InsertionGuard> inSequence;
+  if (spec.packed) {
+    auto ifOp = scf::IfOp::create(b, TypeRange(), k.blockTile.inSequence,
+                                  /*withElse=*/false);
+    inSequence.emplace(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  }
   if (!spec.sw.persistent)
     k.emitTileBounds(k.blockTile);
 
@@ -46,6 +57,7 @@ LogicalResult mlir::flash::gpu_lowering::emitKernel(KernelContext &k) {
     Block *consumer = roleBody(roles.getConsumer(), 2);
     ConsumerRole(k, consumer->getArgument(0), consumer->getArgument(1)).emit();
   }
+  inSequence.reset();
   gpu::ReturnOp::create(b);
   return k.result();
 }

@@ -65,7 +65,8 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   // parameters: -flash-grid-constant-tensor-maps), O (a pointer, or with
   // tmaStoreO a CUtensorMap too), [LSE], seq_q, seq_k, scale_log2,
   // kv_group (query heads per K/V head), for a persistent kernel batch,
-  // heads, and with dynamicSchedule the tile counter. A kernel
+  // heads, with dynamicSchedule the tile counter, and a packed kernel's
+  // cu_seqlens_q, cu_seqlens_k and O's strides (stride_o_h, stride_o_n). A kernel
   // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
   // legalize the gpu.func, so the pointers are cast here; the descriptor
   // type lowers to !llvm.ptr and the casts fold.
@@ -95,6 +96,16 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   headsArg = entry->getArgument(next++);
   if (spec.sw.dynamicSchedule)
     tileCounter = entry->getArgument(next++);
+  if (spec.packed) {
+    cuSeqlensQ = entry->getArgument(next++);
+    cuSeqlensK = entry->getArgument(next++);
+    if (spec.sw.tmaStoreO)
+      outPtr = entry->getArgument(next++);
+    oStrideH = entry->getArgument(next++);
+    oStrideN = entry->getArgument(next++);
+  }
+  totalQ = seqQ;
+  totalK = seqK;
   // Constants go before the casts, in creation order.
   constBuilder.setInsertionPoint(tmQ.getDefiningOp());
 }

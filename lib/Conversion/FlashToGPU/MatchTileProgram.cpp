@@ -123,23 +123,46 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   }
   GridOp grid = grids.front();
   // -flash-tile guards a packed sequences' program with its sequence's
-  // bounds (scf.if) and views its rows (memref.subview).
-  if (!grid.getBody().front().getOps<scf::IfOp>().empty())
-    return grid.emitError("flash-to-gpu: packed sequences (cu_seqlens) are "
-                          "not supported by the GPU kernel yet");
+  // bounds (scf.if) and views its rows (memref.subview); the program proper
+  // is the guarded block.
+  Block *body = &grid.getBody().front();
+  auto guards = llvm::to_vector(body->getOps<scf::IfOp>());
+  scf::IfOp guard;
+  if (!guards.empty()) {
+    if (guards.size() != 1 || guards.front().elseBlock())
+      return guards.front().emitError(
+          "flash-to-gpu: a tile program takes at most one guard, the packed "
+          "sequence's (scf.if without else)");
+    guard = guards.front();
+    body = guard.thenBlock();
+  }
 
   auto config = func->getAttrOfType<ConfigAttr>("flash.config");
   if (!config)
     return func.emitError(
         "flash-to-gpu: missing the flash.config tile configuration");
 
-  // Arguments: q, k, v, o [, lse].
-  if (func.getNumArguments() != 4 && func.getNumArguments() != 5)
+  // Arguments: q, k, v, o [, lse], and for packed sequences cu_seqlens_q,
+  // cu_seqlens_k and max_seqlen_q.
+  unsigned numTensors = func.getNumArguments() - (guard ? 3 : 0);
+  if (numTensors != 4 && numTensors != 5)
     return func.emitError("flash-to-gpu: expected arguments (q, k, v, o[, "
-                          "lse]), got ")
-           << func.getNumArguments();
+                          "lse]")
+           << (guard ? ", cu_seqlens_q, cu_seqlens_k, max_seqlen_q" : "")
+           << "), got " << func.getNumArguments();
+  if (guard) {
+    for (unsigned i = numTensors; i < numTensors + 2; ++i) {
+      auto type = dyn_cast<MemRefType>(func.getArgument(i).getType());
+      if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
+        return func.emitError("flash-to-gpu: argument #")
+               << i << " (cu_seqlens) must be a rank-1 i32 memref";
+    }
+    if (!func.getArgument(numTensors + 2).getType().isIndex())
+      return func.emitError("flash-to-gpu: argument #")
+             << numTensors + 2 << " (max_seqlen_q) must be an index";
+  }
   SmallVector<MemRefType> types;
-  for (BlockArgument arg : func.getArguments()) {
+  for (BlockArgument arg : func.getArguments().take_front(numTensors)) {
     auto type = dyn_cast<MemRefType>(arg.getType());
     if (!type)
       return func.emitError("flash-to-gpu: argument #")
@@ -180,6 +203,11 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
                           "got ")
            << types[4];
 
+  auto staticDim = [](MemRefType type, unsigned dim) -> int64_t {
+    return type.isDynamicDim(dim) ? 0 : type.getDimSize(dim);
+  };
+  spec.heads = staticDim(types[0], 1);
+  spec.kvHeads = staticDim(types[1], 1);
   spec.blockM = config.getBlockM();
   spec.blockN = config.getBlockN();
   spec.stages = config.getStages();
@@ -191,15 +219,35 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << spec.blockM << " with warpgroups = " << spec.warpgroups
            << " is not supported: each consumer warpgroup owns 64 query rows "
               "(block_m = 64 * warpgroups)";
-  // The grid body.
+  spec.packed = static_cast<bool>(guard);
+  // The grid body, reading the arguments or (packed) the guard's views of
+  // the sequence's rows of them.
   Value q = func.getArgument(0), k = func.getArgument(1),
         v = func.getArgument(2), o = func.getArgument(3);
   Value lse = types.size() == 5 ? func.getArgument(4) : Value();
+  if (guard) {
+    auto viewOf = [&](Value arg) -> Value {
+      for (auto view : body->getOps<memref::SubViewOp>())
+        if (view.getSource() == arg)
+          return view;
+      return {};
+    };
+    for (Value *tensor : {&q, &k, &v, &o, &lse}) {
+      if (!*tensor)
+        continue;
+      Value view = viewOf(*tensor);
+      if (!view)
+        return guard.emitError("flash-to-gpu: the packed sequence's guard "
+                               "must view each tensor's rows "
+                               "(memref.subview)");
+      *tensor = view;
+    }
+  }
   LoadTileOp qLoad;
   SmallVector<scf::ForOp> loops;
   FinalizeOp finalize;
   StoreTileOp oStore, lseStore;
-  for (Operation &op : grid.getBody().front()) {
+  for (Operation &op : *body) {
     if (auto load = dyn_cast<LoadTileOp>(op)) {
       if (qLoad || load.getSource() != q)
         return load.emitError("flash-to-gpu: outside the key loops only the "
@@ -225,7 +273,8 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
         return store.emitError("flash-to-gpu: unexpected flash.store_tile "
                                "(one store of O and at most one of LSE)");
       }
-    } else if (!isa<ProgramIdOp>(op) &&
+    } else if (!isa<ProgramIdOp, scf::YieldOp>(op) &&
+               !(guard && isa<memref::SubViewOp, memref::DimOp>(op)) &&
                !isa<arith::ArithDialect>(op.getDialect())) {
       return op.emitError("flash-to-gpu: unsupported op in the tile "
                           "program: ")
@@ -284,7 +333,7 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.hasLse = static_cast<bool>(lseStore);
   spec.keyLoops.assign(loops.begin(), loops.end());
   spec.qLoad = qLoad;
-  for (Operation &op : grid.getBody().front())
+  for (Operation &op : *body)
     if (&op == finalize.getOperation() || &op == trunc.getOperation() ||
         &op == oStore.getOperation() || &op == lseStore.getOperation())
       spec.epilogueOps.push_back(&op);

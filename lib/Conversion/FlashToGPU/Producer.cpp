@@ -64,8 +64,11 @@ void ProducerRole::issueQ() {
                     ? k.cIndex(spec.barQ())
                     : arith::AddIOp::create(b, tile.qBuf, k.cIndex(spec.barQ()))
                           .getResult();
+  // A packed sequence's rows start at its first row in the tensor.
+  Value row = tile.qRow0 ? arith::AddIOp::create(b, tile.qRow0, tile.m0Idx)
+                         : tile.m0Idx;
   WgTmaLoadTileOp::create(
-      b, k.tmQ, tile.m0Idx, ValueRange{head, batch}, k.smem, k.shift,
+      b, k.tmQ, row, ValueRange{head, batch}, k.smem, k.shift,
       /*offset=*/Value(), tile.qBuf, k.bar, barId, spec.headDim,
       /*offsetBytes=*/IntegerAttr(),
       tile.qBuf ? b.getI64IntegerAttr(spec.qBytes()) : IntegerAttr());
@@ -76,6 +79,8 @@ void ProducerRole::issueKV(Value j, KV which) {
       WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
   Value slot = WgRingSlotIndexOp::create(b, ringSlot);
   Value row = arith::MulIOp::create(b, j, k.cIndex(spec.blockN));
+  if (tile.kRow0)
+    row = arith::AddIOp::create(b, tile.kRow0, row);
   Value slotBytes = arith::MulIOp::create(b, slot, k.cIndex(spec.stageBytes()));
   struct Operand {
     KV which;

@@ -12,6 +12,7 @@
 
 #include "Flash/FlashOps.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Iterators.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -43,7 +44,12 @@ ProgramClone::ProgramClone(KernelContext &k, StringRef role,
       map.map(value, b.clone(*def)->getResult(0));
       return;
     }
-    auto arg = dyn_cast<BlockArgument>(value);
+    // A packed sequence's view of Q, K or V reads its tensor map too (the
+    // roles add the sequence's first row).
+    Value tensor = value;
+    if (auto view = value.getDefiningOp<memref::SubViewOp>())
+      tensor = view.getSource();
+    auto arg = dyn_cast<BlockArgument>(tensor);
     if (arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
         arg.getArgNumber() < 3) {
       Value maps[] = {k.tmQ, k.tmK, k.tmV};

@@ -34,7 +34,25 @@ void KernelContext::emitSharedMemoryAndBarriers() {
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   tid32 = arith::IndexCastOp::create(b, i32, tid);
-  if (!spec.sw.persistent) {
+  if (spec.packed) {
+    // The block's sequence and its lengths: the bounds and the mask below
+    // are the sequence's.
+    Value offset =
+        arith::AddIOp::create(b, shift, cIndex(spec.offPackedSequence()));
+    auto tile = WgPackedTileOp::create(
+        b, i32, indexTy, i32, i32, i32, i32, i32, cuSeqlensQ, cuSeqlensK,
+        headsArg, totalQ, totalK, smem, offset, spec.blockM,
+        kPackedLongFirstLimit);
+    blockTile.blockX32 = tile.getQueryBlock();
+    blockTile.blockY = tile.getHead();
+    blockTile.numQueryBlocks = tile.getQueryBlocks();
+    blockTile.qRow0 = arith::IndexCastOp::create(b, indexTy, tile.getQStart());
+    blockTile.kRow0 = arith::IndexCastOp::create(b, indexTy, tile.getKStart());
+    blockTile.inSequence = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::sge, tile.getQueryBlock(), cI32(0));
+    seqQ = tile.getLenQ();
+    seqK = tile.getLenK();
+  } else if (!spec.sw.persistent) {
     auto tile =
         WgBlockTileOp::create(b, i32, indexTy, i32, spec.sectionsGrid());
     blockTile.blockX32 = tile.getQueryBlock();
@@ -64,7 +82,8 @@ void KernelContext::emitTileBounds(TileValues &tile) {
   // persistent kernel gives the count), not with the TMA store of O: a box
   // that starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the
   // H200; docs/decisions.md) where one past the end is clipped.
-  const bool alignToEnd = spec.causal && !spec.sw.tmaStoreO;
+  // (A packed sequence's TMA stores take only slabs inside it.)
+  const bool alignToEnd = spec.causal && (!spec.sw.tmaStoreO || spec.packed);
   auto bounds = WgTileBoundsOp::create(
       b, i32, i32, i32, tile.blockX32, tile.numQueryBlocks, seqQ, seqK,
       spec.blockM, spec.blockN, spec.causal, alignToEnd);
@@ -89,6 +108,9 @@ Value KernelContext::qBufferStart(const TileValues &tile) {
 }
 
 std::pair<Value, Value> KernelContext::batchAndHead(Value batchHead) {
+  // A packed kernel's tensors are one batch of every sequence's rows.
+  if (spec.packed)
+    return {cIndex(0), batchHead};
   Value heads = arith::IndexCastOp::create(b, indexTy, headsArg);
   return {arith::DivUIOp::create(b, batchHead, heads),
           arith::RemUIOp::create(b, batchHead, heads)};
