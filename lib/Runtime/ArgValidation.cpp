@@ -54,6 +54,62 @@ private:
 };
 } // namespace
 
+/// cu_seqlens_q, cu_seqlens_k and max_seqlen_q of a packed launch. Their
+/// contents live on the device and are not read here: the kernel clamps
+/// each sequence's rows into the tensors, so bad prefix sums give wrong
+/// rows, never an access outside them.
+static void checkSeqlens(Checker &c, const KernelMetadata &meta,
+                         const LaunchArgs &args, ProblemShape &shape) {
+  int64_t entries[2] = {-1, -1};
+  for (bool keys : {false, true}) {
+    const TensorArg &t = keys ? args.cuSeqlensK : args.cuSeqlensQ;
+    StringRef name = keys ? "cu_seqlens_k" : "cu_seqlens_q";
+    if (!t.present()) {
+      c.add(name + " is missing: kernel " + meta.kernel +
+            " takes packed sequences");
+      continue;
+    }
+    bool good = true;
+    if (t.rank != 1) {
+      c.add(formatv("{0} has rank {1}; expected 1 (one int32 per sequence, "
+                    "plus one)",
+                    name, t.rank));
+      good = false;
+    }
+    if (t.dtype != DType::I32) {
+      c.add(formatv("{0} has dtype {1}; expected i32", name,
+                    dtypeName(t.dtype)));
+      good = false;
+    }
+    if (t.rank == 1 && t.sizes[0] > 1 && t.strides[0] != 1) {
+      c.add(formatv("{0} has stride {1}; expected a contiguous vector", name,
+                    t.strides[0]));
+      good = false;
+    }
+    if (t.rank == 1 && t.sizes[0] < 1) {
+      c.add(name + " is empty: it holds one entry per sequence plus one");
+      good = false;
+    }
+    if (t.data % 4)
+      c.add(formatv("{0} data pointer {1:x} is not 4-byte aligned", name,
+                    t.data));
+    if (t.device != args[TensorId::Q].device)
+      c.add(formatv("{0} is on device {1} but q is on device {2}", name,
+                    t.device, args[TensorId::Q].device));
+    if (good)
+      entries[keys] = t.sizes[0];
+  }
+  if (entries[0] >= 0 && entries[1] >= 0 && entries[0] != entries[1])
+    c.add(formatv("cu_seqlens_q has {0} entries and cu_seqlens_k {1}: both "
+                  "hold one per sequence plus one",
+                  entries[0], entries[1]));
+  shape.sequences = std::max<int64_t>(entries[0] - 1, 0);
+  shape.maxSeqQ = args.maxSeqlenQ;
+  if (args.maxSeqlenQ < 0 || args.maxSeqlenQ > shape.seqQ)
+    c.add(formatv("max_seqlen_q = {0} is outside [0, {1}] (q's rows)",
+                  args.maxSeqlenQ, shape.seqQ));
+}
+
 Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                                           const LaunchArgs &args, int device) {
   Checker c;
@@ -161,15 +217,27 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
       c.add(formatv("q has head dim {0}; kernel {1} is compiled for head dim "
                     "{2}",
                     q.sizes[3], meta.kernel, meta.headDim));
+    if (meta.heads && shape.heads != meta.heads)
+      c.add(formatv("q has {0} heads; kernel {1} is compiled for {2}",
+                    shape.heads, meta.kernel, meta.heads));
+    if (meta.packed() && shape.batch != 1)
+      c.add("q " + shapeString(q) + ": kernel " + meta.kernel +
+            " takes packed sequences, so q must be [1, H, T, D] (every "
+            "sequence's rows one after another)");
     if (shape.batch == 0 || shape.heads == 0)
       c.add("q " + shapeString(q) + " has an empty batch or head dimension");
-    if (shape.seqQ == 0)
+    // Packed sequences may all be empty.
+    if (shape.seqQ == 0 && !meta.packed())
       c.add("q " + shapeString(q) + " has seq_q = 0 (N must be at least 1)");
   }
   if (ranked(TensorId::K)) {
     shape.seqK = k.sizes[2];
     shape.kvHeads = k.sizes[1];
-    if (shape.seqK == 0)
+    if (meta.kvHeads && shape.kvHeads != meta.kvHeads)
+      c.add(formatv("k has {0} heads; kernel {1} is compiled for {2} K/V "
+                    "heads",
+                    shape.kvHeads, meta.kernel, meta.kvHeads));
+    if (shape.seqK == 0 && !(meta.packed() && shape.seqQ == 0))
       c.add("k " + shapeString(k) + " has seq_k = 0 (N must be at least 1)");
     if (ranked(TensorId::Q) &&
         (k.sizes[0] != q.sizes[0] || k.sizes[3] != q.sizes[3]))
@@ -208,6 +276,11 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
       c.add("lse " + shapeString(lse) + " does not match q " + shapeString(q) +
             " (expected [B, H, Nq])");
   }
+  if (meta.packed())
+    checkSeqlens(c, meta, args, shape);
+  else if (args.cuSeqlensQ.present() || args.cuSeqlensK.present())
+    c.add("cu_seqlens was given but kernel " + meta.kernel +
+          " takes no packed sequences (its grid is not \"packed\")");
   // Values the kernel receives as i32 must fit.
   for (const ParamSpec &p : meta.params) {
     if (p.kind != ParamSpec::Kind::I32)
@@ -321,6 +394,22 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
 Error computeGrid(const KernelMetadata &meta, const ProblemShape &shape,
                   int numSMs, unsigned grid[3]) {
   unsigned cx = meta.cluster[0];
+  if (meta.packed()) {
+    // x: the longest sequence's query blocks, y: sequences * heads, in the
+    // order the kernel ranks them (flash.wg.packed_tile).
+    int64_t y = shape.sequences * shape.heads;
+    if (y > kMaxGridYZ)
+      return makeError(ErrorCode::InvalidArgument,
+                       formatv("invalid launch arguments:\n  sequences * "
+                               "heads = {0} * {1} = {2} exceeds the grid.y "
+                               "limit of {3}",
+                               shape.sequences, shape.heads, y, kMaxGridYZ));
+    grid[0] = unsigned((shape.maxSeqQ + meta.gridBlockM - 1) /
+                       meta.gridBlockM);
+    grid[1] = unsigned(y);
+    grid[2] = 1;
+    return Error::success();
+  }
   if (meta.gridKind == GridKind::Persistent) {
     // One block per SM, rounded down to whole clusters.
     unsigned sms = unsigned(std::max(numSMs, 1));

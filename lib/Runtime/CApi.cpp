@@ -46,7 +46,7 @@ bool isEmpty(const flashrt_tensor *in) {
 bool toTensor(const flashrt_tensor *in, const char *name, TensorArg &out) {
   if (!in || (!in->data && !isEmpty(in)))
     return true; // absent
-  if (in->dtype < FLASHRT_DTYPE_BF16 || in->dtype > FLASHRT_DTYPE_F32) {
+  if (in->dtype < FLASHRT_DTYPE_BF16 || in->dtype > FLASHRT_DTYPE_I32) {
     lastError = std::string("invalid launch arguments:\n  ") + name +
                 " has an unknown dtype code " + std::to_string(in->dtype);
     return false;
@@ -60,6 +60,7 @@ bool toTensor(const flashrt_tensor *in, const char *name, TensorArg &out) {
       in->data ? reinterpret_cast<uint64_t>(in->data) : kEmptyTensorAddress;
   out.dtype = in->dtype == FLASHRT_DTYPE_BF16  ? DType::BF16
               : in->dtype == FLASHRT_DTYPE_F16 ? DType::F16
+              : in->dtype == FLASHRT_DTYPE_I32 ? DType::I32
                                                : DType::F32;
   out.rank = unsigned(in->rank);
   for (int i = 0; i < in->rank; ++i) {
@@ -80,9 +81,20 @@ bool toArgs(const flashrt_tensor *q, const flashrt_tensor *k,
          toTensor(lse, "lse", args[TensorId::LSE]);
 }
 
+/// args's tensors and packed sequences.
+bool toVarlenArgs(const flashrt_varlen_args *in, LaunchArgs &args) {
+  if (!toArgs(in->q, in->k, in->v, in->o, in->lse, args) ||
+      !toTensor(in->cu_seqlens_q, "cu_seqlens_q", args.cuSeqlensQ) ||
+      !toTensor(in->cu_seqlens_k, "cu_seqlens_k", args.cuSeqlensK))
+    return false;
+  args.maxSeqlenQ = in->max_seqlen_q;
+  return true;
+}
+
 int32_t dtypeCode(DType t) {
   return t == DType::BF16  ? FLASHRT_DTYPE_BF16
          : t == DType::F16 ? FLASHRT_DTYPE_F16
+         : t == DType::I32 ? FLASHRT_DTYPE_I32
                            : FLASHRT_DTYPE_F32;
 }
 } // namespace
@@ -177,6 +189,36 @@ flashrt_status flashrt_launch_packed(flashrt_kernel *kernel,
     return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "args is NULL");
   return flashrt_launch(kernel, args->q, args->k, args->v, args->o, args->lse,
                         args->stream);
+}
+
+flashrt_status flashrt_launch_varlen(flashrt_kernel *kernel,
+                                     const flashrt_varlen_args *args) {
+  if (!kernel || !args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "kernel or args is NULL");
+  LaunchArgs launch;
+  if (!toVarlenArgs(args, launch))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  if (llvm::Error err =
+          kernel->impl->launch(launch, static_cast<CUstream>(args->stream)))
+    return fail(std::move(err));
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_validate_varlen(const char *metadata_path,
+                                       const flashrt_varlen_args *args) {
+  if (!metadata_path || !args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
+                "metadata_path or args is NULL");
+  auto meta = loadMetadataFile(metadata_path);
+  if (!meta)
+    return fail(meta.takeError());
+  LaunchArgs launch;
+  if (!toVarlenArgs(args, launch))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  auto shape = validateLaunchArgs(*meta, launch);
+  if (!shape)
+    return fail(shape.takeError());
+  return FLASHRT_OK;
 }
 
 flashrt_status

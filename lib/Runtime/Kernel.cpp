@@ -199,10 +199,9 @@ Kernel::~Kernel() {
 
 Error Kernel::checkPointers(const LaunchArgs &args) {
   const DriverApi &cu = **getDriver();
-  for (unsigned i = 0; i < kNumTensors; ++i) {
-    const TensorArg &t = args.tensors[i];
+  auto check = [&](StringRef name, const TensorArg &t) -> Error {
     if (!t.present())
-      continue;
+      return Error::success();
     int ordinal = -1;
     CUresult r = cu.cuPointerGetAttribute(
         &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(t.data));
@@ -211,16 +210,21 @@ Error Kernel::checkPointers(const LaunchArgs &args) {
                        formatv("invalid launch arguments:\n  {0} data pointer "
                                "{1:x} is not memory the CUDA driver knows "
                                "(host memory?)",
-                               tensorName(TensorId(i)), t.data));
+                               name, t.data));
     if (ordinal != device.ordinal)
       return makeError(ErrorCode::InvalidArgument,
                        formatv("invalid launch arguments:\n  {0} lives on "
                                "device {1} but the kernel was loaded on "
                                "device {2}",
-                               tensorName(TensorId(i)), ordinal,
-                               device.ordinal));
-  }
-  return Error::success();
+                               name, ordinal, device.ordinal));
+    return Error::success();
+  };
+  for (unsigned i = 0; i < kNumTensors; ++i)
+    if (Error err = check(tensorName(TensorId(i)), args.tensors[i]))
+      return err;
+  if (Error err = check("cu_seqlens_q", args.cuSeqlensQ))
+    return err;
+  return check("cu_seqlens_k", args.cuSeqlensK);
 }
 
 static CUtensorMapDataType tmaType(DType t) {
@@ -229,6 +233,8 @@ static CUtensorMapDataType tmaType(DType t) {
     return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   case DType::F16:
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case DType::I32:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
   case DType::F32:
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   }
@@ -360,13 +366,18 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
   auto shape = validateLaunchArgs(meta, args, device.ordinal);
   if (!shape)
     return shape.takeError();
+  unsigned grid[3];
+  if (Error err = computeGrid(meta, *shape, device.numSMs, grid))
+    return err;
+  // Packed sequences that are all empty: nothing to compute, and no rows to
+  // encode tensor maps over (nor memory behind an empty tensor's address).
+  if (meta.packed() &&
+      (grid[0] == 0 || grid[1] == 0 || shape->seqQ == 0 || shape->seqK == 0))
+    return Error::success();
   ScopedContext scope(getContext());
   if (Error err = checkPointers(args))
     return err;
   const DriverApi &cu = **getDriver();
-  unsigned grid[3];
-  if (Error err = computeGrid(meta, *shape, device.numSMs, grid))
-    return err;
 
   auto encode = [&](const TmaRequest &r, void *out) -> Error {
     cuuint64_t dims[2] = {r.cols, r.rows};

@@ -9,6 +9,7 @@
 #include "flashc/Runtime/KernelMetadata.h"
 #include "flashc/Runtime/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -25,11 +26,15 @@ StringRef dtypeName(DType dtype) {
     return "f16";
   case DType::F32:
     return "f32";
+  case DType::I32:
+    return "i32";
   }
   return "?";
 }
 
-unsigned dtypeSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+unsigned dtypeSize(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::I32 ? 4 : 2;
+}
 
 StringRef tensorName(TensorId id) {
   static const char *names[] = {"q", "k", "v", "o", "lse"};
@@ -89,6 +94,7 @@ SmallVector<unsigned, 32> KernelMetadata::paramSizes() const {
     case ParamSpec::Kind::I64:
     case ParamSpec::Kind::TmaPtr:
     case ParamSpec::Kind::TileCounter:
+    case ParamSpec::Kind::Seqlens:
       sizes.push_back(8);
       break;
     case ParamSpec::Kind::I32:
@@ -261,6 +267,12 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
 
   if (Error err = getString(obj, "tensor", p.text, field))
     return err;
+  if (p.kind == ParamSpec::Kind::Ptr &&
+      (p.text == "cu_seqlens_q" || p.text == "cu_seqlens_k")) {
+    p.kind = ParamSpec::Kind::Seqlens;
+    p.keys = p.text == "cu_seqlens_k";
+    return Error::success();
+  }
   auto tensor = parseTensor(p.text);
   if (!tensor)
     return fail(field + ".tensor",
@@ -385,6 +397,18 @@ Expected<KernelMetadata> Parser::parse() {
   if (m.headDim < 8 || m.headDim > 512 || m.headDim % 8)
     return fail("head_dim",
                 formatv("{0} is not a multiple of 8 in [8, 512]", m.headDim));
+  for (auto [key, out] : {std::pair<StringRef, int64_t *>{"heads", &m.heads},
+                          {"kv_heads", &m.kvHeads}}) {
+    if (!root.get(key))
+      continue;
+    if (Error err = getInt(root, key, *out))
+      return std::move(err);
+    if (*out < 1)
+      return fail(key, formatv("must be positive, got {0}", *out));
+  }
+  if (m.heads && m.kvHeads && m.heads % m.kvHeads)
+    return fail("kv_heads", formatv("{0} does not divide heads = {1}",
+                                    m.kvHeads, m.heads));
   auto getBool = [&](StringRef key, bool &out) -> Error {
     auto v = get(root, key, "");
     if (!v)
@@ -433,8 +457,10 @@ Expected<KernelMetadata> Parser::parse() {
     return fail("grid", "must be an object");
   if (Error err = getString(*g, "kind", s, "grid"))
     return std::move(err);
-  if (s == "tiles" || s == "sections") {
-    m.gridKind = s == "tiles" ? GridKind::Tiles : GridKind::Sections;
+  if (s == "tiles" || s == "sections" || s == "packed") {
+    m.gridKind = s == "tiles"      ? GridKind::Tiles
+                 : s == "sections" ? GridKind::Sections
+                                   : GridKind::Packed;
     if (Error err = getInt(*g, "block_m", m.gridBlockM, "grid"))
       return std::move(err);
     if (m.gridBlockM < 1)
@@ -446,14 +472,17 @@ Expected<KernelMetadata> Parser::parse() {
         return fail("grid.section_keys", "must be positive");
       if (m.cluster[0] != 1 || m.cluster[1] != 1 || m.cluster[2] != 1)
         return fail("cluster", "a \"sections\" grid takes no clusters");
+    } else if (m.gridKind == GridKind::Packed &&
+               (m.cluster[0] != 1 || m.cluster[1] != 1 || m.cluster[2] != 1)) {
+      return fail("cluster", "a \"packed\" grid takes no clusters");
     } else if (m.cluster[1] != 1 || m.cluster[2] != 1) {
       return fail("cluster", "a \"tiles\" grid takes clusters along x only");
     }
   } else if (s == "persistent") {
     m.gridKind = GridKind::Persistent;
   } else {
-    return fail("grid.kind", "must be \"tiles\", \"sections\" or "
-                             "\"persistent\", got \"" +
+    return fail("grid.kind", "must be \"tiles\", \"sections\", "
+                             "\"persistent\" or \"packed\", got \"" +
                                  s + "\"");
   }
 
@@ -494,6 +523,20 @@ Expected<KernelMetadata> Parser::parse() {
   for (TensorId t : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O})
     if (!tensorSeen[unsigned(t)])
       return fail("params", "no parameter passes tensor " + tensorName(t));
+  // A packed grid's blocks find their sequences through cu_seqlens, and
+  // only they can use them.
+  for (bool keys : {false, true}) {
+    bool passed = llvm::any_of(m.params, [&](const ParamSpec &p) {
+      return p.kind == ParamSpec::Kind::Seqlens && p.keys == keys;
+    });
+    StringRef name = keys ? "cu_seqlens_k" : "cu_seqlens_q";
+    if (m.packed() && !passed)
+      return fail("params", "a \"packed\" grid needs a parameter passing " +
+                                name);
+    if (!m.packed() && passed)
+      return fail("params", name + " is passed but the grid is not "
+                                   "\"packed\"");
+  }
   for (const ParamSpec &p : m.params) {
     if (!p.isTma())
       continue;

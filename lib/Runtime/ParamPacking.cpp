@@ -76,6 +76,9 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
     case ParamSpec::Kind::Ptr:
       put64(int64_t(t.data));
       break;
+    case ParamSpec::Kind::Seqlens:
+      put64(int64_t(p.keys ? args.cuSeqlensK.data : args.cuSeqlensQ.data));
+      break;
     case ParamSpec::Kind::I32:
       put32(int32_t(scalar(p)));
       break;

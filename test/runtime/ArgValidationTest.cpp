@@ -564,3 +564,151 @@ TEST_F(FlashcKernelLayouts, PlainStoreOutputsMustBeContiguous) {
 }
 
 } // namespace
+
+namespace {
+
+/// Packed sequences (a kernel with a packed grid): lengths 0, 1, 127, 128,
+/// 129 and 3000, keys as long, 4 heads.
+class PackedArgs : public ::testing::Test {
+protected:
+  KernelMetadata meta = packedMetadata();
+  std::vector<int64_t> lens = {0, 1, 127, 128, 129, 3000};
+  LaunchArgs args = packedArgs(meta, 4, lens, lens);
+
+  std::string error() {
+    auto shape = validateLaunchArgs(meta, args);
+    if (shape)
+      return "<ok>";
+    return toString(shape.takeError());
+  }
+  void expectError(const char *text) {
+    std::string err = error();
+    EXPECT_NE(err.find(text), std::string::npos)
+        << "expected '" << text << "' in '" << err << "'";
+  }
+};
+
+} // namespace
+
+TEST_F(PackedArgs, AcceptsValid) {
+  auto shape = validateLaunchArgs(meta, args);
+  ASSERT_TRUE(bool(shape)) << toString(shape.takeError());
+  EXPECT_EQ(shape->batch, 1);
+  EXPECT_EQ(shape->seqQ, 3385);
+  EXPECT_EQ(shape->sequences, 6);
+  EXPECT_EQ(shape->maxSeqQ, 3000);
+  // x: the longest sequence's query blocks; y: sequences * heads.
+  unsigned grid[3];
+  ASSERT_FALSE(bool(computeGrid(meta, *shape, 132, grid)));
+  EXPECT_EQ(grid[0], 24u); // ceil(3000 / 128)
+  EXPECT_EQ(grid[1], 24u); // 6 * 4
+  EXPECT_EQ(grid[2], 1u);
+}
+
+TEST_F(PackedArgs, AllEmptyIsValid) {
+  // Zero-length sequences give nothing and break nothing.
+  args = packedArgs(meta, 4, {0, 0}, {0, 0});
+  auto shape = validateLaunchArgs(meta, args);
+  ASSERT_TRUE(bool(shape)) << toString(shape.takeError());
+  unsigned grid[3];
+  ASSERT_FALSE(bool(computeGrid(meta, *shape, 132, grid)));
+  EXPECT_EQ(grid[0], 0u);
+}
+
+TEST_F(PackedArgs, NeedsBatchOne) {
+  for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O})
+    args[id].sizes[0] = 2;
+  args[TensorId::LSE].sizes[0] = 2;
+  expectError("kernel ref_attention_bf16_d128_full takes packed sequences, "
+              "so q must be [1, H, T, D]");
+}
+
+TEST_F(PackedArgs, MissingSeqlens) {
+  args.cuSeqlensK = TensorArg();
+  expectError("cu_seqlens_k is missing: kernel ref_attention_bf16_d128_full "
+              "takes packed sequences");
+}
+
+TEST_F(PackedArgs, SeqlensWrongType) {
+  args.cuSeqlensQ.dtype = DType::F32;
+  expectError("cu_seqlens_q has dtype f32; expected i32");
+}
+
+TEST_F(PackedArgs, SeqlensWrongRank) {
+  args.cuSeqlensQ.rank = 2;
+  args.cuSeqlensQ.sizes[1] = 1;
+  expectError("cu_seqlens_q has rank 2; expected 1");
+}
+
+TEST_F(PackedArgs, SeqlensStrided) {
+  args.cuSeqlensK.strides[0] = 2;
+  expectError("cu_seqlens_k has stride 2; expected a contiguous vector");
+}
+
+TEST_F(PackedArgs, SeqlensDisagree) {
+  args.cuSeqlensK.sizes[0] = 3;
+  expectError("cu_seqlens_q has 7 entries and cu_seqlens_k 3");
+}
+
+TEST_F(PackedArgs, MaxSeqlenOutsideRows) {
+  args.maxSeqlenQ = 4000;
+  expectError("max_seqlen_q = 4000 is outside [0, 3385]");
+  args.maxSeqlenQ = -1;
+  expectError("max_seqlen_q = -1 is outside [0, 3385]");
+}
+
+TEST_F(PackedArgs, TooManySequencesForTheGrid) {
+  args.cuSeqlensQ.sizes[0] = args.cuSeqlensK.sizes[0] = 20000;
+  expectError("sequences * heads = 19999 * 4 = 79996 exceeds the grid.y "
+              "limit of 65535");
+}
+
+TEST(PackedArgsDense, DenseKernelRefusesSeqlens) {
+  KernelMetadata meta = validMetadata();
+  LaunchArgs args = validArgs(meta, 2, 4, 100, 77);
+  args.cuSeqlensQ = packedArgs(packedMetadata(), 4, {1}, {1}).cuSeqlensQ;
+  auto shape = validateLaunchArgs(meta, args);
+  ASSERT_FALSE(bool(shape));
+  std::string err = toString(shape.takeError());
+  EXPECT_NE(err.find("cu_seqlens was given but kernel "
+                     "ref_attention_bf16_d128_full takes no packed sequences"),
+            std::string::npos)
+      << err;
+}
+
+TEST(StaticHeads, KernelHoldsLaunchesToItsHeads) {
+  // A kernel whose source fixes 4 query and 2 K/V heads.
+  json::Object obj = validMetadataJson();
+  obj["heads"] = 4;
+  obj["kv_heads"] = 2;
+  obj.getArray("params")->push_back(
+      json::Object{{"kind", "i32"}, {"value", "kv_group"}});
+  auto meta = parseKernelMetadata(toText(obj));
+  ASSERT_TRUE(bool(meta)) << toString(meta.takeError());
+  EXPECT_EQ(meta->heads, 4);
+  EXPECT_EQ(meta->kvHeads, 2);
+  LaunchArgs args = validArgs(*meta, 2, 4, 100, 77);
+  for (TensorId id : {TensorId::K, TensorId::V})
+    args[id].sizes[1] = 2, args[id].strides[0] /= 2;
+  auto shape = validateLaunchArgs(*meta, args);
+  ASSERT_TRUE(bool(shape)) << toString(shape.takeError());
+  // Other head counts are refused, naming the tensor.
+  args = validArgs(*meta, 2, 8, 100, 77);
+  shape = validateLaunchArgs(*meta, args);
+  ASSERT_FALSE(bool(shape));
+  std::string err = toString(shape.takeError());
+  EXPECT_NE(err.find("q has 8 heads; kernel ref_attention_bf16_d128_full is "
+                     "compiled for 4"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("k has 8 heads; kernel ref_attention_bf16_d128_full is "
+                     "compiled for 2 K/V heads"),
+            std::string::npos)
+      << err;
+  // kv_heads must divide heads.
+  obj["kv_heads"] = 3;
+  auto bad = parseKernelMetadata(toText(obj));
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(toString(bad.takeError()).find("3 does not divide heads = 4"),
+            std::string::npos);
+}

@@ -382,3 +382,34 @@ TEST(Metadata, ParseArch) {
 }
 
 } // namespace
+
+TEST(Metadata, PackedGridParses) {
+  json::Object obj = packedMetadataJson();
+  auto m = parseKernelMetadata(toText(obj));
+  ASSERT_TRUE(bool(m)) << toString(m.takeError());
+  EXPECT_TRUE(m->packed());
+  EXPECT_EQ(m->gridBlockM, 128);
+  size_t n = m->params.size();
+  EXPECT_EQ(m->params[n - 2].kind, ParamSpec::Kind::Seqlens);
+  EXPECT_FALSE(m->params[n - 2].keys);
+  EXPECT_EQ(m->params[n - 1].kind, ParamSpec::Kind::Seqlens);
+  EXPECT_TRUE(m->params[n - 1].keys);
+  // Device addresses: 8 bytes each.
+  auto sizes = m->paramSizes();
+  EXPECT_EQ(sizes[sizes.size() - 1], 8u);
+  EXPECT_EQ(sizes[sizes.size() - 2], 8u);
+  // A packed grid needs both, and only a packed grid takes them.
+  json::Object missing = packedMetadataJson();
+  missing.getArray("params")->pop_back();
+  EXPECT_NE(parseError(missing).find(
+                "a \"packed\" grid needs a parameter passing cu_seqlens_k"),
+            std::string::npos);
+  json::Object tiles = packedMetadataJson();
+  tiles["grid"] = json::Object{{"kind", "tiles"}, {"block_m", 128}};
+  EXPECT_NE(parseError(tiles).find(
+                "cu_seqlens_q is passed but the grid is not \"packed\""),
+            std::string::npos);
+  obj["cluster"] = json::Array{2, 1, 1};
+  EXPECT_NE(parseError(obj).find("a \"packed\" grid takes no clusters"),
+            std::string::npos);
+}

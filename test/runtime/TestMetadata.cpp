@@ -8,6 +8,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace llvm;
@@ -65,6 +66,56 @@ KernelMetadata validMetadata() {
     std::abort();
   }
   return std::move(*meta);
+}
+
+json::Object packedMetadataJson() {
+  json::Object obj = validMetadataJson();
+  obj["grid"] = json::Object{{"kind", "packed"}, {"block_m", 128}};
+  json::Array *params = obj.getArray("params");
+  params->push_back(json::Object{{"kind", "ptr"}, {"tensor", "cu_seqlens_q"}});
+  params->push_back(json::Object{{"kind", "ptr"}, {"tensor", "cu_seqlens_k"}});
+  return obj;
+}
+
+KernelMetadata packedMetadata() {
+  auto meta = parseKernelMetadata(toText(packedMetadataJson()));
+  if (!meta) {
+    errs() << "packed fixture metadata does not parse: "
+           << toString(meta.takeError()) << "\n";
+    std::abort();
+  }
+  return std::move(*meta);
+}
+
+LaunchArgs packedArgs(const KernelMetadata &meta, int64_t h,
+                      const std::vector<int64_t> &lensQ,
+                      const std::vector<int64_t> &lensK) {
+  int64_t tq = 0, tk = 0, longest = 0;
+  for (int64_t n : lensQ) {
+    tq += n;
+    longest = std::max(longest, n);
+  }
+  for (int64_t n : lensK)
+    tk += n;
+  LaunchArgs args = validArgs(meta, 1, h, tq, tk);
+  for (TensorId id : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O}) {
+    TensorArg &t = args[id];
+    t.strides[0] = t.sizes[2] * h * 128;
+    t.strides[1] = 128;
+    t.strides[2] = h * 128;
+  }
+  uint64_t address = 0x7f0000000000 + 5 * 0x10000000;
+  for (auto [arg, lens] : {std::pair{&args.cuSeqlensQ, &lensQ},
+                           std::pair{&args.cuSeqlensK, &lensK}}) {
+    arg->data = address;
+    address += 0x10000;
+    arg->dtype = DType::I32;
+    arg->rank = 1;
+    arg->sizes[0] = int64_t(lens->size()) + 1;
+    arg->strides[0] = 1;
+  }
+  args.maxSeqlenQ = longest;
+  return args;
 }
 
 ParamSpec tensorMapSpec(ParamSpec::Kind kind, TensorId tensor, int64_t rows,

@@ -14,6 +14,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <string>
+#include <vector>
 
 namespace flashc::rt::test {
 
@@ -25,6 +26,18 @@ std::string toText(const llvm::json::Object &obj);
 
 /// Parses validMetadataJson(); aborts the test binary if it does not parse.
 KernelMetadata validMetadata();
+
+/// The fixture with a packed grid (block_m 128) taking cu_seqlens_q and
+/// cu_seqlens_k.
+llvm::json::Object packedMetadataJson();
+KernelMetadata packedMetadata();
+
+/// Packed sequences of these query and key lengths for `meta`: q/k/v/o
+/// [1, h, T, 128] views of T x h x 128 storage, lse [1, h, Tq], the
+/// cu_seqlens vectors at made-up device addresses.
+LaunchArgs packedArgs(const KernelMetadata &meta, int64_t h,
+                      const std::vector<int64_t> &lensQ,
+                      const std::vector<int64_t> &lensK);
 
 /// A tensor-map parameter (Tma or TmaPtr) of `tensor` with the 128-byte
 /// swizzle, a rows x cols box and `rank`.

@@ -31,6 +31,14 @@ struct TensorArg {
 
 struct LaunchArgs {
   TensorArg tensors[kNumTensors]; ///< indexed by TensorId
+  /// Packed sequences (a kernel with a "packed" grid): cu_seqlens_q and
+  /// cu_seqlens_k, rank-1 int32 prefix sums (sequence s is rows
+  /// [cu[s], cu[s + 1]) of q/o and of k/v), one entry per sequence plus
+  /// one, and the longest query sequence, which sizes the grid (a longer
+  /// one is computed only up to this length from its end). q/k/v/o are then
+  /// [1, H, T, D] views of the packed rows, lse [1, H, T_q].
+  TensorArg cuSeqlensQ, cuSeqlensK;
+  int64_t maxSeqlenQ = 0;
   TensorArg &operator[](TensorId id) { return tensors[unsigned(id)]; }
   const TensorArg &operator[](TensorId id) const {
     return tensors[unsigned(id)];
@@ -42,6 +50,9 @@ struct ProblemShape {
   int64_t batch = 0, heads = 0, seqQ = 0, seqK = 0, headDim = 0;
   /// K and V's heads: H_q is a multiple of it (grouped-query attention).
   int64_t kvHeads = 0;
+  /// Packed sequences: their number and the longest query sequence (seqQ
+  /// and seqK are then the packed tensors' rows).
+  int64_t sequences = 0, maxSeqQ = 0;
 
   /// Query heads per K/V head.
   int64_t kvGroup() const { return kvHeads > 0 ? heads / kvHeads : 1; }

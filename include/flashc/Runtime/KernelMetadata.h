@@ -19,7 +19,7 @@
 
 namespace flashc::rt {
 
-enum class DType { BF16, F16, F32 };
+enum class DType { BF16, F16, F32, I32 };
 llvm::StringRef dtypeName(DType dtype);
 unsigned dtypeSize(DType dtype);
 
@@ -49,12 +49,25 @@ struct ParamSpec {
   /// TileCounter: the 8-byte device address of a 32-bit word that is zero
   /// when the launch starts and that no launch running at the same time
   /// uses; the kernel claims work from it and leaves it zero.
-  enum class Kind { Ptr, I32, I64, F32, Memref, Tma, TmaPtr, TileCounter };
+  /// Seqlens: the 8-byte device address of cu_seqlens_q or cu_seqlens_k
+  /// (int32 prefix sums of the packed sequences' lengths).
+  enum class Kind {
+    Ptr,
+    I32,
+    I64,
+    F32,
+    Memref,
+    Tma,
+    TmaPtr,
+    TileCounter,
+    Seqlens
+  };
   Kind kind;
   std::string text; ///< value name or tensor name as written, for messages
   TensorId tensor = TensorId::Q;         ///< Ptr, Memref, Tma, TmaPtr
   ScalarKind scalar = ScalarKind::Batch; ///< I32, I64, F32
   unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
+  bool keys = false; ///< Seqlens: cu_seqlens_k (else cu_seqlens_q)
   unsigned rank = 0; ///< Memref; Tma (2, 3 or 4); TmaPtr (3)
   int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
   unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
@@ -70,7 +83,7 @@ struct ParamSpec {
 enum class BinaryFormat { Cubin, Ptx };
 /// How the launch grid follows from the problem shape
 /// (docs/kernel-metadata.md).
-enum class GridKind { Tiles, Sections, Persistent };
+enum class GridKind { Tiles, Sections, Persistent, Packed };
 
 struct KernelMetadata {
   int formatVersion = 0;
@@ -81,6 +94,8 @@ struct KernelMetadata {
   std::string arch; ///< e.g. sm_90a
   DType dtype = DType::BF16;
   int64_t headDim = 0;
+  /// Query and K/V heads the kernel is compiled for (0: chosen at launch).
+  int64_t heads = 0, kvHeads = 0;
   bool causal = false;
   double scale = 0;
   bool hasLse = false;
@@ -88,11 +103,16 @@ struct KernelMetadata {
   unsigned cluster[3] = {1, 1, 1};
   unsigned sharedMemoryBytes = 0; ///< dynamic shared memory per block
   GridKind gridKind = GridKind::Tiles;
-  int64_t gridBlockM = 0;      ///< Tiles, Sections
+  int64_t gridBlockM = 0;      ///< Tiles, Sections, Packed
   int64_t gridSectionKeys = 0; ///< Sections
   std::map<std::string, int64_t> config;
   llvm::SmallVector<ParamSpec, 16> params;
 
+  /// Packed sequences: the kernel takes cu_seqlens_q / cu_seqlens_k and
+  /// launches a packed grid (x: the longest sequence's query blocks, y:
+  /// sequences * heads); q/k/v/o are [1, H, T, D] views of every
+  /// sequence's rows.
+  bool packed() const { return gridKind == GridKind::Packed; }
   /// True if some parameter is a 2-D TMA descriptor (by value) over `id`.
   bool usesTma(TensorId id) const;
   /// True if some parameter is a 3-D or 4-D TMA descriptor over `id`, by

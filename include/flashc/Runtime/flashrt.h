@@ -21,7 +21,7 @@ extern "C" {
 #define FLASHRT_API
 #endif
 
-#define FLASHRT_ABI_VERSION 1
+#define FLASHRT_ABI_VERSION 2
 
 typedef enum flashrt_status {
   FLASHRT_OK = 0,
@@ -37,6 +37,7 @@ typedef enum flashrt_dtype {
   FLASHRT_DTYPE_BF16 = 0,
   FLASHRT_DTYPE_F16 = 1,
   FLASHRT_DTYPE_F32 = 2,
+  FLASHRT_DTYPE_I32 = 3, /* cu_seqlens */
 } flashrt_dtype;
 
 /* A strided device tensor: B x H x N x D (rank 4) or B x H x N (LSE, rank 3).
@@ -102,6 +103,23 @@ typedef struct flashrt_launch_args {
 FLASHRT_API flashrt_status
 flashrt_launch_packed(flashrt_kernel *kernel, const flashrt_launch_args *args);
 
+/* Packed sequences, for a kernel whose grid is "packed" (FlashAttention's
+ * varlen API): q, k, v and o are [1, H, T, D] views of every sequence's
+ * rows one after another (T x H x D storage: strides (T*H*D, D, H*D, 1)),
+ * lse [1, H, T_q]; sequence s is rows [cu_seqlens_q[s], cu_seqlens_q[s+1])
+ * of q and o and rows [cu_seqlens_k[s], cu_seqlens_k[s+1]) of k and v
+ * (rank-1 int32 device vectors, one entry per sequence plus one);
+ * max_seqlen_q is the longest query sequence (it sizes the grid). */
+typedef struct flashrt_varlen_args {
+  const flashrt_tensor *q, *k, *v, *o, *lse;
+  const flashrt_tensor *cu_seqlens_q, *cu_seqlens_k;
+  int64_t max_seqlen_q;
+  void *stream;
+} flashrt_varlen_args;
+
+FLASHRT_API flashrt_status
+flashrt_launch_varlen(flashrt_kernel *kernel, const flashrt_varlen_args *args);
+
 /* Checks arguments against a metadata file only: no driver, no GPU. */
 FLASHRT_API flashrt_status flashrt_validate(const char *metadata_path,
                                             const flashrt_tensor *q,
@@ -109,6 +127,10 @@ FLASHRT_API flashrt_status flashrt_validate(const char *metadata_path,
                                             const flashrt_tensor *v,
                                             const flashrt_tensor *o,
                                             const flashrt_tensor *lse);
+
+/* flashrt_validate for packed sequences (args->stream is not used). */
+FLASHRT_API flashrt_status flashrt_validate_varlen(
+    const char *metadata_path, const flashrt_varlen_args *args);
 
 #ifdef __cplusplus
 }
