@@ -64,10 +64,18 @@ CheckResult checkOutputs(const Problem &p, const KernelMetadata &meta,
   for (int64_t r : rows) {
     int64_t i = r % p.nq, bh = r / p.nq, b = bh / p.h, h = bh % p.h;
     int64_t kv = p.kvSliceOf(bh);
-    ref::HeadView head{inputs.values[0].data() + size_t(bh * p.nq * p.d),
-                       inputs.values[1].data() + size_t(kv * p.nk * p.d),
-                       inputs.values[2].data() + size_t(kv * p.nk * p.d)};
-    double lseRef = ref::referenceRow(head, i, p.nq, p.nk, p.d, meta.scale,
+    // A packed row sees its own sequence's rows alone.
+    int64_t q0 = 0, k0 = 0, nq = p.nq, nk = p.nk;
+    if (p.packed()) {
+      int64_t s = p.sequenceOf(i);
+      q0 = p.cuQ[s], k0 = p.cuK[s];
+      nq = p.cuQ[s + 1] - q0, nk = p.cuK[s + 1] - k0;
+    }
+    ref::HeadView head{
+        inputs.values[0].data() + size_t((bh * p.nq + q0) * p.d),
+        inputs.values[1].data() + size_t((kv * p.nk + k0) * p.d),
+        inputs.values[2].data() + size_t((kv * p.nk + k0) * p.d)};
+    double lseRef = ref::referenceRow(head, i - q0, nq, nk, p.d, meta.scale,
                                       meta.causal, out.data(), scratch);
     double num = 0, den = 0;
     bool allZero = true;

@@ -43,6 +43,17 @@ DeviceRun::create(Kernel &kernel, const Problem &problem,
           return std::move(err);
     }
   }
+  if (problem.packed()) {
+    for (auto [ptr, cu32] : {std::pair{&run->cuQ, &problem.cuQ},
+                             std::pair{&run->cuK, &problem.cuK}}) {
+      size_t bytes = cu32->size() * sizeof(int32_t);
+      if (Error err = checkCu(cu.cuMemAlloc(ptr, bytes), "cuMemAlloc"))
+        return std::move(err);
+      if (Error err = checkCu(cu.cuMemcpyHtoD(*ptr, cu32->data(), bytes),
+                              "cuMemcpyHtoD"))
+        return std::move(err);
+    }
+  }
   if (Error err =
           checkCu(cu.cuStreamCreate(&run->stream, CU_STREAM_NON_BLOCKING),
                   "cuStreamCreate"))
@@ -58,6 +69,9 @@ DeviceRun::~DeviceRun() {
     for (CUdeviceptr ptr : set)
       if (ptr)
         cu.cuMemFree(ptr);
+  for (CUdeviceptr ptr : {cuQ, cuK})
+    if (ptr)
+      cu.cuMemFree(ptr);
 }
 
 LaunchArgs DeviceRun::args(unsigned set) const {
@@ -65,6 +79,11 @@ LaunchArgs DeviceRun::args(unsigned set) const {
   for (unsigned t = 0; t < kNumTensors; ++t)
     if (CUdeviceptr ptr = sets[set][t])
       launch.tensors[t] = problem.arg(TensorId(t), ptr, device);
+  if (problem.packed()) {
+    launch.cuSeqlensQ = problem.seqlensArg(false, cuQ, device);
+    launch.cuSeqlensK = problem.seqlensArg(true, cuK, device);
+    launch.maxSeqlenQ = problem.maxSeqQ;
+  }
   return launch;
 }
 
@@ -166,11 +185,7 @@ Expected<BenchResult> DeviceRun::bench(unsigned warmup, unsigned iters,
   result.warmup = warmup;
   result.numSets = numSets;
   result.setBytes = problem.setBytes();
-  double flops =
-      4.0 * problem.b * problem.h * problem.nq * problem.nk * problem.d;
-  if (causal && problem.nq == problem.nk)
-    flops /= 2;
-  result.tflops = flops / (result.medianMs * 1e-3) / 1e12;
+  result.tflops = problem.flops(causal) / (result.medianMs * 1e-3) / 1e12;
   return result;
 }
 

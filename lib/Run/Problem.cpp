@@ -34,6 +34,20 @@ Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
   p.b = shape.batch, p.h = shape.heads, p.nq = shape.seqQ;
   p.hkv = shape.kvHeads > 0 ? shape.kvHeads : shape.heads;
   p.nk = shape.seqK < 0 ? shape.seqQ : shape.seqK;
+  if (!shape.seqlensQ.empty()) {
+    // Every sequence's rows one after another: T x H x D.
+    const std::vector<int64_t> &lensK =
+        shape.seqlensK.empty() ? shape.seqlensQ : shape.seqlensK;
+    p.cuQ = {0};
+    p.cuK = {0};
+    for (size_t s = 0; s < shape.seqlensQ.size(); ++s) {
+      p.cuQ.push_back(int32_t(p.cuQ.back() + shape.seqlensQ[s]));
+      p.cuK.push_back(int32_t(p.cuK.back() + (s < lensK.size() ? lensK[s] : 0)));
+      p.maxSeqQ = std::max(p.maxSeqQ, shape.seqlensQ[s]);
+    }
+    p.b = 1, p.nq = p.cuQ.back(), p.nk = p.cuK.back();
+    layout = Layout::BSHD;
+  }
   p.d = meta.headDim;
   p.hasLse = meta.hasLse;
   p.layout = layout;
@@ -45,11 +59,21 @@ Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
   // D) whatever the inputs' layout.
   setStrides(p.strides[3], p.h, p.nq, p.d,
              bshd && !meta.assumesDenseLayout(TensorId::O));
+  // Sequences that are not in cu_seqlens_k: checkProblem names them.
+  if (p.packed() && !shape.seqlensK.empty() &&
+      shape.seqlensK.size() != shape.seqlensQ.size())
+    p.cuK.clear();
   p.strides[4][0] = p.h * p.nq, p.strides[4][1] = p.nq, p.strides[4][2] = 1;
   p.elems[0] = p.elems[3] = p.b * p.h * p.nq * p.d;
   p.elems[1] = p.elems[2] = p.b * p.hkv * p.nk * p.d;
   p.elems[4] = p.hasLse ? p.b * p.h * p.nq : 0;
   return p;
+}
+
+int64_t Problem::sequenceOf(int64_t i) const {
+  // The last sequence starting at or before row i (empty ones are skipped).
+  auto it = std::upper_bound(cuQ.begin(), cuQ.end(), int32_t(i));
+  return int64_t(it - cuQ.begin()) - 1;
 }
 
 size_t Problem::bytes(unsigned t) const {
@@ -79,8 +103,42 @@ TensorArg Problem::arg(TensorId id, CUdeviceptr ptr, int device) const {
   return t;
 }
 
+TensorArg Problem::seqlensArg(bool keys, CUdeviceptr ptr, int device) const {
+  TensorArg t;
+  t.data = ptr;
+  t.device = device;
+  t.dtype = DType::I32;
+  t.rank = 1;
+  t.sizes[0] = int64_t((keys ? cuK : cuQ).size());
+  t.strides[0] = 1;
+  return t;
+}
+
+double Problem::flops(bool causal) const {
+  auto one = [&](double nq, double nk) {
+    double f = 4.0 * h * nq * nk * d;
+    return causal && nq == nk ? f / 2 : f;
+  };
+  if (!packed())
+    return b * one(double(nq), double(nk));
+  double total = 0;
+  for (int64_t s = 0; s < sequences(); ++s)
+    total += one(cuQ[s + 1] - cuQ[s], cuK[s + 1] - cuK[s]);
+  return total;
+}
+
 void printRunHeader(raw_ostream &os, const KernelMetadata &meta,
                     const DeviceInfo &device, const Problem &p) {
+  if (p.packed()) {
+    os << formatv("flash-run: {0} ({1}, D={2}, {3}{4}) on {5}: {6} packed "
+                  "sequences, H={7}{8} Tq={9} Tk={10} max_seqlen_q={11}\n",
+                  meta.kernel, dtypeName(meta.dtype), meta.headDim,
+                  meta.causal ? "causal" : "non-causal",
+                  meta.hasLse ? ", lse" : "", device.name, p.sequences(), p.h,
+                  p.hkv != p.h ? formatv(" Hkv={0}", p.hkv).str() : "", p.nq,
+                  p.nk, p.maxSeqQ);
+    return;
+  }
   os << formatv("flash-run: {0} ({1}, D={2}, {3}{4}) on {5}: B={6} H={7}{8} "
                 "Nq={9} Nk={10} layout={11}\n",
                 meta.kernel, dtypeName(meta.dtype), meta.headDim,
@@ -91,6 +149,22 @@ void printRunHeader(raw_ostream &os, const KernelMetadata &meta,
 }
 
 Error checkProblem(const KernelMetadata &meta, const Problem &p, int device) {
+  if (meta.packed() != p.packed())
+    return makeError(ErrorCode::InvalidArgument,
+                     meta.packed()
+                         ? "kernel " + meta.kernel +
+                               " takes packed sequences: give their lengths "
+                               "with --seqlens"
+                         : "kernel " + meta.kernel +
+                               " takes no packed sequences (--seqlens)");
+  if (p.packed() && p.cuK.size() != p.cuQ.size())
+    return makeError(ErrorCode::InvalidArgument,
+                     "--seqlens-k must give one length per sequence of "
+                     "--seqlens");
+  if (p.packed() && (p.nq == 0 || p.nk == 0))
+    return makeError(ErrorCode::InvalidArgument,
+                     "the packed sequences hold no query or no key rows: "
+                     "nothing to run");
   if (!p.empty() && p.h % p.hkv == 0)
     return Error::success();
   // Any non-null pointer: validation names the empty dimension, or the K/V
@@ -100,6 +174,11 @@ Error checkProblem(const KernelMetadata &meta, const Problem &p, int device) {
     args.tensors[i] = p.arg(TensorId(i), 256, device);
   if (!p.hasLse)
     args[TensorId::LSE] = TensorArg();
+  if (p.packed()) {
+    args.cuSeqlensQ = p.seqlensArg(false, 256, device);
+    args.cuSeqlensK = p.seqlensArg(true, 256, device);
+    args.maxSeqlenQ = p.maxSeqQ;
+  }
   Expected<ProblemShape> shape = validateLaunchArgs(meta, args, device);
   if (!shape)
     return shape.takeError();

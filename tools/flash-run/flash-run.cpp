@@ -43,6 +43,15 @@ static cl::opt<int64_t> seq("seq", cl::desc("query sequence length N"),
 static cl::opt<int64_t> seqK("seq-k",
                              cl::desc("key/value sequence length (default N)"),
                              cl::init(-1), cl::cat(category));
+static cl::list<int64_t>
+    seqlens("seqlens",
+            cl::desc("packed sequences' lengths, comma-separated (a kernel "
+                     "with a packed grid; --batch and --seq are ignored)"),
+            cl::CommaSeparated, cl::cat(category));
+static cl::list<int64_t>
+    seqlensK("seqlens-k",
+             cl::desc("their key lengths (default: --seqlens)"),
+             cl::CommaSeparated, cl::cat(category));
 static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1),
                               cl::cat(category));
 static cl::opt<bool> check("check", cl::desc("check against float64 reference"),
@@ -119,8 +128,21 @@ int main(int argc, char **argv) {
   const KernelMetadata &meta = kernel.getMetadata();
   ScopedContext scope(kernel.getContext());
 
+  run::RunShape shape{batch, heads, seq, seqK, kvHeads};
+  shape.seqlensQ.assign(seqlens.begin(), seqlens.end());
+  shape.seqlensK.assign(seqlensK.begin(), seqlensK.end());
+  for (int64_t n : shape.seqlensQ)
+    if (n < 0) {
+      errs() << "flash-run: error: --seqlens must not be negative\n";
+      return kExitError;
+    }
+  for (int64_t n : shape.seqlensK)
+    if (n < 0) {
+      errs() << "flash-run: error: --seqlens-k must not be negative\n";
+      return kExitError;
+    }
   run::Problem problem = run::Problem::make(
-      meta, {batch, heads, seq, seqK, kvHeads},
+      meta, shape,
       layout == "bshd" ? run::Layout::BSHD : run::Layout::BHSD);
   run::printRunHeader(outs(), meta, kernel.getDevice(), problem);
   if (Error err = run::checkProblem(meta, problem, deviceOrdinal))

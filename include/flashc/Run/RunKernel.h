@@ -39,6 +39,10 @@ struct RunShape {
   int64_t seqK = -1;
   /// Key/value heads (grouped-query attention); non-positive: heads.
   int64_t kvHeads = 0;
+  /// Packed sequences (a kernel with a packed grid): each sequence's query
+  /// and key lengths (keys: the query lengths where empty); batch and the
+  /// lengths above are then ignored.
+  std::vector<int64_t> seqlensQ, seqlensK;
 };
 
 /// One launch's tensors: sizes, dense strides in the layout, elements.
@@ -51,6 +55,15 @@ struct Problem {
   int64_t elems[rt::kNumTensors] = {}; ///< elements per buffer
   bool hasLse = false;
   Layout layout = Layout::BHSD;
+  /// Packed sequences: cu_seqlens of the queries and of the keys (int32
+  /// prefix sums, one per sequence plus one); b = 1, nq and nk are the
+  /// packed rows, laid out T x H x D.
+  std::vector<int32_t> cuQ, cuK;
+  int64_t maxSeqQ = 0;
+  bool packed() const { return !cuQ.empty(); }
+  int64_t sequences() const { return packed() ? int64_t(cuQ.size()) - 1 : 0; }
+  /// The sequence holding packed query row `i`.
+  int64_t sequenceOf(int64_t i) const;
 
   static Problem make(const rt::KernelMetadata &meta, const RunShape &shape,
                       Layout layout);
@@ -66,6 +79,11 @@ struct Problem {
     return (bh / h) * hkv + (bh % h) / (h / hkv);
   }
   rt::TensorArg arg(rt::TensorId id, CUdeviceptr ptr, int device) const;
+  /// cu_seqlens_q (or with `keys`, cu_seqlens_k) at `ptr`.
+  rt::TensorArg seqlensArg(bool keys, CUdeviceptr ptr, int device) const;
+  /// Multiply-adds of QK^T and PV, times 2 (the causal mask's half where
+  /// queries and keys are as long).
+  double flops(bool causal) const;
 };
 
 /// "flash-run: <kernel> (<dtype>, D=<d>, causal, lse) on <GPU>: B=.. H=..
@@ -147,6 +165,8 @@ private:
   CUstream stream = nullptr;
   /// [set][tensor]
   std::vector<std::array<CUdeviceptr, rt::kNumTensors>> sets;
+  /// Packed sequences: cu_seqlens_q and cu_seqlens_k, shared by the sets.
+  CUdeviceptr cuQ = 0, cuK = 0;
 };
 
 /// How the check samples rows and what error it allows.
