@@ -23,12 +23,12 @@ using namespace llvm;
 
 namespace {
 
-std::string writeMetadata() {
+std::string writeMetadata(const json::Object &obj = validMetadataJson()) {
   SmallString<128> path;
   sys::fs::createTemporaryFile("flashrt-capi", "json", path);
   std::error_code ec;
   raw_fd_ostream os(path, ec);
-  os << toText(validMetadataJson());
+  os << toText(obj);
   return std::string(path);
 }
 
@@ -109,6 +109,51 @@ TEST(CApi, PackedLaunchChecksItsArguments) {
   EXPECT_EQ(flashrt_launch_packed(nullptr, &args),
             FLASHRT_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(flashrt_last_error(), "kernel is NULL");
+}
+
+TEST(CApi, VarlenValidateOkAndErrors) {
+  // Two sequences of 3 and 5 rows in T x H x D storage, H = 2, D = 128.
+  std::string path = writeMetadata(packedMetadataJson());
+  auto packed = [](int64_t t, uintptr_t addr) {
+    flashrt_tensor x = tensor(1, 2, t, 128, addr);
+    x.strides[0] = t * 2 * 128, x.strides[1] = 128, x.strides[2] = 2 * 128;
+    return x;
+  };
+  flashrt_tensor q = packed(8, 0x10000), k = packed(8, 0x20000),
+                 v = packed(8, 0x30000), o = packed(8, 0x40000);
+  flashrt_tensor lse = {};
+  lse.data = reinterpret_cast<void *>(0x50000);
+  lse.dtype = FLASHRT_DTYPE_F32;
+  lse.rank = 3;
+  lse.sizes[0] = 1, lse.sizes[1] = 2, lse.sizes[2] = 8;
+  lse.strides[0] = 16, lse.strides[1] = 8, lse.strides[2] = 1;
+  flashrt_tensor cu = {};
+  cu.data = reinterpret_cast<void *>(0x60000);
+  cu.dtype = FLASHRT_DTYPE_I32;
+  cu.rank = 1;
+  cu.sizes[0] = 3;
+  cu.strides[0] = 1;
+  flashrt_varlen_args args = {&q, &k, &v, &o, &lse, &cu, &cu, 5, nullptr};
+  EXPECT_EQ(flashrt_validate_varlen(path.c_str(), &args), FLASHRT_OK)
+      << flashrt_last_error();
+  flashrt_tensor wrong = cu;
+  wrong.dtype = FLASHRT_DTYPE_F32;
+  args.cu_seqlens_k = &wrong;
+  EXPECT_EQ(flashrt_validate_varlen(path.c_str(), &args),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(flashrt_last_error())
+                .find("cu_seqlens_k has dtype f32; expected i32"),
+            std::string::npos)
+      << flashrt_last_error();
+  // The dense entry point gives no cu_seqlens: a packed kernel names them.
+  EXPECT_EQ(flashrt_validate(path.c_str(), &q, &k, &v, &o, &lse),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(flashrt_last_error()).find("cu_seqlens_q is missing"),
+            std::string::npos);
+  EXPECT_EQ(flashrt_launch_varlen(nullptr, &args),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(flashrt_last_error(), "kernel or args is NULL");
+  sys::fs::remove(path);
 }
 
 TEST(CApi, NoDriverIsNamed) {
