@@ -98,6 +98,11 @@ def find_kernels(kdir):
             continue
         if meta.get("format") != "flashc-kernel":
             continue
+        # Dense kernels that take any head count: not packed sequences'
+        # (a packed grid) nor one whose source fixes its heads.
+        if (meta.get("grid", {}).get("kind") == "packed"
+                or "heads" in meta or "kv_heads" in meta):
+            continue
         key = (meta["dtype"], meta["head_dim"], bool(meta["causal"]))
         tuned = meta.get("tuned_for")
         if tuned:

@@ -10,12 +10,24 @@ no build step. Usage::
     attn = flashc.load("kernel.cubin")       # kernel.json beside it
     o = attn(q, k, v)                        # or (o, lse) if the kernel has LSE
 
+    varlen = flashc.load("attention_varlen.cubin")   # packed sequences
+    o, lse = varlen.varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q)
+
 q is B x H x Nq x D, k and v are B x Hkv x Nk x D (same B and D; H a
 multiple of Hkv: grouped-query attention, query head h reading K/V head
 h / (H / Hkv); B, H, N at least 1), CUDA tensors on q's device, of the kernel's dtype (bfloat16 or
 float16) and head dim D. The launch goes on torch's current stream of q's
 device. libflashrt.so is found through $FLASHC_RUNTIME_LIB, next to this
 package, or in the usual build directories.
+
+Packed sequences (a kernel compiled from a `packed(...)` program, whose
+kernel.json grid kind is "packed": FlashAttention's varlen form) take
+Kernel.varlen instead: q total_q x H x D and k, v total_k x Hkv x D, every
+sequence's rows one after another, sequence s being rows
+[cu_seqlens_q[s], cu_seqlens_q[s + 1]) of q and O and
+[cu_seqlens_k[s], cu_seqlens_k[s + 1]) of k and v (int32 CUDA vectors of
+one entry per sequence plus one), each sequence its own problem with its
+own causal corner; flashc.varlen_attention compiles one on demand.
 
 Layouts. flashc's kernels read q, k and v (and write O) through 4-D TMA
 tensor maps over [B, H, N, D] with the tensor's own strides, and the runtime
@@ -55,9 +67,10 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["attention", "scaled_dot_product_attention", "load", "Kernel", "FlashcError", "runtime_library"]
+__all__ = ["attention", "varlen_attention", "scaled_dot_product_attention",
+           "load", "Kernel", "FlashcError", "runtime_library"]
 
-_DTYPE_BF16, _DTYPE_F16, _DTYPE_F32 = 0, 1, 2
+_DTYPE_BF16, _DTYPE_F16, _DTYPE_F32, _DTYPE_I32 = 0, 1, 2, 3
 
 
 class FlashcError(RuntimeError):
@@ -79,6 +92,15 @@ class _LaunchArgs(ctypes.Structure):
     _fields_ = [("q", ctypes.POINTER(_Tensor)), ("k", ctypes.POINTER(_Tensor)),
                 ("v", ctypes.POINTER(_Tensor)), ("o", ctypes.POINTER(_Tensor)),
                 ("lse", ctypes.POINTER(_Tensor)), ("stream", ctypes.c_void_p)]
+
+
+class _VarlenArgs(ctypes.Structure):
+    _fields_ = [("q", ctypes.POINTER(_Tensor)), ("k", ctypes.POINTER(_Tensor)),
+                ("v", ctypes.POINTER(_Tensor)), ("o", ctypes.POINTER(_Tensor)),
+                ("lse", ctypes.POINTER(_Tensor)),
+                ("cu_seqlens_q", ctypes.POINTER(_Tensor)),
+                ("cu_seqlens_k", ctypes.POINTER(_Tensor)),
+                ("max_seqlen_q", ctypes.c_int64), ("stream", ctypes.c_void_p)]
 
 
 class _Info(ctypes.Structure):
@@ -139,10 +161,14 @@ def runtime_library():
             ctypes.c_void_p]
         lib.flashrt_launch_packed.argtypes = [ctypes.c_void_p,
                                               ctypes.c_void_p]
+        lib.flashrt_launch_varlen.argtypes = [ctypes.c_void_p,
+                                              P(_VarlenArgs)]
+        lib.flashrt_validate_varlen.argtypes = [ctypes.c_char_p,
+                                                P(_VarlenArgs)]
         lib.flashrt_device_count.argtypes = [P(ctypes.c_int)]
-        if lib.flashrt_abi_version() != 1:
+        if lib.flashrt_abi_version() != 2:
             raise FlashcError(6, f"libflashrt ABI {lib.flashrt_abi_version()}"
-                              " is not the 1 this wrapper speaks")
+                              " is not the 2 this wrapper speaks")
         _lib = lib
         return lib
 
@@ -168,11 +194,12 @@ def _describe(name, t):
                           "CUDA tensors")
     if _dtype_codes is None:
         _dtype_codes = {torch.bfloat16: _DTYPE_BF16, torch.float16: _DTYPE_F16,
-                        torch.float32: _DTYPE_F32}
+                        torch.float32: _DTYPE_F32, torch.int32: _DTYPE_I32}
     code = _dtype_codes.get(t.dtype)
     if code is None:
         raise FlashcError(4, f"{name} has dtype {t.dtype}; flashc kernels "
-                          "take bfloat16/float16 (float32 for lse)")
+                          "take bfloat16/float16 (float32 for lse, int32 for "
+                          "cu_seqlens)")
     rank = t.dim()
     if rank > 4:
         raise FlashcError(4, f"{name} has {rank} dimensions")
@@ -193,8 +220,42 @@ def _current_stream_of(index):
     return lambda: torch.cuda.current_stream(index).cuda_stream
 
 
+def _metadata_path(path):
+    """kernel.json of kernel.cubin / kernel.ptx (or the .json itself)."""
+    root, ext = os.path.splitext(path)
+    return path if ext == ".json" else root + ".json"
+
+
+def _grid_kind(path):
+    """The "grid" kind kernel.json names ("packed" for packed sequences), or
+    None where it cannot be read (the runtime has the last word)."""
+    import json
+    try:
+        with open(_metadata_path(path)) as f:
+            grid = json.load(f).get("grid")
+        return grid.get("kind") if isinstance(grid, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _sequence_view(name, t, rows_name):
+    """A total x heads x D tensor as the runtime's [1, H, total, D] view."""
+    import torch
+    if not isinstance(t, torch.Tensor):
+        raise FlashcError(4, f"{name} is a {type(t).__name__}, not a tensor")
+    if t.dim() != 3:
+        raise FlashcError(4, f"{name} has {t.dim()} dimensions; packed "
+                          f"sequences take {rows_name} x heads x head_dim")
+    return t.transpose(0, 1).unsqueeze(0)
+
+
 class Kernel:
-    """A flashc kernel, loaded lazily on each device it is called on."""
+    """A flashc kernel, loaded lazily on each device it is called on.
+
+    .packed: whether it takes packed sequences (kernel.json's grid kind
+    "packed"): call .varlen(...) on it rather than the kernel itself."""
+
+    packed = False
 
     def __init__(self, path, device=None):
         self.path = os.fspath(path)
@@ -214,6 +275,7 @@ class Kernel:
         self.has_lse = bool(info.has_lse)
         self.scale = info.scale
         self._dtype_code = info.dtype
+        self.packed = _grid_kind(self.path) == "packed"
 
     @property
     def dtype(self):
@@ -251,12 +313,97 @@ class Kernel:
         import torch
         if torch.is_grad_enabled() and any(
                 getattr(t, "requires_grad", False) for t in (q, k, v)):
-            return _forward_only().apply(self, q, k, v, out, lse)
+            return _forward_only().apply(self._launch, q, k, v, out, lse)
         return self._launch(q, k, v, out, lse)
+
+    def varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+               out=None, lse=None):
+        """Packed sequences on a kernel compiled from a packed program:
+        returns O (total_q x H x D), or (O, LSE) if the kernel writes LSE
+        (float32 H x total_q, natural log; -inf on a row that sees no key,
+        whose O is 0).
+
+        q is total_q x H x D and k, v total_k x Hkv x D (H a multiple of
+        Hkv), every sequence's rows one after another: sequence s is rows
+        [cu_seqlens_q[s], cu_seqlens_q[s + 1]) of q and O and rows
+        [cu_seqlens_k[s], cu_seqlens_k[s + 1]) of k and v, its own problem
+        (causal: bottom-right aligned in it); a sequence of no query rows
+        produces nothing, and rows outside every sequence are not written.
+        cu_seqlens_q and cu_seqlens_k are int32 CUDA vectors of one entry
+        per sequence plus one; max_seqlen_q (an int) is at least the
+        longest query sequence (it sizes the grid: rows past it are not
+        computed). The runtime checks every argument and raises
+        FlashcError naming what it refuses (layouts as __call__'s: stride
+        1 along D, 16-byte strides), but it does not read cu_seqlens (on
+        the device): prefix sums that are not non-decreasing or run past
+        the tensors give wrong rows (the kernel clamps them into the
+        tensors; nothing outside is read or written).
+
+        O is a new contiguous total_q x H x D tensor unless out= (any
+        strides with the last dimension contiguous) is given; lse= is a
+        contiguous float32 H x total_q tensor. Forward only, as __call__:
+        where q, k or v requires grad the outputs carry a backward that
+        raises FlashcError.
+        """
+        import torch
+
+        def launch(q, k, v, out, lse):
+            return self._launch_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                       max_seqlen_q, out, lse)
+        if torch.is_grad_enabled() and any(
+                getattr(t, "requires_grad", False) for t in (q, k, v)):
+            return _forward_only().apply(launch, q, k, v, out, lse)
+        return launch(q, k, v, out, lse)
+
+    def _launch_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k,
+                       max_seqlen_q, out, lse):
+        """The runtime call of .varlen; (out, lse) or out."""
+        import operator
+        import torch
+        if not self.packed:
+            raise FlashcError(4, f"kernel {self.name} takes no packed "
+                              "sequences (its grid is not \"packed\"): call "
+                              "it as kernel(q, k, v)")
+        try:
+            max_q = operator.index(max_seqlen_q)
+        except TypeError:
+            raise FlashcError(4, f"max_seqlen_q is a "
+                              f"{type(max_seqlen_q).__name__}, not an "
+                              "integer") from None
+        views = [_sequence_view(n, t, rows) for n, t, rows in (
+            ("q", q, "total_q"), ("k", k, "total_k"), ("v", v, "total_k"))]
+        descs = [_describe(n, t) for n, t in zip("qkv", views)]
+        if out is None:
+            out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        descs.append(_describe("o", _sequence_view("out", out, "total_q")))
+        if self.has_lse and lse is None:
+            lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32,
+                              device=q.device)
+        if lse is not None:
+            if not isinstance(lse, torch.Tensor) or lse.dim() != 2:
+                raise FlashcError(4, "lse must be a float32 heads x total_q "
+                                  "tensor")
+            descs.append(_describe("lse", lse.unsqueeze(0)))
+        else:
+            descs.append(None)
+        cu = [_describe(n, t) for n, t in (("cu_seqlens_q", cu_seqlens_q),
+                                           ("cu_seqlens_k", cu_seqlens_k))]
+        ptrs = [ctypes.pointer(d) if d is not None else None
+                for d in descs + cu]
+        args = _VarlenArgs(*ptrs, max_q,
+                           torch.cuda.current_stream(q.device).cuda_stream)
+        _check(runtime_library().flashrt_launch_varlen(
+            self._handle(q.device.index), ctypes.byref(args)))
+        return (out, lse) if self.has_lse else out
 
     def _launch(self, q, k, v, out, lse):
         """The runtime call; (out, lse) or out as __call__ returns."""
         import torch
+        if self.packed:
+            raise FlashcError(4, f"kernel {self.name} takes packed sequences "
+                              "(its grid is \"packed\"): call its .varlen("
+                              "q, k, v, cu_seqlens_q, cu_seqlens_k, "
+                              "max_seqlen_q)")
         descs = [_describe(n, t) for n, t in (("q", q), ("k", k), ("v", v))]
         if out is None:
             # Contiguous, not empty_like(q): a kernel that stores O with
@@ -341,8 +488,9 @@ _forward_only_class = None
 
 
 def _forward_only():
-    """The torch.autograd.Function __call__ uses where an input needs grad:
-    its forward is the launch, its backward raises (built on first use, so
+    """The torch.autograd.Function __call__ (and .varlen, and
+    varlen_attention on the CPU) uses where an input needs grad: its
+    forward is the launch, its backward raises (built on first use, so
     that importing flashc does not import torch)."""
     global _forward_only_class
     if _forward_only_class is None:
@@ -350,8 +498,10 @@ def _forward_only():
 
         class FlashcAttention(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, kernel, q, k, v, out, lse):
-                res = kernel._launch(q, k, v, out, lse)
+            def forward(ctx, launch, q, k, v, out, lse):
+                # launch(q, k, v, out, lse): a kernel's _launch, or a packed
+                # launch with its cu_seqlens bound.
+                res = launch(q, k, v, out, lse)
                 # Caller-given buffers are written in place: they become this
                 # node's outputs (as an in-place op's result would).
                 given = [t for t in (out, lse) if t is not None]
@@ -414,6 +564,58 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
 
 
 _ops = None  # flashc.ops, imported (with torch) on the first attention call
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                     max_seqlen_k=None, *, causal=False, scale=None,
+                     return_lse=False, out=None):
+    """Attention over packed sequences, as FlashAttention's
+    flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k,
+    max_seqlen_q, max_seqlen_k, softmax_scale=, causal=,
+    return_attn_probs=) takes them; compiled on first use and cached.
+
+    q is total_q x H x D and k, v total_k x Hkv x D (H a multiple of Hkv:
+    grouped-query attention), bfloat16 or float16, D 64, 128 or 256: every
+    sequence's rows one after another. Sequence s is rows
+    [cu_seqlens_q[s], cu_seqlens_q[s + 1]) of q (and of O) and rows
+    [cu_seqlens_k[s], cu_seqlens_k[s + 1]) of k and v; cu_seqlens_q and
+    cu_seqlens_k are int32 vectors on q's device, one entry per sequence
+    plus one. Each sequence is its own problem: `causal` is aligned to its
+    own bottom-right corner (FlashAttention 2.1+), a row that sees no key
+    (causal with Lq > Lk, or Lk = 0) gets O = 0 and LSE = -inf, and a
+    sequence of no query rows produces nothing; rows of q outside every
+    sequence are not written. max_seqlen_q must be at least the longest
+    query sequence (on CUDA it sizes the grid; rows past it are not
+    computed); max_seqlen_k is taken for flash_attn's signature and not
+    needed. `scale` defaults to 1/sqrt(D). Returns O (total_q x H x D, q's
+    dtype; into `out` where given), or (O, LSE) with return_lse (float32
+    H x total_q, natural log), as flash_attn's softmax_lse.
+
+    On CUDA tensors the variant's packed kernel runs (Kernel.varlen; the
+    variant "<dtype>-d<D>[-causal][-scale<x>]-varlen", compiled by the
+    flashc binary into the cache, or from FLASHC_LIBRARY, as
+    flashc.attention's; it takes the dense variant's default config). The
+    runtime checks every argument but does not read cu_seqlens (on the
+    device): prefix sums that are not non-decreasing or run past the
+    tensors give wrong rows, never an access outside them.
+
+    On CPU tensors flashc's CPU target does not take packed programs, so
+    each sequence runs flashc's own CPU path of the dense program
+    (flashc.attention on its rows, viewed 1 x H x L x D), written into the
+    packed O and LSE; there cu_seqlens (int32 CPU vectors) are checked
+    first: rank 1, equal lengths, non-decreasing, within q's and k's rows,
+    and max_seqlen_q from the longest query sequence to q's rows (the
+    runtime's bounds on CUDA), a FlashcError naming the argument otherwise.
+
+    Forward only: where q, k or v requires grad, O and LSE carry a backward
+    that raises FlashcError (no backward pass yet).
+    """
+    global _ops
+    if _ops is None:
+        from . import ops as _ops
+    return _ops.varlen_attention(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+        causal=causal, scale=scale, return_lse=return_lse, out=out)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None,

@@ -61,7 +61,8 @@ def build_command(variant_names, directory="DIR"):
 
 def build_library(directory, variants=None, arch="sm_90a", dbs=None,
                   gpus=None, toolchain=None, log=None):
-    """Compiles `variants` (default: the twelve shipped ones) into
+    """Compiles `variants` (default: the fourteen shipped ones, twelve dense
+    and two packed-sequence ones: variants.shipped_variants) into
     `directory`: each variant's default config, and, for every entry of the
     tuning databases `dbs` for one of `gpus` (default: every GPU the
     databases name), the tuned config. Merges into an existing manifest.
@@ -195,7 +196,8 @@ def main(argv=None):
     b.add_argument("dir")
     b.add_argument("--variants", action="append", default=None,
                    help="comma-separated names, e.g. bf16-d128-causal,"
-                   "f16-d64-scale0.125 (default: the 12 shipped kernels)")
+                   "f16-d64-scale0.125,bf16-d128-causal-varlen (default: the "
+                   "14 shipped kernels)")
     b.add_argument("--arch", default="sm_90a")
     b.add_argument("--tuning-db", action="append", default=None,
                    help="also build its tuned configs (default: the "

@@ -1,4 +1,5 @@
-"""flashc.attention and the torch.library ops behind it (imports torch).
+"""flashc.attention and the torch.library ops behind it (imports torch);
+flashc.varlen_attention (packed sequences).
 
 torch.ops.flashc.attention(q, k, v, causal, scale) -> (o, lse) is a custom
 op with a fake (meta) implementation, so torch.compile traces through it
@@ -10,20 +11,22 @@ instead of silently dropping attention's gradients, as flashc.load's
 kernels do.
 """
 
+import operator
 import threading
 from typing import Optional, Tuple
 
 import torch
 
-from . import FlashcError, Kernel, _NO_BACKWARD
+from . import FlashcError, Kernel, _NO_BACKWARD, _forward_only
 from . import library as _library
-from .variants import HEAD_DIMS, Variant, bucket_of
+from .variants import HEAD_DIMS, Variant, VariantError, bucket_of
 
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 _lock = threading.Lock()
 _devices = {}   # device index -> (arch, name)
 _kernels = {}   # (dtype, D, causal, scale, device, bucket) -> Kernel
 _loaded = {}    # (cubin path, device) -> Kernel
+_varlen_kernels = {}  # (dtype, D, causal, scale, device) -> Kernel
 
 
 def _check(q, k, v):
@@ -90,11 +93,17 @@ def kernel_for(q, k, causal, scale):
             arch, gpu = _device_info(dev)
             variant = Variant(_DTYPES[q.dtype], d, causal, scale)
             path = _library.kernel_binary(variant, arch, gpu, bucket)
-            kern = _loaded.get((path, dev))
-            if kern is None:
-                kern = Kernel(path, dev)
-                _loaded[(path, dev)] = kern
+            kern = _load(path, dev)
             _kernels[memo] = kern
+    return kern
+
+
+def _load(path, dev):
+    """The Kernel of a cubin on a device, loaded once (call under _lock)."""
+    kern = _loaded.get((path, dev))
+    if kern is None:
+        kern = Kernel(path, dev)
+        _loaded[(path, dev)] = kern
     return kern
 
 
@@ -254,3 +263,173 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
         raise FlashcError(4, "flashc.scaled_dot_product_attention cannot "
                           "take:\n  " + "\n  ".join(why))
     return attention(query, key, value, causal=is_causal, scale=scale)
+
+
+# --- packed sequences (varlen) ----------------------------------------------
+
+def _check_varlen(q, k, v):
+    """What the variant needs of q, k, v (total x heads x head_dim); the
+    runtime checks the rest on CUDA, cpu.torch_attention on the CPU."""
+    for n, t, rows in (("q", q, "total_q"), ("k", k, "total_k"),
+                       ("v", v, "total_k")):
+        if not isinstance(t, torch.Tensor):
+            raise FlashcError(4, f"{n} is a {type(t).__name__}, not a tensor")
+        if t.dim() != 3:
+            raise FlashcError(4, f"{n} has {t.dim()} dimensions; packed "
+                              f"sequences take {rows} x heads x head_dim")
+        if t.dtype != q.dtype:
+            raise FlashcError(4, f"{n} is {t.dtype} but q is {q.dtype}")
+    if q.dtype not in _DTYPES:
+        raise FlashcError(4, f"q has dtype {q.dtype}; flashc kernels take "
+                          "bfloat16 or float16")
+    d = q.shape[-1]
+    if d not in HEAD_DIMS:
+        raise FlashcError(4, f"head dim {d}: flashc's kernels cover "
+                          f"{', '.join(map(str, HEAD_DIMS))}")
+    if k.shape != v.shape:
+        raise FlashcError(4, f"k is {tuple(k.shape)} but v is "
+                          f"{tuple(v.shape)}")
+    if q.shape[2] != k.shape[2]:
+        raise FlashcError(4, f"q is {tuple(q.shape)} and k {tuple(k.shape)}: "
+                          "head_dim must agree")
+    if k.shape[1] < 1 or q.shape[1] % k.shape[1]:
+        raise FlashcError(4, f"q has {q.shape[1]} heads and k {k.shape[1]}: "
+                          "grouped-query attention needs the query heads to "
+                          "be a multiple of the K/V heads")
+
+
+def varlen_kernel_for(q, causal, scale):
+    """The loaded packed-sequence Kernel for q's dtype and head dim: the
+    variant's "-varlen" kernel with its default config (no tuning database
+    has packed entries)."""
+    dev = q.device.index
+    if dev is None:
+        dev = torch.cuda.current_device()
+    memo = (q.dtype, q.shape[-1], bool(causal), scale, dev)
+    kern = _varlen_kernels.get(memo)
+    if kern is not None:
+        return kern
+    with _lock:
+        kern = _varlen_kernels.get(memo)
+        if kern is None:
+            try:
+                variant = Variant(_DTYPES[q.dtype], q.shape[-1], causal, scale,
+                                  varlen=True)
+            except VariantError as e:
+                raise FlashcError(4, str(e)) from None
+            arch, gpu = _device_info(dev)
+            path = _library.kernel_binary(variant, arch, gpu, None)
+            kern = _load(path, dev)
+            _varlen_kernels[memo] = kern
+    return kern
+
+
+def _cpu_sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, total_q,
+                   total_k):
+    """[(q0, q1, k0, k1)] per sequence from CPU cu_seqlens, checked (the
+    runtime checks what it can see on CUDA, but there is no runtime on the
+    CPU): int32, rank 1, equal lengths, non-decreasing, within the rows,
+    max_seqlen_q within [longest query sequence, total_q]."""
+    bounds = []
+    for name, t, total, of in (("cu_seqlens_q", cu_seqlens_q, total_q, "q"),
+                               ("cu_seqlens_k", cu_seqlens_k, total_k, "k")):
+        if not isinstance(t, torch.Tensor):
+            raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "
+                              "tensor")
+        if t.device.type != "cpu":
+            raise FlashcError(4, f"{name} is on {t.device} but q is on the "
+                              "CPU")
+        if t.dtype != torch.int32:
+            raise FlashcError(4, f"{name} has dtype {t.dtype}; expected "
+                              "torch.int32")
+        if t.dim() != 1:
+            raise FlashcError(4, f"{name} has {t.dim()} dimensions; expected "
+                              "1 (one int32 per sequence, plus one)")
+        if t.numel() < 1:
+            raise FlashcError(4, f"{name} is empty: it holds one entry per "
+                              "sequence plus one")
+        cu = t.tolist()
+        if cu[0] < 0:
+            raise FlashcError(4, f"{name}[0] = {cu[0]} is negative")
+        for s in range(len(cu) - 1):
+            if cu[s + 1] < cu[s]:
+                raise FlashcError(4, f"{name} decreases at entry {s + 1} "
+                                  f"({cu[s]} then {cu[s + 1]}): it must be "
+                                  "non-decreasing (prefix sums of the "
+                                  "sequence lengths)")
+        if cu[-1] > total:
+            raise FlashcError(4, f"{name}[{len(cu) - 1}] = {cu[-1]} is past "
+                              f"{of}'s {total} rows")
+        bounds.append(cu)
+    cu_q, cu_k = bounds
+    if len(cu_q) != len(cu_k):
+        raise FlashcError(4, f"cu_seqlens_q has {len(cu_q)} entries and "
+                          f"cu_seqlens_k {len(cu_k)}: both hold one per "
+                          "sequence plus one")
+    try:
+        max_q = operator.index(max_seqlen_q)
+    except TypeError:
+        raise FlashcError(4, f"max_seqlen_q is a {type(max_seqlen_q).__name__}"
+                          ", not an integer") from None
+    spans = [(cu_q[s], cu_q[s + 1], cu_k[s], cu_k[s + 1])
+             for s in range(len(cu_q) - 1)]
+    longest = max([q1 - q0 for q0, q1, _, _ in spans], default=0)
+    if max_q < longest or max_q > total_q:
+        raise FlashcError(4, f"max_seqlen_q = {max_q} is outside [{longest}, "
+                          f"{total_q}] (the longest query sequence, q's rows)")
+    return spans
+
+
+def _varlen_cpu(q, k, v, spans, causal, scale, out):
+    """Each sequence through flashc.attention's CPU path of the dense
+    program on 1 x H x L x D views of its rows, into the packed O and LSE."""
+    total_q, heads = q.shape[0], q.shape[1]
+    if out is None:
+        out = torch.empty(q.shape, dtype=q.dtype)
+    elif (not isinstance(out, torch.Tensor) or out.device.type != "cpu"
+          or out.dtype != q.dtype or tuple(out.shape) != tuple(q.shape)):
+        raise FlashcError(4, f"out must be a CPU {q.dtype} tensor of shape "
+                          f"{tuple(q.shape)}")
+    lse = torch.empty((heads, total_q), dtype=torch.float32)
+    for q0, q1, k0, k1 in spans:
+        if q1 == q0:
+            continue
+        if k1 == k0:  # no key: O = 0, LSE = -inf (the kernels' convention)
+            out[q0:q1] = 0
+            lse[:, q0:q1] = float("-inf")
+            continue
+        o, l = _launch(*(t[a:b].transpose(0, 1).unsqueeze(0) for t, a, b in (
+            (q, q0, q1), (k, k0, k1), (v, k0, k1))), causal, scale, None)
+        out[q0:q1] = o[0].transpose(0, 1)
+        lse[:, q0:q1] = l[0]
+    return out, lse
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                     max_seqlen_k=None, *, causal=False, scale=None,
+                     return_lse=False, out=None):
+    """See flashc.varlen_attention."""
+    _check_varlen(q, k, v)
+    if q.device.type == "cuda":
+        kern = varlen_kernel_for(q, causal, scale)
+        o, lse = kern.varlen(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                             max_seqlen_q, out=out)
+    elif q.device.type == "cpu":
+        for n, t in (("k", k), ("v", v)):
+            if t.device.type != "cpu":
+                raise FlashcError(4, f"{n} is on {t.device} but q is on the "
+                                  "CPU")
+        spans = _cpu_sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                               q.shape[0], k.shape[0])
+
+        def launch(q, k, v, out, lse):
+            return _varlen_cpu(q, k, v, spans, causal, scale, out)
+        if torch.is_grad_enabled() and any(
+                t.requires_grad for t in (q, k, v)):
+            o, lse = _forward_only().apply(launch, q, k, v, out, None)
+        else:
+            o, lse = launch(q, k, v, out, None)
+    else:
+        raise FlashcError(4, f"q is on {q.device}; flashc kernels take CUDA "
+                          "or CPU tensors")
+    return (o, lse) if return_lse else o

@@ -1,12 +1,17 @@
 """Kernel variants: naming, the generated source, configs, tuning look-up.
 
 Pure Python (no torch). A variant is what changes the kernel's source:
-dtype, head dim, causal, scale. Its name is "<dtype>-d<D>[-causal]
-[-scale<f32>]", e.g. "bf16-d128-causal" or "f16-d64-scale0.125"; the scale is
-the float32 the kernel multiplies by, printed so that it reads back exactly,
-and omitted when it is 1/sqrt(D) (the kernel's default). The shipped kernel
-of a variant (kernels/*.mlir, and the "kernel" name of its tuning-database
-entries) is attention[_f16][_d64|_d256][_causal].
+dtype, head dim, causal, scale, and varlen (packed sequences:
+FlashAttention's varlen form, `packed(cu_seqlens_q, cu_seqlens_k, max_q)`).
+Its name is "<dtype>-d<D>[-causal][-scale<f32>][-varlen]", e.g.
+"bf16-d128-causal", "f16-d64-scale0.125" or "bf16-d128-causal-varlen"; the
+scale is the float32 the kernel multiplies by, printed so that it reads back
+exactly, and omitted when it is 1/sqrt(D) (the kernel's default). The
+shipped kernel of a variant (kernels/*.mlir, and the "kernel" name of its
+tuning-database entries) is attention[_f16][_d64|_d256][_varlen][_causal];
+of the varlen ones only bf16 D=128 ships (attention_varlen[_causal].mlir),
+and a varlen variant takes its dense variant's config (the table below; no
+tuning database has varlen entries).
 """
 
 import json
@@ -62,9 +67,10 @@ def normalize_scale(scale, head_dim):
 
 
 class Variant:
-    __slots__ = ("dtype", "head_dim", "causal", "scale")
+    __slots__ = ("dtype", "head_dim", "causal", "scale", "varlen")
 
-    def __init__(self, dtype, head_dim, causal=False, scale=None):
+    def __init__(self, dtype, head_dim, causal=False, scale=None,
+                 varlen=False):
         if dtype not in DTYPES:
             raise VariantError(f"dtype {dtype!r}: flashc kernels take "
                                f"{' or '.join(DTYPES)}")
@@ -73,9 +79,11 @@ class Variant:
                                f"{', '.join(map(str, HEAD_DIMS))}")
         self.dtype, self.head_dim, self.causal = dtype, int(head_dim), bool(causal)
         self.scale = normalize_scale(scale, head_dim)
+        self.varlen = bool(varlen)
 
     def _tuple(self):
-        return (self.dtype, self.head_dim, self.causal, self.scale)
+        return (self.dtype, self.head_dim, self.causal, self.scale,
+                self.varlen)
 
     def __eq__(self, other):
         return isinstance(other, Variant) and self._tuple() == other._tuple()
@@ -90,6 +98,8 @@ class Variant:
             s += "-causal"
         if self.scale is not None:
             s += f"-scale{self.scale!r}"
+        if self.varlen:
+            s += "-varlen"
         return s
 
     def __repr__(self):
@@ -103,6 +113,8 @@ class Variant:
             s += "_f16"
         if self.head_dim != 128:
             s += f"_d{self.head_dim}"
+        if self.varlen:
+            s += "_varlen"
         if self.causal:
             s += "_causal"
         return s
@@ -116,12 +128,13 @@ class Variant:
         return generate_source(self, config or self.default_config())
 
 
-_NAME = re.compile(r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+))?")
+_NAME = re.compile(
+    r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+?))?(-varlen)?")
 
 
 def parse_variant(name):
     """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
-    way Python's float() reads, 1e-05 included)."""
+    way Python's float() reads, 1e-05 included); "-varlen" last."""
     m = _NAME.fullmatch(name.strip())
     try:
         if m is None:
@@ -130,8 +143,9 @@ def parse_variant(name):
     except ValueError:
         raise VariantError(
             f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
-            "[-scale<x>], e.g. bf16-d128-causal") from None
-    return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale)
+            "[-scale<x>][-varlen], e.g. bf16-d128-causal") from None
+    return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale,
+                   bool(m.group(5)))
 
 
 def mlir_float(x):
@@ -145,8 +159,12 @@ def mlir_float(x):
 
 
 def shipped_variants():
-    return [Variant(t, d, c) for t in DTYPES for d in HEAD_DIMS
-            for c in (False, True)]
+    """The variants of kernels/*.mlir: the twelve dense ones (bf16 and f16,
+    D 64/128/256, causal and not) and the two packed-sequence ones (bf16,
+    D 128)."""
+    return ([Variant(t, d, c) for t in DTYPES for d in HEAD_DIMS
+             for c in (False, True)]
+            + [Variant("bf16", 128, c, varlen=True) for c in (False, True)])
 
 
 def config_text(config):
@@ -183,9 +201,15 @@ def canonical_config(config):
 
 
 def generate_source(variant, config):
+    """The variant's function, as kernels/*.mlir writes it: dense (q, k, v,
+    o B x H x N x D, lse B x H x Nq), or for varlen the packed form (every
+    sequence's rows in one 1 x H x T x D view, then cu_seqlens_q,
+    cu_seqlens_k and max_seqlen_q)."""
     d = variant.head_dim
     t = variant.dtype
-    ty = f"memref<?x?x?x{d}x{t}>"
+    batch = "1" if variant.varlen else "?"
+    ty = f"memref<{batch}x?x?x{d}x{t}>"
+    lse_ty = f"memref<{batch}x?x?xf32>"
     attrs = []
     if variant.causal:
         attrs.append("causal")
@@ -193,14 +217,22 @@ def generate_source(variant, config):
         attrs.append(f"scale = {mlir_float(variant.scale)} : f32")
     attrs.append("config = " + config_text(config))
     fn = variant.kernel_name
+    params = f"    %lse: {lse_ty}"
+    packed = ""
+    if variant.varlen:
+        params += (", %cu_seqlens_q: memref<?xi32>,\n"
+                   "    %cu_seqlens_k: memref<?xi32>, %max_seqlen_q: index")
+        packed = ("      packed(%cu_seqlens_q : memref<?xi32>, %cu_seqlens_k"
+                  " : memref<?xi32>, max_q %max_seqlen_q)\n")
     return (
         f"// Generated by python/flashc for variant {variant.name}.\n"
         f"func.func @{fn}(%q: {ty}, %k: {ty}, %v: {ty}, %o: {ty},\n"
-        f"    %lse: memref<?x?x?xf32>) {{\n"
+        f"{params}) {{\n"
         f"  flash.attention %q, %k, %v -> %o, lse %lse\n"
+        f"{packed}"
         f"      {{{', '.join(attrs)}}}\n"
         f"      : {ty}, {ty}, {ty}\n"
-        f"      -> {ty}, memref<?x?x?xf32>\n"
+        f"      -> {ty}, {lse_ty}\n"
         f"  return\n"
         f"}}\n")
 

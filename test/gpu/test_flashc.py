@@ -13,6 +13,16 @@ cached call's overhead: the median over many calls of the call's host time
 (to its synchronize) minus the kernel's time by CUDA events. A second
 process must find every entry in the cache without compiling. Skipped
 (reported, not failed) where no compiler or ptxas is found.
+
+Then packed sequences (FlashAttention's varlen form): Kernel.varlen on the
+shipped attention_varlen and attention_varlen_causal kernels (KERNEL_DIR's
+attention_varlen*.json, as scripts/compile-kernels.sh writes them, else
+compiled from kernels/ with the flashc binary) and flashc.varlen_attention
+(compiled on demand, or from FLASHC_LIBRARY), against float64 per
+sequence: lengths 0, 1, 127, 128, 129, 3000 (and other key lengths: rows
+that see no key), 8 query heads over 2 K/V heads, D 128 bf16, causal and
+not, rows with logits near 1e3, NaN-poisoned out= and lse=; an all-empty
+batch, which launches nothing; the arguments the runtime refuses by name.
 """
 import glob
 import json
@@ -63,6 +73,25 @@ def takes_tile_counter(meta):
     return any(p.get("kind") == "tile_counter" for p in meta["params"])
 
 
+def is_packed(meta):
+    """A packed-sequence (varlen) kernel: called through Kernel.varlen, not
+    on B x H x N x D tensors."""
+    grid = meta.get("grid")
+    return isinstance(grid, dict) and grid.get("kind") == "packed"
+
+
+def dense_kernels(kdir, keep=lambda meta: True):
+    """KERNEL_DIR's kernel.json paths whose kernels take B x H x N x D
+    tensors and `keep` accepts."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(kdir, "*.json"))):
+        meta = json.load(open(p))
+        if meta.get("format") == "flashc-kernel" and not is_packed(meta) \
+                and keep(meta):
+            out.append(p)
+    return out
+
+
 def two_streams(meta_path, meta):
     """A kernel that claims tiles from a per-stream counter, launched on two
     streams at once, several times each: every launch's output must be
@@ -108,9 +137,8 @@ def grouped_kv_heads(kdir):
     that do not divide the query heads are refused."""
     import torch.nn.functional as F
     ok = True
-    paths = [p for p in sorted(glob.glob(os.path.join(kdir, "*.json")))
-             if any(x.get("value") == "kv_group"
-                    for x in json.load(open(p))["params"])]
+    paths = dense_kernels(kdir, lambda m: any(
+        x.get("value") == "kv_group" for x in m["params"]))
     for meta_path in paths:
         kern = flashc.load(meta_path)
         dt = kern.dtype
@@ -168,8 +196,8 @@ def strided_views(kdir):
     bit, as the contiguous copies give; grouped K/V heads too, and O into a
     B x S x H x D out= where the kernel stores O by TMA."""
     ok = True
-    paths = [p for p in sorted(glob.glob(os.path.join(kdir, "*.json")))
-             if any(x.get("rank") == 4 for x in json.load(open(p))["params"])]
+    paths = dense_kernels(kdir, lambda m: any(
+        x.get("rank") == 4 for x in m["params"]))
     for meta_path in paths:
         meta = json.load(open(meta_path))
         kern = flashc.load(meta_path)
@@ -429,6 +457,268 @@ def attention_on_demand():
     return ok and good
 
 
+# --- packed sequences (varlen) ----------------------------------------------
+
+VARLEN_LENGTHS = [0, 1, 127, 128, 129, 3000]
+# Other key lengths: keys but no query row, a query row but no key, Lk < Lq
+# (causal: rows that see no key), Lk > Lq.
+VARLEN_OTHER_KEYS = [5, 0, 127, 200, 64, 3000]
+
+
+def cu_seqlens(lengths, device="cuda"):
+    out = [0]
+    for n in lengths:
+        out.append(out[-1] + n)
+    return torch.tensor(out, dtype=torch.int32, device=device)
+
+
+def varlen_inputs(lq, lk, heads, kv_heads, d, dt, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(sum(lq), heads, d, device="cuda", dtype=dt, generator=g)
+    k, v = (torch.randn(sum(lk), kv_heads, d, device="cuda", dtype=dt,
+                        generator=g) for _ in range(2))
+    # q . k has standard deviation sqrt(D), the logit 1: rows times 1000
+    # have logits near 1e3.
+    q[5::37] *= 1000
+    return q, k, v
+
+
+def varlen_check(q, k, v, lq, lk, o, lse, scale, causal, tol):
+    """(ok, worst O error, worst LSE error, rows that see no key) of a
+    packed O and LSE against float64 per sequence: each sequence's relative
+    O error, its LSE's largest error, O = 0 and LSE = -inf where a row sees
+    no key, no NaN left of the poison anywhere (every row is in a
+    sequence)."""
+    cq, ck = [0], [0]
+    for a, b in zip(lq, lk):
+        cq.append(cq[-1] + a)
+        ck.append(ck[-1] + b)
+    group = q.shape[1] // k.shape[1]
+    ok = not torch.isnan(o).any() and not torch.isnan(lse).any()
+    worst, worst_lse, masked_rows = 0.0, 0.0, 0
+    for s in range(len(lq)):
+        q0, q1, k0, k1 = cq[s], cq[s + 1], ck[s], ck[s + 1]
+        if q1 == q0:
+            continue
+        as4 = lambda t: t.transpose(0, 1).unsqueeze(0)  # noqa: E731
+        ro, rlse = reference(as4(q[q0:q1]),
+                             as4(k[k0:k1]).repeat_interleave(group, 1),
+                             as4(v[k0:k1]).repeat_interleave(group, 1),
+                             scale, causal)
+        so, slse = as4(o[q0:q1]), lse[:, q0:q1].unsqueeze(0)
+        masked = torch.isinf(rlse)
+        fin = ~masked
+        masked_rows += int(masked.sum())
+        if masked.any():
+            ok = ok and bool((so[masked] == 0).all()) and bool(
+                torch.isneginf(slse[masked]).all())
+        if fin.any():
+            err = rel_err(so[fin], ro[fin])
+            lerr = (slse.double()[fin] - rlse[fin]).abs().max().item()
+            worst, worst_lse = max(worst, err), max(worst_lse, lerr)
+            ok = ok and err <= tol and lerr <= tol
+    return ok, worst, worst_lse, masked_rows
+
+
+def varlen_kernels(kdir):
+    """{causal: path} of the shipped varlen kernels: KERNEL_DIR's, else
+    kernels/attention_varlen*.mlir compiled here (None where neither)."""
+    found = {}
+    for causal in (False, True):
+        name = "attention_varlen" + ("_causal" if causal else "")
+        meta = os.path.join(kdir, name + ".json")
+        if os.path.exists(meta):
+            found[causal] = meta
+    if len(found) == 2:
+        return found
+    from flashc import cache
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    compiler = os.environ.get("FLASHC_COMPILER") or os.path.join(
+        root, "build", "bin", "flashc")
+    if not os.access(compiler, os.X_OK) or cache.find_cuda_root()[1] is None:
+        return None
+    out = tempfile.mkdtemp(prefix="flashc-varlen-kernels-")
+    for causal in (False, True):
+        name = "attention_varlen" + ("_causal" if causal else "")
+        if causal in found:
+            continue
+        source = os.path.join(root, "kernels", name + ".mlir")
+        subprocess.run([compiler, source, "-o",
+                        os.path.join(out, name + ".cubin")], check=True)
+        found[causal] = os.path.join(out, name + ".json")
+    return found
+
+
+def varlen_shipped(kdir):
+    """Kernel.varlen on the shipped packed kernels against float64."""
+    paths = varlen_kernels(kdir)
+    if paths is None:
+        print("varlen: skipped: no attention_varlen*.json in the kernel "
+              "directory and no compiler (and ptxas) to build them")
+        return True
+    ok = True
+    dt, H, HKV, D = torch.bfloat16, 8, 2, 128
+    for causal, path in sorted(paths.items()):
+        kern = flashc.load(path)
+        good = kern.packed and kern.causal == causal and kern.has_lse
+        print(f"{kern.name}: packed {kern.packed}, causal {kern.causal} -> "
+              f"{'PASS' if good else 'FAIL'}")
+        ok = ok and good
+        for seed, lk in enumerate((VARLEN_LENGTHS, VARLEN_OTHER_KEYS)):
+            lq = VARLEN_LENGTHS
+            q, k, v = varlen_inputs(lq, lk, H, HKV, D, dt, seed)
+            out = torch.full_like(q, float("nan"))
+            lse = torch.full((H, q.shape[0]), float("nan"), device="cuda")
+            res = kern.varlen(q, k, v, cu_seqlens(lq), cu_seqlens(lk),
+                              max(lq), out=out, lse=lse)
+            good = res[0] is out and res[1] is lse
+            # Default outputs: the same values.
+            o2, lse2 = kern.varlen(q, k, v, cu_seqlens(lq), cu_seqlens(lk),
+                                   max(lq))
+            good = good and torch.equal(o2, out) and torch.equal(lse2, lse)
+            good = good and o2.is_contiguous() and lse2.shape == (H, sum(lq))
+            # O into a strided out= (heads padded apart).
+            wide = torch.full((q.shape[0], H, 2 * D), float("nan"),
+                              device="cuda", dtype=dt)
+            kern.varlen(q, k, v, cu_seqlens(lq), cu_seqlens(lk), max(lq),
+                        out=wide[..., :D])
+            good = good and torch.equal(wide[..., :D], out) and bool(
+                torch.isnan(wide[..., D:]).all())
+            c, err, lerr, masked = varlen_check(q, k, v, lq, lk, out, lse,
+                                                kern.scale, causal, 1e-2)
+            good = good and c
+            print(f"{kern.name} varlen Lq={lq} Lk={lk} H {H}/{HKV}: worst "
+                  f"rel err {err:.2e}, LSE {lerr:.1e}, {masked} masked rows, "
+                  f"out=/lse= poisoned, strided out= -> "
+                  f"{'PASS' if good else 'FAIL'}")
+            ok = ok and good
+        # An all-empty batch launches nothing: out= keeps its poison.
+        q = torch.randn(10, H, D, device="cuda", dtype=dt)
+        out = torch.full_like(q, float("nan"))
+        zero = cu_seqlens([0, 0, 0])
+        kern.varlen(q, q[:, :HKV], q[:, :HKV], zero, zero, 0, out=out)
+        empty = q[:0]
+        o, lse = kern.varlen(empty, empty[:, :HKV], empty[:, :HKV], zero,
+                             zero, 0)
+        torch.cuda.synchronize()
+        good = bool(torch.isnan(out).all()) and o.shape == (0, H, D) and \
+            lse.shape == (H, 0)
+        print(f"{kern.name}: all-empty batches (10 rows in none, and 0 "
+              f"rows) -> {'PASS' if good else 'FAIL'}")
+        ok = ok and good
+        # Refused by name.
+        q, k, v = varlen_inputs([20, 30], [20, 30], H, HKV, D, dt, 5)
+        cu = cu_seqlens([20, 30])
+        cases = [
+            ("cu_seqlens_q", lambda: kern.varlen(q, k, v, cu.long(), cu, 30)),
+            ("cu_seqlens_k", lambda: kern.varlen(q, k, v, cu, cu.cpu(), 30)),
+            ("cu_seqlens_q has 3 entries and cu_seqlens_k 4",
+             lambda: kern.varlen(q, k, v, cu, cu_seqlens([10, 10, 30]), 30)),
+            ("max_seqlen_q = 51", lambda: kern.varlen(q, k, v, cu, cu, 51)),
+            ("takes packed sequences", lambda: kern(q[None], k[None],
+                                                    v[None])),
+        ]
+        for want, fn in cases:
+            try:
+                fn()
+                print(f"{kern.name} error case '{want}': no error -> FAIL")
+                ok = False
+            except flashc.FlashcError as e:
+                good = want in str(e)
+                print(f"{kern.name} error case '{want}': "
+                      f"{str(e).splitlines()[-1].strip()} -> "
+                      f"{'PASS' if good else 'FAIL'}")
+                ok = ok and good
+    # Inputs that require grad: forward as usual, backward raises.
+    q, k, v = varlen_inputs([20, 30], [20, 30], H, HKV, D, dt, 6)
+    q.requires_grad_()
+    o, _ = kern.varlen(q, k, v, cu_seqlens([20, 30]), cu_seqlens([20, 30]),
+                       30)
+    try:
+        o.float().sum().backward()
+        good = False
+    except flashc.FlashcError as e:
+        good = "no backward pass yet" in str(e)
+    print(f"Kernel.varlen backward raises -> {'PASS' if good else 'FAIL'}")
+    torch.cuda.synchronize()
+    return ok and good
+
+
+def varlen_on_demand(kdir):
+    """flashc.varlen_attention: the variants compiled on demand (or from
+    FLASHC_LIBRARY); bf16 D=128 must give the shipped kernel's output bit
+    for bit, others are checked against float64."""
+    from flashc import cache
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    os.environ.setdefault("FLASHC_COMPILER",
+                          os.path.join(root, "build", "bin", "flashc"))
+    library = os.environ.get("FLASHC_LIBRARY")
+    has_compiler = (os.access(os.environ["FLASHC_COMPILER"], os.X_OK)
+                    and cache.find_cuda_root()[1] is not None)
+    if not has_compiler and not library:
+        print("flashc.varlen_attention: skipped: no compiler (and ptxas) and "
+              "no FLASHC_LIBRARY")
+        return True
+    tmp = tempfile.mkdtemp(prefix="flashc-gpu-varlen-cache-")
+    os.environ["FLASHC_CACHE_DIR"] = tmp
+    if has_compiler:
+        os.environ.pop("FLASHC_LIBRARY", None)
+    else:
+        os.environ["FLASHC_COMPILER"] = "none"
+    shipped = varlen_kernels(kdir) or {}
+    ok = True
+    # dtype, D, causal, scale, heads, kv heads
+    cases = [("bfloat16", 128, False, None, 8, 2),
+             ("bfloat16", 128, True, None, 8, 2),
+             ("float16", 64, True, 0.3, 6, 3),
+             ("bfloat16", 256, False, None, 4, 4)]
+    for seed, (dts, d, causal, scale, h, hkv) in enumerate(cases):
+        dt = getattr(torch, dts)
+        tol = 1e-2 if dt == torch.bfloat16 else 5e-3
+        lq, lk = VARLEN_LENGTHS, VARLEN_OTHER_KEYS
+        q, k, v = varlen_inputs(lq, lk, h, hkv, d, dt, 10 + seed)
+        out = torch.full_like(q, float("nan"))
+        t0 = time.perf_counter()
+        o, lse = flashc.varlen_attention(
+            q, k, v, cu_seqlens(lq), cu_seqlens(lk), max(lq), max(lk),
+            causal=causal, scale=scale, return_lse=True, out=out)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        sc = 1 / math.sqrt(d) if scale is None else scale
+        good, err, lerr, masked = varlen_check(q, k, v, lq, lk, o, lse, sc,
+                                               causal, tol)
+        good = good and o is out
+        o2 = flashc.varlen_attention(q, k, v, cu_seqlens(lq), cu_seqlens(lk),
+                                     max(lq), causal=causal, scale=scale)
+        good = good and torch.equal(o2, o)
+        same = "-"
+        if dt == torch.bfloat16 and d == 128 and causal in shipped:
+            ref = flashc.load(shipped[causal]).varlen(
+                q, k, v, cu_seqlens(lq), cu_seqlens(lk), max(lq))
+            same = torch.equal(ref[0], o) and torch.equal(ref[1], lse)
+            good = good and same
+        print(f"flashc.varlen_attention {dts} D={d} causal={causal} "
+              f"scale={scale} H {h}/{hkv}: worst rel err {err:.2e}, LSE "
+              f"{lerr:.1e}, {masked} masked rows, equal to the shipped "
+              f"kernel's: {same}; first call {first:.3f} s -> "
+              f"{'PASS' if good else 'FAIL'}")
+        ok = ok and good
+    q, k, v = varlen_inputs([20, 30], [20, 30], 8, 2, 128, torch.bfloat16, 3)
+    try:
+        flashc.varlen_attention(q, k, v, cu_seqlens([20, 30]).long(),
+                                cu_seqlens([20, 30]), 30)
+        good = False
+    except flashc.FlashcError as e:
+        good = "cu_seqlens_q" in str(e)
+    print(f"flashc.varlen_attention int64 cu_seqlens_q refused -> "
+          f"{'PASS' if good else 'FAIL'}")
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+    return ok and good
+
+
 def main():
     kdir = sys.argv[1]
     failures = 0
@@ -492,13 +782,14 @@ def main():
     failures += not grouped_kv_heads(kdir)
     failures += not strided_views(kdir)
 
-    counted = [p for p in sorted(glob.glob(os.path.join(kdir, "*.json")))
-               if takes_tile_counter(json.load(open(p)))]
+    counted = dense_kernels(kdir, takes_tile_counter)
     for meta_path in counted[:3]:
         failures += not two_streams(meta_path, json.load(open(meta_path)))
     if not counted:
         print("no kernel here takes a tile counter: two-stream test not run")
     failures += not attention_on_demand()
+    failures += not varlen_shipped(kdir)
+    failures += not varlen_on_demand(kdir)
     print("python flashc:", "PASS" if failures == 0 else f"{failures} FAIL")
     return 1 if failures else 0
 

@@ -90,11 +90,35 @@ class VariantTest(unittest.TestCase):
         for v in variants.shipped_variants():
             self.assertEqual(parse_variant(v.name), v)
         self.assertEqual(len({v.name for v in variants.shipped_variants()}),
-                         12)
+                         14)
         v = Variant("f16", 64, True, 0.1)
         self.assertEqual(parse_variant(v.name), v)
         self.assertEqual(parse_variant("f16-d64-causal-scale0.1"), v)
         self.assertEqual(v.name, "f16-d64-causal-scale0.10000000149011612")
+
+    def test_varlen_names(self):
+        v = Variant("bf16", 128, True, varlen=True)
+        self.assertEqual(v.name, "bf16-d128-causal-varlen")
+        self.assertEqual(v.kernel_name, "attention_varlen_causal")
+        self.assertNotEqual(v, Variant("bf16", 128, True))
+        self.assertNotEqual(hash(v), hash(Variant("bf16", 128, True)))
+        for name, kernel in (("bf16-d128-varlen", "attention_varlen"),
+                             ("f16-d64-causal-varlen",
+                              "attention_f16_d64_varlen_causal"),
+                             ("bf16-d256-varlen", "attention_d256_varlen")):
+            w = parse_variant(name)
+            self.assertTrue(w.varlen)
+            self.assertEqual((w.name, w.kernel_name), (name, kernel))
+        # The scale (which may hold a '-') comes before the suffix.
+        for x in (0.1, 1e-05):
+            w = Variant("f16", 64, True, x, varlen=True)
+            self.assertTrue(w.name.endswith("-varlen"), w.name)
+            self.assertEqual(parse_variant(w.name), w)
+        self.assertEqual(parse_variant("bf16-d64-scale1e-05-varlen"),
+                         Variant("bf16", 64, False, 1e-05, varlen=True))
+        self.assertEqual(
+            sorted(w.name for w in variants.shipped_variants() if w.varlen),
+            ["bf16-d128-causal-varlen", "bf16-d128-varlen"])
 
     def test_scales_in_names_and_sources(self):
         for x in (1e-05, 3e+20, 2.0, 0.1, 7):
@@ -113,17 +137,25 @@ class VariantTest(unittest.TestCase):
     def test_bad_variants(self):
         for bad in ("bf32-d128", "bf16-d96", "bf16", "bf16-d128-causal-causal",
                     "bf16-d128-foo", "bf16-d128-scale-1", "bf16-d128-scalex",
-                    "bf16-d128-scale0.1-causal", "bf16-d128-scale"):
+                    "bf16-d128-scale0.1-causal", "bf16-d128-scale",
+                    "bf16-d128-varlen-causal", "bf16-d128-varlen-varlen",
+                    "bf16-d128-varlen-scale0.5", "bf16-d128-scale-varlen",
+                    "bf16-d128varlen"):
             with self.assertRaises(variants.VariantError, msg=bad):
                 parse_variant(bad)
         with self.assertRaises(variants.VariantError):
             Variant("bf16", 128, scale=0.0)
 
+    # Shipped kernels no variant generates: their sources fix more than a
+    # variant says (attention_gqa_bshd_causal: 32 query over 8 K/V heads).
+    FIXED_SHAPE_KERNELS = {"attention_gqa_bshd_causal"}
+
     def test_kernel_names_are_the_shipped_files(self):
         names = {v.kernel_name for v in variants.shipped_variants()}
         files = {f[:-5] for f in os.listdir(os.path.join(ROOT, "kernels"))
                  if f.endswith(".mlir")}
-        self.assertEqual(names, files)
+        self.assertEqual(names, files - self.FIXED_SHAPE_KERNELS)
+        self.assertTrue(self.FIXED_SHAPE_KERNELS <= files)
 
     def test_default_configs_match_kernels(self):
         # The table in variants.py must follow kernels/*.mlir.
@@ -151,8 +183,28 @@ class VariantTest(unittest.TestCase):
                       "block_m = 128, block_n = 64, overlap = false, "
                       "persistent = true>}", src)
         self.assertIn("memref<?x?x?x256xf16>", src)
+        self.assertNotIn("packed", src)
         with self.assertRaises(variants.VariantError):
             variants.config_text({"block_m": 64, "bogus": 1})
+
+    def test_varlen_source(self):
+        # kernels/attention_varlen*.mlir's form: batch 1, cu_seqlens_q,
+        # cu_seqlens_k and max_seqlen_q after lse, the packed clause.
+        src = Variant("f16", 64, True, 0.5, varlen=True).source()
+        self.assertIn("func.func @attention_f16_d64_varlen_causal(", src)
+        self.assertIn("%q: memref<1x?x?x64xf16>", src)
+        self.assertIn("%lse: memref<1x?x?xf32>, %cu_seqlens_q: "
+                      "memref<?xi32>,\n    %cu_seqlens_k: memref<?xi32>, "
+                      "%max_seqlen_q: index) {", src)
+        self.assertIn("flash.attention %q, %k, %v -> %o, lse %lse\n"
+                      "      packed(%cu_seqlens_q : memref<?xi32>, "
+                      "%cu_seqlens_k : memref<?xi32>, max_q %max_seqlen_q)\n"
+                      "      {causal, scale = 0.5 : f32, config = "
+                      "#flash.config<", src)
+        self.assertIn("-> memref<1x?x?x64xf16>, memref<1x?x?xf32>", src)
+        # The dense variant's config.
+        self.assertEqual(Variant("bf16", 64, varlen=True).default_config(),
+                         Variant("bf16", 64).default_config())
 
     def test_bucket(self):
         self.assertEqual(variants.bucket_of(4, 16, 3000, 128),
@@ -182,6 +234,13 @@ class VariantTest(unittest.TestCase):
         # A scaled variant takes its kernel's entries too.
         self.assertIsNotNone(variants.find_tuning(
             Variant("bf16", 128, False, 0.3), "NVIDIA H200", "sm_90a", b, [db]))
+        # A packed-sequence variant has none: its dense variant's default.
+        pv = Variant("bf16", 128, varlen=True)
+        self.assertIsNone(variants.find_tuning(pv, "NVIDIA H200", "sm_90a", b,
+                                               [db]))
+        self.assertEqual(library.resolve_config(pv, "NVIDIA H200", "sm_90a",
+                                                b, [db]),
+                         (v.default_config(), None))
 
     def test_shipped_databases(self):
         # The package's tuning/ (bench/tuning in a checkout) is the default,
@@ -243,8 +302,9 @@ class KeyTest(StubEnv):
     def test_variant_and_config_change_the_entry(self):
         paths = {self.entry("bf16-d128")[0], self.entry("bf16-d128-causal")[0],
                  self.entry("f16-d128")[0], self.entry("bf16-d128-scale0.5")[0],
-                 self.entry("bf16-d128", {"block_m": 128, "block_n": 64})[0]}
-        self.assertEqual(len(paths), 5)
+                 self.entry("bf16-d128", {"block_m": 128, "block_n": 64})[0],
+                 self.entry("bf16-d128-varlen")[0]}
+        self.assertEqual(len(paths), 6)
         # The default config spelt out is the same entry.
         self.assertEqual(self.entry("bf16-d128")[0], self.entry(
             "bf16-d128", dict(variants.DEFAULT_CONFIGS["bf16", 128]))[0])
@@ -520,11 +580,12 @@ class LibraryTest(StubEnv):
 
     def test_build_and_use_without_compiler(self):
         lib = self.build("--variants", "bf16-d128,f16-d64-causal",
-                         "--variants", "bf16-d256-scale0.5")
+                         "--variants", "bf16-d256-scale0.5,bf16-d128-varlen")
         with open(os.path.join(lib, "manifest.json")) as f:
             m = json.load(f)
         self.assertEqual(sorted(m["variants"]), [
-            "bf16-d128", "bf16-d256-scale0.5", "f16-d64-causal"])
+            "bf16-d128", "bf16-d128-varlen", "bf16-d256-scale0.5",
+            "f16-d64-causal"])
         os.environ["FLASHC_COMPILER"] = "none"
         os.environ["FLASHC_LIBRARY"] = lib
         shutil.rmtree(self.cache)  # the library stands alone
@@ -632,7 +693,8 @@ class RealCompilerTest(unittest.TestCase):
             return f.read()
 
     def test_generated_source_is_the_shipped_kernel(self):
-        for name in ("bf16-d64-causal", "f16-d256"):
+        for name in ("bf16-d64-causal", "f16-d256", "bf16-d128-varlen",
+                     "bf16-d128-causal-varlen"):
             v = parse_variant(name)
             path, compiled = library.compile_variant(v)
             self.assertTrue(compiled)
@@ -642,6 +704,65 @@ class RealCompilerTest(unittest.TestCase):
                                            v.kernel_name + ".mlir"))
             self.assertEqual(ours, ref, name)
             self.assertEqual(library.compile_variant(v), (path, False))
+            with open(os.path.join(path, "kernel.json")) as f:
+                grid = json.load(f)["grid"]["kind"]
+            self.assertEqual(grid == "packed", v.varlen, name)
+
+    def test_varlen_arguments_reach_the_runtime(self):
+        # flashc's ctypes structs for a packed launch against the runtime's
+        # own checks (flashrt_validate_varlen: no driver, no GPU): each
+        # field must land where flashrt.h puts it.
+        import ctypes
+        try:
+            lib = flashc.runtime_library()
+        except flashc.FlashcError as e:
+            self.skipTest(f"no libflashrt: {e}")
+        path, _ = library.compile_variant(parse_variant("bf16-d128-varlen"))
+        meta = os.path.join(path, "kernel.json").encode()
+        T, TK, H, HKV, D = 300, 200, 8, 2, 128
+
+        def tensor(dtype, sizes, strides, address=1 << 20):
+            return flashc._Tensor(address, dtype, len(sizes),
+                                  flashc._I64x4(*sizes),
+                                  flashc._I64x4(*strides), 0)
+
+        def rows(t, h):  # T x h x D storage as [1, h, T, D]
+            return tensor(flashc._DTYPE_BF16, (1, h, t, D),
+                          (t * h * D, D, h * D, 1))
+
+        def validate(**change):
+            parts = dict(q=rows(T, H), k=rows(TK, HKV), v=rows(TK, HKV),
+                         o=rows(T, H),
+                         lse=tensor(flashc._DTYPE_F32, (1, H, T),
+                                    (H * T, T, 1)),
+                         cu_seqlens_q=tensor(flashc._DTYPE_I32, (3,), (1,)),
+                         cu_seqlens_k=tensor(flashc._DTYPE_I32, (3,), (1,)))
+            max_q = change.pop("max_seqlen_q", 250)
+            parts.update(change)
+            args = flashc._VarlenArgs(*(ctypes.pointer(parts[n]) for n in (
+                "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k")),
+                max_q, None)
+            flashc._check(lib.flashrt_validate_varlen(meta,
+                                                      ctypes.byref(args)))
+
+        validate()
+        cases = [
+            ("cu_seqlens_q has dtype f32",
+             dict(cu_seqlens_q=tensor(flashc._DTYPE_F32, (3,), (1,)))),
+            ("cu_seqlens_q has 3 entries and cu_seqlens_k 4",
+             dict(cu_seqlens_k=tensor(flashc._DTYPE_I32, (4,), (1,)))),
+            ("cu_seqlens_k has rank 2",
+             dict(cu_seqlens_k=tensor(flashc._DTYPE_I32, (3, 1), (1, 1)))),
+            ("max_seqlen_q = 301 is outside", dict(max_seqlen_q=301)),
+            ("lse \\[1, 8, 299\\] does not match q",
+             dict(lse=tensor(flashc._DTYPE_F32, (1, H, T - 1),
+                             (H * T, T, 1)))),
+        ]
+        for msg, change in cases:
+            with self.subTest(msg=msg):
+                with self.assertRaisesRegex(flashc.FlashcError, msg) as cm:
+                    validate(**change)
+                self.assertEqual(cm.exception.status, 4)
 
     def test_tuned_config_is_flashc_tuning_db(self):
         db = os.path.join(ROOT, "bench", "tuning", "h200-fa3.json")

@@ -6,8 +6,9 @@ carry a backward that raises FlashcError, not silently drop attention's
 gradients. The runtime call (Kernel._launch) is replaced by a stand-in that
 writes CPU attention into the output buffers, so the guard is tested without
 a device. LaunchTest runs _launch itself against a stand-in runtime to check
-the buffers it allocates. Exits 77 (ctest: skipped) with a "skipped: ..."
-line where PyTorch is not installed.
+the buffers it allocates, and VarlenLaunchTest Kernel.varlen (packed
+sequences) the views and descriptors it passes. Exits 77 (ctest: skipped)
+with a "skipped: ..." line where PyTorch is not installed.
 """
 import math
 import os
@@ -212,6 +213,120 @@ class LaunchTest(unittest.TestCase):
         self.assertNotIn("lse", self.described)
 
 
+class VarlenLaunchTest(unittest.TestCase):
+    """Kernel.varlen against a stand-in runtime: the [1, H, T, D] views of
+    total x H x D tensors, LSE, cu_seqlens and max_seqlen_q it passes."""
+
+    def setUp(self):
+        self.described, self.launches = {}, []
+        saved = (flashc._describe, flashc.runtime_library,
+                 torch.cuda.current_stream)
+        test = self
+
+        def describe(name, t):
+            self.described[name] = t
+            return flashc._Tensor()
+
+        class Lib:
+            @staticmethod
+            def flashrt_launch_varlen(handle, args):
+                test.launches.append(args._obj)  # byref's struct
+                return 0
+
+        class Stream:
+            cuda_stream = 0
+
+        flashc._describe = describe
+        flashc.runtime_library = lambda: Lib
+        torch.cuda.current_stream = lambda device=None: Stream
+        self.addCleanup(self.restore, saved)
+
+    restore = staticmethod(LaunchTest.restore)
+
+    def kernel(self, packed=True):
+        kern = object.__new__(flashc.Kernel)
+        kern.name, kern.has_lse, kern.packed = "attention_varlen", True, packed
+        kern._handle = lambda device: None
+        return kern
+
+    def inputs(self, requires_grad=False):
+        torch.manual_seed(0)
+        q = torch.randn(50, 4, 64, dtype=torch.bfloat16)
+        k, v = (torch.randn(30, 2, 64, dtype=torch.bfloat16)
+                for _ in range(2))
+        q.requires_grad_(requires_grad)
+        cq = torch.tensor([0, 20, 50], dtype=torch.int32)
+        ck = torch.tensor([0, 10, 30], dtype=torch.int32)
+        return q, k, v, cq, ck
+
+    def test_views_and_outputs(self):
+        q, k, v, cq, ck = self.inputs()
+        o, lse = self.kernel().varlen(q, k, v, cq, ck, 30)
+        d = self.described
+        for name, t, total in (("q", q, 50), ("k", k, 30), ("v", v, 30),
+                               ("o", o, 50)):
+            view = d[name]
+            h = t.shape[1]
+            self.assertEqual(tuple(view.shape), (1, h, total, 64), name)
+            # T x H x D storage as [1, H, T, D] (the batch's stride is
+            # never used: one batch).
+            self.assertEqual(view.stride()[1:], (64, h * 64, 1), name)
+            self.assertEqual(view.data_ptr(), t.data_ptr(), name)
+        self.assertEqual((o.shape, o.dtype), (q.shape, q.dtype))
+        self.assertTrue(o.is_contiguous())
+        self.assertEqual((tuple(lse.shape), lse.dtype),
+                         ((4, 50), torch.float32))
+        self.assertTrue(lse.is_contiguous())
+        self.assertEqual(tuple(d["lse"].shape), (1, 4, 50))
+        self.assertEqual(d["lse"].data_ptr(), lse.data_ptr())
+        self.assertIs(d["cu_seqlens_q"], cq)
+        self.assertIs(d["cu_seqlens_k"], ck)
+        self.assertEqual(len(self.launches), 1)
+        self.assertEqual(self.launches[0].max_seqlen_q, 30)
+        self.assertTrue(all(getattr(self.launches[0], f) for f in (
+            "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k")))
+
+    def test_given_buffers_are_used(self):
+        q, k, v, cq, ck = self.inputs()
+        out = torch.empty(50, 4, 64, dtype=torch.bfloat16)
+        lse = torch.empty(4, 50)
+        o, l = self.kernel().varlen(q, k, v, cq, ck, torch.tensor(30),
+                                    out=out, lse=lse)
+        self.assertIs(o, out)
+        self.assertIs(l, lse)
+        self.assertEqual(self.described["o"].data_ptr(), out.data_ptr())
+        self.assertEqual(self.launches[0].max_seqlen_q, 30)
+
+    def test_refusals(self):
+        q, k, v, cq, ck = self.inputs()
+        cases = [
+            (lambda: self.kernel(packed=False).varlen(q, k, v, cq, ck, 30),
+             "takes no packed sequences"),
+            (lambda: self.kernel()(q[None], k[None], v[None]),
+             r"takes packed sequences .*\.varlen\("),
+            (lambda: self.kernel().varlen(q[None], k, v, cq, ck, 30),
+             "q has 4 dimensions"),
+            (lambda: self.kernel().varlen(q, k, v, cq, ck, 30.0),
+             "max_seqlen_q is a float"),
+            (lambda: self.kernel().varlen(q, k, v, cq, ck, 30,
+                                          lse=torch.empty(1, 4, 50)),
+             "lse must be"),
+        ]
+        for fn, msg in cases:
+            with self.subTest(msg=msg):
+                with self.assertRaisesRegex(flashc.FlashcError, msg):
+                    fn()
+        self.assertEqual(self.launches, [])
+
+    def test_backward_raises(self):
+        q, k, v, cq, ck = self.inputs(requires_grad=True)
+        o, lse = self.kernel().varlen(q, k, v, cq, ck, 30)
+        self.assertIn("FlashcAttention", type(o.grad_fn).__name__)
+        self.assertEqual(len(self.launches), 1)
+        with self.assertRaisesRegex(flashc.FlashcError, "no backward pass"):
+            o.float().sum().backward()
+
+
 class DescribeTest(unittest.TestCase):
     """_describe: the runtime's tensor descriptor, on a CPU tensor that
     claims a CUDA device."""
@@ -233,12 +348,20 @@ class DescribeTest(unittest.TestCase):
         self.assertEqual((d.dtype, d.rank), (flashc._DTYPE_F32, 3))
         self.assertEqual(list(d.sizes), [2, 3, 20, 0])
         self.assertEqual(list(d.strides), [60, 20, 1, 0])
+        cu = torch.tensor([0, 7, 9], dtype=torch.int32).as_subclass(
+            self.FakeCuda)
+        d = flashc._describe("cu_seqlens_q", cu)
+        self.assertEqual((d.dtype, d.rank), (flashc._DTYPE_I32, 1))
+        self.assertEqual(list(d.sizes), [3, 0, 0, 0])
+        self.assertEqual(list(d.strides), [1, 0, 0, 0])
 
     def test_refusals(self):
         cuda = torch.empty(1, 1, 4, 64, dtype=torch.float64).as_subclass(
             self.FakeCuda)
         for t, msg in ((cuda, "dtype torch.float64"),
                        (torch.empty(4, 64), "on cpu"),
+                       (cuda.long(), "dtype torch.int64.*int32 for "
+                        "cu_seqlens"),
                        ([1, 2], "is a list")):
             with self.assertRaisesRegex(flashc.FlashcError, msg):
                 flashc._describe("q", t)
