@@ -262,6 +262,63 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
     return (o, lse_buf) if return_lse else o
 
 
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal=False,
+                     scale=None, out=None, lse=None, return_lse=False):
+    """Packed sequences on numpy arrays on the CPU (FlashAttention's varlen
+    form): q total_q x H x D, k and v total_k x Hkv x D, every sequence's
+    rows one after another, sequence s being rows [cu_seqlens_q[s],
+    cu_seqlens_q[s + 1]) of q and O and [cu_seqlens_k[s], cu_seqlens_k[s +
+    1]) of k and v (integer vectors of one entry per sequence plus one).
+    Each sequence is its own problem, causal at its own bottom-right
+    corner; a zero-length one gives nothing. The CPU target compiles no
+    packed program, so this runs attention() (the dense program's CPU path)
+    once per sequence. Returns O (total_q x H x D), or (O, LSE) with
+    return_lse (float32 H x total_q)."""
+    import numpy as np
+    for n, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, np.ndarray) or t.ndim != 3:
+            raise FlashcError(4, f"{n} must be a total x heads x head_dim "
+                              "numpy array")
+    cus = []
+    for n, cu, total in (("cu_seqlens_q", cu_seqlens_q, q.shape[0]),
+                         ("cu_seqlens_k", cu_seqlens_k, k.shape[0])):
+        cu = np.asarray(cu)
+        if cu.ndim != 1 or cu.size < 1 or cu.dtype.kind not in "iu":
+            raise FlashcError(4, f"{n} must be a rank-1 integer vector of "
+                              "one entry per sequence plus one")
+        if cu[0] != 0 or np.any(np.diff(cu) < 0) or cu[-1] > total:
+            raise FlashcError(4, f"{n} must rise from 0 to at most the "
+                              f"tensor's {total} rows")
+        cus.append(cu)
+    if cus[0].size != cus[1].size:
+        raise FlashcError(4, f"cu_seqlens_q has {cus[0].size} entries and "
+                          f"cu_seqlens_k {cus[1].size}")
+    if k.shape != v.shape:
+        raise FlashcError(4, f"k is {k.shape} but v is {v.shape}")
+    h, d = q.shape[1], q.shape[2]
+    o = out if out is not None else np.zeros(q.shape, dtype=q.dtype)
+    if o.shape != q.shape or o.dtype != q.dtype:
+        raise FlashcError(4, f"out must be {q.dtype} of shape {q.shape}")
+    lse_buf = lse if lse is not None else np.empty((h, q.shape[0]),
+                                                   dtype=np.float32)
+    for s in range(cus[0].size - 1):
+        q0, q1 = int(cus[0][s]), int(cus[0][s + 1])
+        k0, k1 = int(cus[1][s]), int(cus[1][s + 1])
+        if q1 == q0:
+            continue
+        if k1 == k0:  # no key: O = 0, LSE = -inf
+            o[q0:q1] = 0
+            lse_buf[:, q0:q1] = -np.inf
+            continue
+        view = lambda t, a, b: t[a:b].transpose(1, 0, 2)[None]
+        so, slse = attention(view(q, q0, q1), view(k, k0, k1),
+                             view(v, k0, k1), causal=causal, scale=scale,
+                             return_lse=True)
+        o[q0:q1] = so[0].transpose(1, 0, 2)
+        lse_buf[:, q0:q1] = slse[0]
+    return (o, lse_buf) if return_lse else o
+
+
 # --- torch (flashc.attention on CPU tensors) --------------------------------
 
 def torch_attention(q, k, v, causal, scale, out):
