@@ -243,11 +243,10 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
       entries.integer("producer_regs", producerRegs) ||
       entries.integer("consumer_regs", consumerRegs) ||
       entries.integer("q_buffers", qBuffers) ||
-      entries.choice<GridKind>(
-          "grid", grid,
-          {GridKind::Tiles, GridKind::Sections, GridKind::Persistent,
-           GridKind::Packed},
-          stringifyGridKind) ||
+      entries.choice<GridKind>("grid", grid,
+                               {GridKind::Tiles, GridKind::Sections,
+                                GridKind::Persistent, GridKind::Packed},
+                               stringifyGridKind) ||
       entries.flag("lag_max", lagMax) ||
       entries.flag("remat_q_descriptors", rematQ) ||
       entries.flag("serial_masked_tiles", serialMasked) ||

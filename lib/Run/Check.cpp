@@ -71,10 +71,10 @@ CheckResult checkOutputs(const Problem &p, const KernelMetadata &meta,
       q0 = p.cuQ[s], k0 = p.cuK[s];
       nq = p.cuQ[s + 1] - q0, nk = p.cuK[s + 1] - k0;
     }
-    ref::HeadView head{
-        inputs.values[0].data() + size_t((bh * p.nq + q0) * p.d),
-        inputs.values[1].data() + size_t((kv * p.nk + k0) * p.d),
-        inputs.values[2].data() + size_t((kv * p.nk + k0) * p.d)};
+    ref::HeadView head{inputs.values[0].data() + size_t((bh * p.nq + q0) * p.d),
+                       inputs.values[1].data() + size_t((kv * p.nk + k0) * p.d),
+                       inputs.values[2].data() +
+                           size_t((kv * p.nk + k0) * p.d)};
     double lseRef = ref::referenceRow(head, i - q0, nq, nk, p.d, meta.scale,
                                       meta.causal, out.data(), scratch);
     double num = 0, den = 0;

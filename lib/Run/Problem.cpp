@@ -42,7 +42,8 @@ Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
     p.cuK = {0};
     for (size_t s = 0; s < shape.seqlensQ.size(); ++s) {
       p.cuQ.push_back(int32_t(p.cuQ.back() + shape.seqlensQ[s]));
-      p.cuK.push_back(int32_t(p.cuK.back() + (s < lensK.size() ? lensK[s] : 0)));
+      p.cuK.push_back(
+          int32_t(p.cuK.back() + (s < lensK.size() ? lensK[s] : 0)));
       p.maxSeqQ = std::max(p.maxSeqQ, shape.seqlensQ[s]);
     }
     p.b = 1, p.nq = p.cuQ.back(), p.nk = p.cuK.back();

@@ -77,8 +77,8 @@ static void checkSeqlens(Checker &c, const KernelMetadata &meta,
       good = false;
     }
     if (t.dtype != DType::I32) {
-      c.add(formatv("{0} has dtype {1}; expected i32", name,
-                    dtypeName(t.dtype)));
+      c.add(
+          formatv("{0} has dtype {1}; expected i32", name, dtypeName(t.dtype)));
       good = false;
     }
     if (t.rank == 1 && t.sizes[0] > 1 && t.strides[0] != 1) {
@@ -404,8 +404,7 @@ Error computeGrid(const KernelMetadata &meta, const ProblemShape &shape,
                                "heads = {0} * {1} = {2} exceeds the grid.y "
                                "limit of {3}",
                                shape.sequences, shape.heads, y, kMaxGridYZ));
-    grid[0] = unsigned((shape.maxSeqQ + meta.gridBlockM - 1) /
-                       meta.gridBlockM);
+    grid[0] = unsigned((shape.maxSeqQ + meta.gridBlockM - 1) / meta.gridBlockM);
     grid[1] = unsigned(y);
     grid[2] = 1;
     return Error::success();

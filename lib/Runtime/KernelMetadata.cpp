@@ -407,8 +407,8 @@ Expected<KernelMetadata> Parser::parse() {
       return fail(key, formatv("must be positive, got {0}", *out));
   }
   if (m.heads && m.kvHeads && m.heads % m.kvHeads)
-    return fail("kv_heads", formatv("{0} does not divide heads = {1}",
-                                    m.kvHeads, m.heads));
+    return fail("kv_heads",
+                formatv("{0} does not divide heads = {1}", m.kvHeads, m.heads));
   auto getBool = [&](StringRef key, bool &out) -> Error {
     auto v = get(root, key, "");
     if (!v)
@@ -531,8 +531,8 @@ Expected<KernelMetadata> Parser::parse() {
     });
     StringRef name = keys ? "cu_seqlens_k" : "cu_seqlens_q";
     if (m.packed() && !passed)
-      return fail("params", "a \"packed\" grid needs a parameter passing " +
-                                name);
+      return fail("params",
+                  "a \"packed\" grid needs a parameter passing " + name);
     if (!m.packed() && passed)
       return fail("params", name + " is passed but the grid is not "
                                    "\"packed\"");

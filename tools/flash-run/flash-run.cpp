@@ -49,8 +49,7 @@ static cl::list<int64_t>
                      "with a packed grid; --batch and --seq are ignored)"),
             cl::CommaSeparated, cl::cat(category));
 static cl::list<int64_t>
-    seqlensK("seqlens-k",
-             cl::desc("their key lengths (default: --seqlens)"),
+    seqlensK("seqlens-k", cl::desc("their key lengths (default: --seqlens)"),
              cl::CommaSeparated, cl::cat(category));
 static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1),
                               cl::cat(category));
@@ -142,8 +141,7 @@ int main(int argc, char **argv) {
       return kExitError;
     }
   run::Problem problem = run::Problem::make(
-      meta, shape,
-      layout == "bshd" ? run::Layout::BSHD : run::Layout::BHSD);
+      meta, shape, layout == "bshd" ? run::Layout::BSHD : run::Layout::BHSD);
   run::printRunHeader(outs(), meta, kernel.getDevice(), problem);
   if (Error err = run::checkProblem(meta, problem, deviceOrdinal))
     return report(std::move(err));

@@ -78,8 +78,10 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
     // 64-row slab still go out by pointer.
     if (spec.sw.tmaStoreO)
       params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("o")}}));
-    params.push_back(dict({{"kind", str("i64")}, {"value", str("stride_o_h")}}));
-    params.push_back(dict({{"kind", str("i64")}, {"value", str("stride_o_n")}}));
+    params.push_back(
+        dict({{"kind", str("i64")}, {"value", str("stride_o_h")}}));
+    params.push_back(
+        dict({{"kind", str("i64")}, {"value", str("stride_o_n")}}));
   }
   // The tile sizes, the roles' registers and every schedule switch as
   // applied (kernel.json's "config").

@@ -66,9 +66,9 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   // tmaStoreO a CUtensorMap too), [LSE], seq_q, seq_k, scale_log2,
   // kv_group (query heads per K/V head), for a persistent kernel batch,
   // heads, with dynamicSchedule the tile counter, and a packed kernel's
-  // cu_seqlens_q, cu_seqlens_k and O's strides (stride_o_h, stride_o_n). A kernel
-  // argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail to
-  // legalize the gpu.func, so the pointers are cast here; the descriptor
+  // cu_seqlens_q, cu_seqlens_k and O's strides (stride_o_h, stride_o_n). A
+  // kernel argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail
+  // to legalize the gpu.func, so the pointers are cast here; the descriptor
   // type lowers to !llvm.ptr and the casts fold.
   b.setInsertionPointToStart(entry);
   auto cast = [&](Value arg, Type type) {

@@ -39,17 +39,17 @@ void KernelContext::emitSharedMemoryAndBarriers() {
     // are the sequence's.
     Value offset =
         arith::AddIOp::create(b, shift, cIndex(spec.offPackedSequence()));
-    auto tile = WgPackedTileOp::create(
-        b, i32, indexTy, i32, i32, i32, i32, i32, cuSeqlensQ, cuSeqlensK,
-        headsArg, totalQ, totalK, smem, offset, spec.blockM,
-        kPackedLongFirstLimit);
+    auto tile = WgPackedTileOp::create(b, i32, indexTy, i32, i32, i32, i32, i32,
+                                       cuSeqlensQ, cuSeqlensK, headsArg, totalQ,
+                                       totalK, smem, offset, spec.blockM,
+                                       kPackedLongFirstLimit);
     blockTile.blockX32 = tile.getQueryBlock();
     blockTile.blockY = tile.getHead();
     blockTile.numQueryBlocks = tile.getQueryBlocks();
     blockTile.qRow0 = arith::IndexCastOp::create(b, indexTy, tile.getQStart());
     blockTile.kRow0 = arith::IndexCastOp::create(b, indexTy, tile.getKStart());
-    blockTile.inSequence = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::sge, tile.getQueryBlock(), cI32(0));
+    blockTile.inSequence = arith::CmpIOp::create(b, arith::CmpIPredicate::sge,
+                                                 tile.getQueryBlock(), cI32(0));
     seqQ = tile.getLenQ();
     seqK = tile.getLenK();
   } else if (!spec.sw.persistent) {

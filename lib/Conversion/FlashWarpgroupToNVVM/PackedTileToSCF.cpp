@@ -43,7 +43,8 @@ struct PackedTileLowering : public OpConversionPattern<WgPackedTileOp> {
     // cu[i] as i32.
     auto load = [&](Value cu, Value i) {
       Value i64 = arith::ExtUIOp::create(b, b.getI64Type(), i);
-      Value ptr = LLVM::GEPOp::create(b, cu.getType(), i32, cu, ValueRange{i64});
+      Value ptr =
+          LLVM::GEPOp::create(b, cu.getType(), i32, cu, ValueRange{i64});
       return LLVM::LoadOp::create(b, i32, ptr, /*alignment=*/4).getResult();
     };
     auto lengthOf = [&](Value cu, Value s) {
@@ -103,9 +104,8 @@ struct PackedTileLowering : public OpConversionPattern<WgPackedTileOp> {
                     scf::YieldOp::create(
                         b, ValueRange{arith::AddIOp::create(b, acc[0], ahead)});
                   });
-              Value isThisRank =
-                  arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                        count.getResult(0), rank);
+              Value isThisRank = arith::CmpIOp::create(
+                  b, arith::CmpIPredicate::eq, count.getResult(0), rank);
               auto ifRank =
                   scf::IfOp::create(b, TypeRange(), isThisRank, false);
               b.setInsertionPoint(ifRank.thenBlock()->getTerminator());
@@ -138,8 +138,8 @@ struct PackedTileLowering : public OpConversionPattern<WgPackedTileOp> {
     Value queryBlock = arith::SubIOp::create(
         b, arith::SubIOp::create(b, queryBlocks, c32(1)), x);
     Value headIndex = arith::IndexCastOp::create(b, b.getIndexType(), head);
-    rewriter.replaceOp(op, {queryBlock, headIndex, queryBlocks, qStart, kStart,
-                            lenQ, lenK});
+    rewriter.replaceOp(
+        op, {queryBlock, headIndex, queryBlocks, qStart, kStart, lenQ, lenK});
     return success();
   }
 };

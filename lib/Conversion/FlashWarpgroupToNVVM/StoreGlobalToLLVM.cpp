@@ -52,7 +52,8 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
     auto ptrType = cast<LLVM::LLVMPointerType>(base.getType());
     if (strided)
       headStart = arith::MulIOp::create(
-          b, arith::ExtUIOp::create(b, b.getI64Type(), adaptor.getHead().front()),
+          b,
+          arith::ExtUIOp::create(b, b.getI64Type(), adaptor.getHead().front()),
           adaptor.getHeadStride().front());
     auto stridedRowStart = [&](Value row) -> Value {
       if (!adaptor.getRowBase().empty())
@@ -93,9 +94,9 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
       // w % 2 (the accumulator's register pairs, see RegisterUtils.h).
       int64_t columns = type.getShape()[1];
       Value rowStart =
-          strided ? stridedRowStart(row)
-                  : arith::MulIOp::create(b, globalRow64, c64(columns))
-                        .getResult();
+          strided
+              ? stridedRowStart(row)
+              : arith::MulIOp::create(b, globalRow64, c64(columns)).getResult();
       Value column = arith::ExtUIOp::create(
           b, b.getI64Type(), arith::MulIOp::create(b, at.quad, c32(2)));
       Value rowColumn = arith::AddIOp::create(b, rowStart, column);
