@@ -101,7 +101,9 @@ class FakeTest(unittest.TestCase):
     def test_fake_refuses_what_no_kernel_takes(self):
         bad = [((2, 3, 5, 64), torch.float32, (2, 3, 5, 64), "dtype"),
                ((2, 3, 5, 96), torch.bfloat16, (2, 3, 5, 96), "head dim 96"),
-               ((2, 3, 5, 64), torch.bfloat16, (2, 4, 5, 64), "must agree"),
+               ((2, 3, 5, 64), torch.bfloat16, (3, 3, 5, 64), "must agree"),
+               ((2, 3, 5, 64), torch.bfloat16, (2, 4, 5, 64),
+                "multiple of the K/V heads"),
                ((3, 5, 64), torch.bfloat16, (3, 5, 64), "dimensions")]
         for qs, dtype, ks, msg in bad:
             with FakeTensorMode():
