@@ -29,13 +29,18 @@ _loaded = {}    # (cubin path, device) -> Kernel
 _varlen_kernels = {}  # (dtype, D, causal, scale, device) -> Kernel
 
 
-def _check(q, k, v):
+def _check(q, k, v, packed=False):
     """What the variant and the fake need; the runtime checks the rest
-    (layouts, devices) at launch."""
+    (layouts, devices) at launch. `packed`: packed sequences' total x heads
+    x head_dim tensors."""
     for n, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise FlashcError(4, f"{n} is a {type(t).__name__}, not a tensor")
-        if t.dim() != 4:
+        if packed and t.dim() != 3:
+            rows = "total_q" if n == "q" else "total_k"
+            raise FlashcError(4, f"{n} has {t.dim()} dimensions; packed "
+                              f"sequences take {rows} x heads x head_dim")
+        if not packed and t.dim() != 4:
             raise FlashcError(4, f"{n} has {t.dim()} dimensions; flashc takes "
                               "batch x heads x seq x head_dim")
         if t.dtype != q.dtype:
@@ -49,7 +54,10 @@ def _check(q, k, v):
                           f"{', '.join(map(str, HEAD_DIMS))}")
     if k.shape != v.shape:
         raise FlashcError(4, f"k is {tuple(k.shape)} but v is {tuple(v.shape)}")
-    if (q.shape[0], q.shape[3]) != (k.shape[0], k.shape[3]):
+    if packed and q.shape[2] != k.shape[2]:
+        raise FlashcError(4, f"q is {tuple(q.shape)} and k {tuple(k.shape)}: "
+                          "head_dim must agree")
+    if not packed and (q.shape[0], q.shape[3]) != (k.shape[0], k.shape[3]):
         raise FlashcError(4, f"q is {tuple(q.shape)} and k {tuple(k.shape)}: "
                           "batch and head_dim must agree")
     if k.shape[1] < 1 or q.shape[1] % k.shape[1]:
@@ -270,32 +278,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
 def _check_varlen(q, k, v):
     """What the variant needs of q, k, v (total x heads x head_dim); the
     runtime checks the rest on CUDA, cpu.torch_attention on the CPU."""
-    for n, t, rows in (("q", q, "total_q"), ("k", k, "total_k"),
-                       ("v", v, "total_k")):
-        if not isinstance(t, torch.Tensor):
-            raise FlashcError(4, f"{n} is a {type(t).__name__}, not a tensor")
-        if t.dim() != 3:
-            raise FlashcError(4, f"{n} has {t.dim()} dimensions; packed "
-                              f"sequences take {rows} x heads x head_dim")
-        if t.dtype != q.dtype:
-            raise FlashcError(4, f"{n} is {t.dtype} but q is {q.dtype}")
-    if q.dtype not in _DTYPES:
-        raise FlashcError(4, f"q has dtype {q.dtype}; flashc kernels take "
-                          "bfloat16 or float16")
-    d = q.shape[-1]
-    if d not in HEAD_DIMS:
-        raise FlashcError(4, f"head dim {d}: flashc's kernels cover "
-                          f"{', '.join(map(str, HEAD_DIMS))}")
-    if k.shape != v.shape:
-        raise FlashcError(4, f"k is {tuple(k.shape)} but v is "
-                          f"{tuple(v.shape)}")
-    if q.shape[2] != k.shape[2]:
-        raise FlashcError(4, f"q is {tuple(q.shape)} and k {tuple(k.shape)}: "
-                          "head_dim must agree")
-    if k.shape[1] < 1 or q.shape[1] % k.shape[1]:
-        raise FlashcError(4, f"q has {q.shape[1]} heads and k {k.shape[1]}: "
-                          "grouped-query attention needs the query heads to "
-                          "be a multiple of the K/V heads")
+    _check(q, k, v, packed=True)
 
 
 def varlen_kernel_for(q, causal, scale):
