@@ -80,7 +80,7 @@ cp -r "$ROOT/python/flashc" "$DEST/python/"
 cp "$B/lib/libflashrt.so" "$DEST/python/flashc/"
 find "$DEST/python" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p "$DEST/bench"
-cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/stamps.py" \
+cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/varlen.py" "$ROOT/bench/stamps.py" \
   "$ROOT/bench/power.py" "$ROOT/bench/sass.py" "$DEST/bench/"
 cp "$ROOT/test/gpu/test_flashc.py" "$ROOT/test/gpu/test_hf_llama.py" \
   "$DEST/tests/"

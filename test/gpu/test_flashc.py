@@ -50,6 +50,9 @@ if torch.cuda.get_device_capability() != (9, 0):
 
 import flashc  # noqa: E402
 
+# The checkout (test/gpu/..): its build/bin/flashc and python/.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def reference(q, k, v, scale, causal):
     """float64 softmax(scale q k^T) v and LSE, causal bottom-right aligned."""
@@ -331,18 +334,22 @@ for dt, d, causal, scale, nq, nk in cases:
 """
 
 
-def attention_on_demand():
+def on_demand_sources():
+    """(has_compiler, library) of on-demand calls: the flashc binary
+    ($FLASHC_COMPILER, else this checkout's build/bin/flashc) with ptxas,
+    and $FLASHC_LIBRARY. A GPU host without the compiler runs the same
+    calls from a prebuilt library (python -m flashc build-library): "first
+    call" is then loading the cubin, and there is no cache to check."""
     from flashc import cache
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
     os.environ.setdefault("FLASHC_COMPILER",
-                          os.path.join(root, "build", "bin", "flashc"))
-    # A GPU host without the compiler runs the same calls from a prebuilt
-    # library (FLASHC_LIBRARY, python -m flashc build-library): "first call"
-    # is then loading the cubin, and there is no cache to check.
-    library = os.environ.get("FLASHC_LIBRARY")
+                          os.path.join(ROOT, "build", "bin", "flashc"))
     has_compiler = (os.access(os.environ["FLASHC_COMPILER"], os.X_OK)
                     and cache.find_cuda_root()[1] is not None)
+    return has_compiler, os.environ.get("FLASHC_LIBRARY")
+
+
+def attention_on_demand():
+    has_compiler, library = on_demand_sources()
     if not has_compiler and not library:
         print(f"flashc.attention: skipped: no compiler (and ptxas) at "
               f"{os.environ['FLASHC_COMPILER']} and no FLASHC_LIBRARY")
@@ -432,7 +439,7 @@ def attention_on_demand():
               for n in entries}
     # A fresh process finds every entry without compiling.
     r = subprocess.run([sys.executable, "-c", SECOND_PROCESS,
-                        os.path.join(root, "python"), repr(cases)],
+                        os.path.join(ROOT, "python"), repr(cases)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     after = sorted(n for n in os.listdir(tmp) if not n.startswith("."))
     good = (r.returncode == 0 and after == entries and all(
@@ -532,10 +539,8 @@ def varlen_kernels(kdir):
     if len(found) == 2:
         return found
     from flashc import cache
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
     compiler = os.environ.get("FLASHC_COMPILER") or os.path.join(
-        root, "build", "bin", "flashc")
+        ROOT, "build", "bin", "flashc")
     if not os.access(compiler, os.X_OK) or cache.find_cuda_root()[1] is None:
         return None
     out = tempfile.mkdtemp(prefix="flashc-varlen-kernels-")
@@ -543,7 +548,7 @@ def varlen_kernels(kdir):
         name = "attention_varlen" + ("_causal" if causal else "")
         if causal in found:
             continue
-        source = os.path.join(root, "kernels", name + ".mlir")
+        source = os.path.join(ROOT, "kernels", name + ".mlir")
         subprocess.run([compiler, source, "-o",
                         os.path.join(out, name + ".cubin")], check=True)
         found[causal] = os.path.join(out, name + ".json")
@@ -649,14 +654,7 @@ def varlen_on_demand(kdir):
     """flashc.varlen_attention: the variants compiled on demand (or from
     FLASHC_LIBRARY); bf16 D=128 must give the shipped kernel's output bit
     for bit, others are checked against float64."""
-    from flashc import cache
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    os.environ.setdefault("FLASHC_COMPILER",
-                          os.path.join(root, "build", "bin", "flashc"))
-    library = os.environ.get("FLASHC_LIBRARY")
-    has_compiler = (os.access(os.environ["FLASHC_COMPILER"], os.X_OK)
-                    and cache.find_cuda_root()[1] is not None)
+    has_compiler, library = on_demand_sources()
     if not has_compiler and not library:
         print("flashc.varlen_attention: skipped: no compiler (and ptxas) and "
               "no FLASHC_LIBRARY")
