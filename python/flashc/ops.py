@@ -85,24 +85,36 @@ def kernel_for(q, k, causal, scale):
     the shape bucket (max(seq_q, seq_k), batch * heads), its config."""
     b, h, nq, d = q.shape
     nk = k.shape[2]
-    dev = q.device.index
-    if dev is None:
-        dev = torch.cuda.current_device()
+    dev = _device_of(q)
     # (n - 1).bit_length() names n's power-of-two bucket, as bucket_of does.
     memo = (q.dtype, d, bool(causal), scale, dev,
             (max(nq, nk) - 1).bit_length(), (b * h - 1).bit_length())
-    kern = _kernels.get(memo)
+
+    def binary():
+        bucket = bucket_of(b, h, max(nq, nk), d)
+        arch, gpu = _device_info(dev)
+        variant = Variant(_DTYPES[q.dtype], d, causal, scale)
+        return _library.kernel_binary(variant, arch, gpu, bucket)
+    return _cached_kernel(_kernels, memo, dev, binary)
+
+
+def _device_of(q):
+    """q's CUDA device index (torch's current device for a bare "cuda")."""
+    dev = q.device.index
+    return torch.cuda.current_device() if dev is None else dev
+
+
+def _cached_kernel(table, memo, dev, binary):
+    """table[memo], else the Kernel on device `dev` of the cubin binary()
+    names, resolved and loaded once (under _lock) and kept there."""
+    kern = table.get(memo)
     if kern is not None:
         return kern
     with _lock:
-        kern = _kernels.get(memo)
+        kern = table.get(memo)
         if kern is None:
-            bucket = bucket_of(b, h, max(nq, nk), d)
-            arch, gpu = _device_info(dev)
-            variant = Variant(_DTYPES[q.dtype], d, causal, scale)
-            path = _library.kernel_binary(variant, arch, gpu, bucket)
-            kern = _load(path, dev)
-            _kernels[memo] = kern
+            kern = _load(binary(), dev)
+            table[memo] = kern
     return kern
 
 
@@ -285,26 +297,18 @@ def varlen_kernel_for(q, causal, scale):
     """The loaded packed-sequence Kernel for q's dtype and head dim: the
     variant's "-varlen" kernel with its default config (no tuning database
     has packed entries)."""
-    dev = q.device.index
-    if dev is None:
-        dev = torch.cuda.current_device()
+    dev = _device_of(q)
     memo = (q.dtype, q.shape[-1], bool(causal), scale, dev)
-    kern = _varlen_kernels.get(memo)
-    if kern is not None:
-        return kern
-    with _lock:
-        kern = _varlen_kernels.get(memo)
-        if kern is None:
-            try:
-                variant = Variant(_DTYPES[q.dtype], q.shape[-1], causal, scale,
-                                  varlen=True)
-            except VariantError as e:
-                raise FlashcError(4, str(e)) from None
-            arch, gpu = _device_info(dev)
-            path = _library.kernel_binary(variant, arch, gpu, None)
-            kern = _load(path, dev)
-            _varlen_kernels[memo] = kern
-    return kern
+
+    def binary():
+        try:
+            variant = Variant(_DTYPES[q.dtype], q.shape[-1], causal, scale,
+                              varlen=True)
+        except VariantError as e:
+            raise FlashcError(4, str(e)) from None
+        arch, gpu = _device_info(dev)
+        return _library.kernel_binary(variant, arch, gpu, None)
+    return _cached_kernel(_varlen_kernels, memo, dev, binary)
 
 
 def _cpu_sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, total_q,
