@@ -153,36 +153,42 @@ class GradTest(unittest.TestCase):
             out.float().sum().backward()
 
 
+def stand_in_runtime(test, lib):
+    """Runs `test` against `lib` as the runtime library, on a stream of
+    handle 0, recording in test.described the tensors the launch would
+    describe; undone at the test's cleanup."""
+    test.described = {}
+    saved = (flashc._describe, flashc.runtime_library,
+             torch.cuda.current_stream)
+
+    def describe(name, t):
+        test.described[name] = t
+        return flashc._Tensor()
+
+    class Stream:
+        cuda_stream = 0
+
+    def restore():
+        (flashc._describe, flashc.runtime_library,
+         torch.cuda.current_stream) = saved
+
+    flashc._describe = describe
+    flashc.runtime_library = lambda: lib
+    torch.cuda.current_stream = lambda device=None: Stream
+    test.addCleanup(restore)
+
+
 class LaunchTest(unittest.TestCase):
     """Kernel._launch against a stand-in runtime: the descriptors it would
     pass are recorded instead."""
 
     def setUp(self):
-        self.described = {}
-        saved = (flashc._describe, flashc.runtime_library,
-                 torch.cuda.current_stream)
-
-        def describe(name, t):
-            self.described[name] = t
-            return flashc._Tensor()
-
         class Lib:
             @staticmethod
             def flashrt_launch(*args):
                 return 0
 
-        class Stream:
-            cuda_stream = 0
-
-        flashc._describe = describe
-        flashc.runtime_library = lambda: Lib
-        torch.cuda.current_stream = lambda device=None: Stream
-        self.addCleanup(self.restore, saved)
-
-    @staticmethod
-    def restore(saved):
-        (flashc._describe, flashc.runtime_library,
-         torch.cuda.current_stream) = saved
+        stand_in_runtime(self, Lib)
 
     def kernel(self, has_lse):
         kern = object.__new__(flashc.Kernel)
@@ -218,30 +224,16 @@ class VarlenLaunchTest(unittest.TestCase):
     total x H x D tensors, LSE, cu_seqlens and max_seqlen_q it passes."""
 
     def setUp(self):
-        self.described, self.launches = {}, []
-        saved = (flashc._describe, flashc.runtime_library,
-                 torch.cuda.current_stream)
-        test = self
-
-        def describe(name, t):
-            self.described[name] = t
-            return flashc._Tensor()
+        self.launches = []
+        launches = self.launches
 
         class Lib:
             @staticmethod
             def flashrt_launch_varlen(handle, args):
-                test.launches.append(args._obj)  # byref's struct
+                launches.append(args._obj)  # byref's struct
                 return 0
 
-        class Stream:
-            cuda_stream = 0
-
-        flashc._describe = describe
-        flashc.runtime_library = lambda: Lib
-        torch.cuda.current_stream = lambda device=None: Stream
-        self.addCleanup(self.restore, saved)
-
-    restore = staticmethod(LaunchTest.restore)
+        stand_in_runtime(self, Lib)
 
     def kernel(self, packed=True):
         kern = object.__new__(flashc.Kernel)
