@@ -13,6 +13,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 
 using namespace llvm;
 using namespace flashc::rt;
@@ -38,12 +39,13 @@ Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
     // Every sequence's rows one after another: T x H x D.
     const std::vector<int64_t> &lensK =
         shape.seqlensK.empty() ? shape.seqlensQ : shape.seqlensK;
+    assert(lensK.size() == shape.seqlensQ.size() &&
+           "one key length per sequence");
     p.cuQ = {0};
     p.cuK = {0};
     for (size_t s = 0; s < shape.seqlensQ.size(); ++s) {
       p.cuQ.push_back(int32_t(p.cuQ.back() + shape.seqlensQ[s]));
-      p.cuK.push_back(
-          int32_t(p.cuK.back() + (s < lensK.size() ? lensK[s] : 0)));
+      p.cuK.push_back(int32_t(p.cuK.back() + lensK[s]));
       p.maxSeqQ = std::max(p.maxSeqQ, shape.seqlensQ[s]);
     }
     p.b = 1, p.nq = p.cuQ.back(), p.nk = p.cuK.back();
@@ -60,10 +62,6 @@ Problem Problem::make(const KernelMetadata &meta, const RunShape &shape,
   // D) whatever the inputs' layout.
   setStrides(p.strides[3], p.h, p.nq, p.d,
              bshd && !meta.assumesDenseLayout(TensorId::O));
-  // Sequences that are not in cu_seqlens_k: checkProblem names them.
-  if (p.packed() && !shape.seqlensK.empty() &&
-      shape.seqlensK.size() != shape.seqlensQ.size())
-    p.cuK.clear();
   p.strides[4][0] = p.h * p.nq, p.strides[4][1] = p.nq, p.strides[4][2] = 1;
   p.elems[0] = p.elems[3] = p.b * p.h * p.nq * p.d;
   p.elems[1] = p.elems[2] = p.b * p.hkv * p.nk * p.d;
@@ -158,10 +156,6 @@ Error checkProblem(const KernelMetadata &meta, const Problem &p, int device) {
                                "with --seqlens"
                          : "kernel " + meta.kernel +
                                " takes no packed sequences (--seqlens)");
-  if (p.packed() && p.cuK.size() != p.cuQ.size())
-    return makeError(ErrorCode::InvalidArgument,
-                     "--seqlens-k must give one length per sequence of "
-                     "--seqlens");
   if (p.packed() && (p.nq == 0 || p.nk == 0))
     return makeError(ErrorCode::InvalidArgument,
                      "the packed sequences hold no query or no key rows: "

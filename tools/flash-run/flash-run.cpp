@@ -140,6 +140,12 @@ int main(int argc, char **argv) {
       errs() << "flash-run: error: --seqlens-k must not be negative\n";
       return kExitError;
     }
+  if (!shape.seqlensK.empty() &&
+      shape.seqlensK.size() != shape.seqlensQ.size()) {
+    errs() << "flash-run: error: --seqlens-k must give one length per "
+              "sequence of --seqlens\n";
+    return kExitError;
+  }
   run::Problem problem = run::Problem::make(
       meta, shape, layout == "bshd" ? run::Layout::BSHD : run::Layout::BHSD);
   run::printRunHeader(outs(), meta, kernel.getDevice(), problem);

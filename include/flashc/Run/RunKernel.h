@@ -40,8 +40,8 @@ struct RunShape {
   /// Key/value heads (grouped-query attention); non-positive: heads.
   int64_t kvHeads = 0;
   /// Packed sequences (a kernel with a packed grid): each sequence's query
-  /// and key lengths (keys: the query lengths where empty); batch and the
-  /// lengths above are then ignored.
+  /// and key lengths (keys: the query lengths where empty, else one per
+  /// sequence); batch and the lengths above are then ignored.
   std::vector<int64_t> seqlensQ, seqlensK;
 };
 
