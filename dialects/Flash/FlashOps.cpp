@@ -94,6 +94,148 @@ static LogicalResult verifyTileIndices(Operation *op, ValueRange indices) {
   return success();
 }
 
+namespace {
+/// Whether an attention operand is shaped as Q (H_q heads, seq_q rows) or
+/// as K (H_kv heads, seq_k rows).
+enum class Side { Query, Key };
+
+struct AttentionOperand {
+  StringRef name;
+  MemRefType type;
+  Side side;
+};
+} // namespace
+
+/// The checks flash.attention and flash.attention_backward share on their
+/// rank-4 operands, `operands[0]` being q and `operands[1]` k: one element
+/// type and a static head dim for all; batch and head dim as q's; heads
+/// and seq as q's or, on the key side, as k's; H_q a multiple of H_kv.
+static LogicalResult
+verifyAttentionOperands(Operation *op, ArrayRef<AttentionOperand> operands) {
+  for (const AttentionOperand &operand : operands) {
+    if (operand.type.getRank() != 4)
+      return op->emitOpError() << "'" << operand.name
+                               << "' must be a rank-4 memref (batch x heads x "
+                                  "seq x head dim), got rank "
+                               << operand.type.getRank();
+  }
+  const AttentionOperand &q = operands[0], &k = operands[1];
+  Type elementType = q.type.getElementType();
+  if (!isSupportedElementType(elementType))
+    return op->emitOpError() << "'q' has element type " << elementType
+                             << "; supported element types are bf16 and f16";
+  for (const AttentionOperand &operand : llvm::drop_begin(operands)) {
+    if (operand.type.getElementType() != elementType)
+      return op->emitOpError()
+             << "element type mismatch: '" << operand.name << "' has "
+             << operand.type.getElementType() << " but 'q' has " << elementType;
+  }
+
+  int64_t headDim = q.type.getDimSize(kHeadDimIndex);
+  if (ShapedType::isDynamic(headDim))
+    return op->emitOpError() << "head dim of 'q' must be static";
+  if (headDim < 16 || headDim > 256 || headDim % 16 != 0)
+    return op->emitOpError() << "head dim " << headDim
+                             << " is not supported: it must be a multiple of "
+                                "16 between 16 and 256";
+
+  // Batch and head dim are shared by all, heads by the query side and by
+  // the key side (grouped-query attention: each group of H_q / H_kv query
+  // heads reads one K/V head).
+  auto sideOf =
+      [&](const AttentionOperand &operand) -> const AttentionOperand & {
+    return operand.side == Side::Key ? k : q;
+  };
+  for (const AttentionOperand &operand : llvm::drop_begin(operands)) {
+    for (int64_t dim : {0, 1, 3}) {
+      const AttentionOperand &like = dim == kHeadsIndex ? sideOf(operand) : q;
+      if (&like == &operand)
+        continue;
+      int64_t size = operand.type.getDimSize(dim);
+      int64_t expected = like.type.getDimSize(dim);
+      if (dimsConflict(size, expected))
+        return op->emitOpError()
+               << kDimNames[dim] << " mismatch: '" << operand.name << "' has "
+               << formatDim(size) << " but '" << like.name << "' has "
+               << formatDim(expected);
+    }
+  }
+  int64_t queryHeads = q.type.getDimSize(kHeadsIndex);
+  int64_t kvHeads = k.type.getDimSize(kHeadsIndex);
+  if (!ShapedType::isDynamic(queryHeads) && !ShapedType::isDynamic(kvHeads) &&
+      (kvHeads == 0 || queryHeads % kvHeads != 0))
+    return op->emitOpError()
+           << "'q' has " << queryHeads << " heads, not a "
+           << "multiple of the " << kvHeads << " K/V heads of "
+           << "'k' (grouped-query attention needs H_q = G * H_kv)";
+  for (const AttentionOperand &operand : llvm::drop_begin(operands)) {
+    const AttentionOperand &like = sideOf(operand);
+    if (&like != &operand && dimsConflict(operand.type.getDimSize(kSeqIndex),
+                                          like.type.getDimSize(kSeqIndex)))
+      return op->emitOpError()
+             << "seq mismatch: '" << operand.name << "' has "
+             << operand.type.getDimSize(kSeqIndex) << " rows but '" << like.name
+             << "' has " << like.type.getDimSize(kSeqIndex);
+  }
+  return success();
+}
+
+/// The row log-sum-exp: f32, batch x H_q x seq_q as q.
+static LogicalResult verifyLse(Operation *op, Value lse, MemRefType qType) {
+  auto lseType = cast<MemRefType>(lse.getType());
+  if (lseType.getRank() != 3)
+    return op->emitOpError() << "'lse' must be a rank-3 memref (batch x heads "
+                                "x seq), got rank "
+                             << lseType.getRank();
+  if (!lseType.getElementType().isF32())
+    return op->emitOpError() << "'lse' must have element type f32, got "
+                             << lseType.getElementType();
+  for (int64_t dim : {0, 1, 2}) {
+    if (dimsConflict(lseType.getDimSize(dim), qType.getDimSize(dim)))
+      return op->emitOpError() << kDimNames[dim] << " mismatch: 'lse' has "
+                               << lseType.getDimSize(dim) << " but 'q' has "
+                               << qType.getDimSize(dim);
+  }
+  return success();
+}
+
+/// Packed sequences: all of `bounds` (cu_seqlens_q, cu_seqlens_k and the
+/// maximum lengths, named by `together`) or none; rank-1 i32 prefix sums of
+/// one length; every operand a batch of 1.
+static LogicalResult verifyPacked(Operation *op, Value cuSeqlensQ,
+                                  Value cuSeqlensK, ArrayRef<Value> maxima,
+                                  StringRef together,
+                                  ArrayRef<AttentionOperand> operands) {
+  bool any = cuSeqlensQ || cuSeqlensK ||
+             llvm::any_of(maxima, [](Value v) { return bool(v); });
+  if (!any)
+    return success();
+  if (!cuSeqlensQ || !cuSeqlensK ||
+      llvm::any_of(maxima, [](Value v) { return !v; }))
+    return op->emitOpError()
+           << "packed sequences take " << together << " together";
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"cu_seqlens_q", cuSeqlensQ},
+        {"cu_seqlens_k", cuSeqlensK}}) {
+    auto type = cast<MemRefType>(value.getType());
+    if (type.getRank() != 1 || !type.getElementType().isSignlessInteger(32))
+      return op->emitOpError() << "'" << name << "' must be a rank-1 memref "
+                               << "of i32 (the prefix sums of the sequence "
+                               << "lengths), got " << type;
+  }
+  if (dimsConflict(cast<MemRefType>(cuSeqlensQ.getType()).getDimSize(0),
+                   cast<MemRefType>(cuSeqlensK.getType()).getDimSize(0)))
+    return op->emitOpError("'cu_seqlens_q' and 'cu_seqlens_k' must have one "
+                           "entry per sequence, plus one, each");
+  for (const AttentionOperand &operand : operands)
+    if (dimsConflict(operand.type.getDimSize(0), 1))
+      return op->emitOpError()
+             << "packed sequences lie along the seq "
+             << "dimension of a batch of 1: '" << operand.name << "' has batch "
+             << formatDim(operand.type.getDimSize(0));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
@@ -109,124 +251,58 @@ float AttentionOp::getEffectiveScale() {
 }
 
 LogicalResult AttentionOp::verify() {
-  struct Operand {
-    StringRef name;
-    MemRefType type;
-  };
-  SmallVector<Operand> operands = {{"q", cast<MemRefType>(getQ().getType())},
-                                   {"k", cast<MemRefType>(getK().getType())},
-                                   {"v", cast<MemRefType>(getV().getType())},
-                                   {"o", cast<MemRefType>(getO().getType())}};
+  auto typeOf = [](Value v) { return cast<MemRefType>(v.getType()); };
+  SmallVector<AttentionOperand> operands = {{"q", typeOf(getQ()), Side::Query},
+                                            {"k", typeOf(getK()), Side::Key},
+                                            {"v", typeOf(getV()), Side::Key},
+                                            {"o", typeOf(getO()), Side::Query}};
+  if (failed(verifyAttentionOperands(*this, operands)))
+    return failure();
+  if (Value lse = getLse())
+    if (failed(verifyLse(*this, lse, operands[0].type)))
+      return failure();
+  if (failed(verifyPacked(
+          *this, getCuSeqlensQ(), getCuSeqlensK(), {getMaxSeqlenQ()},
+          "cu_seqlens_q, cu_seqlens_k and max_seqlen_q", operands)))
+    return failure();
+  if (std::optional<APFloat> scale = getScale())
+    return verifyPositiveFiniteScale(*this, scale->convertToFloat());
+  return success();
+}
 
-  for (const Operand &operand : operands) {
-    if (operand.type.getRank() != 4)
-      return emitOpError() << "'" << operand.name
-                           << "' must be a rank-4 memref (batch x heads x "
-                              "seq x head dim), got rank "
-                           << operand.type.getRank();
-  }
+//===----------------------------------------------------------------------===//
+// AttentionBackwardOp
+//===----------------------------------------------------------------------===//
 
-  Type elementType = operands[0].type.getElementType();
-  if (!isSupportedElementType(elementType))
-    return emitOpError() << "'q' has element type " << elementType
-                         << "; supported element types are bf16 and f16";
-  for (const Operand &operand : llvm::drop_begin(operands)) {
-    if (operand.type.getElementType() != elementType)
-      return emitOpError() << "element type mismatch: '" << operand.name
-                           << "' has " << operand.type.getElementType()
-                           << " but 'q' has " << elementType;
-  }
+int64_t AttentionBackwardOp::getHeadDim() {
+  return cast<MemRefType>(getQ().getType()).getDimSize(kHeadDimIndex);
+}
 
-  int64_t headDim = operands[0].type.getDimSize(kHeadDimIndex);
-  if (ShapedType::isDynamic(headDim))
-    return emitOpError() << "head dim of 'q' must be static";
-  if (headDim < 16 || headDim > 256 || headDim % 16 != 0)
-    return emitOpError() << "head dim " << headDim
-                         << " is not supported: it must be a multiple of 16 "
-                            "between 16 and 256";
+float AttentionBackwardOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
 
-  // Batch and head dim are shared by all four, heads by q/o and by k/v
-  // (grouped-query attention: each group of H_q / H_kv query heads reads
-  // one K/V head), the sequence length by q/o and by k/v.
-  for (const Operand &operand : llvm::drop_begin(operands)) {
-    for (int64_t dim : {0, 1, 3}) {
-      // K's heads are checked against Q's below; V's are K's.
-      if (dim == kHeadsIndex && operand.name == "k")
-        continue;
-      const Operand &like =
-          dim == kHeadsIndex && operand.name == "v" ? operands[1] : operands[0];
-      int64_t size = operand.type.getDimSize(dim);
-      int64_t expected = like.type.getDimSize(dim);
-      if (dimsConflict(size, expected))
-        return emitOpError() << kDimNames[dim] << " mismatch: '" << operand.name
-                             << "' has " << formatDim(size) << " but '"
-                             << like.name << "' has " << formatDim(expected);
-    }
-  }
-  int64_t queryHeads = operands[0].type.getDimSize(kHeadsIndex);
-  int64_t kvHeads = operands[1].type.getDimSize(kHeadsIndex);
-  if (!ShapedType::isDynamic(queryHeads) && !ShapedType::isDynamic(kvHeads) &&
-      (kvHeads == 0 || queryHeads % kvHeads != 0))
-    return emitOpError() << "'q' has " << queryHeads << " heads, not a "
-                         << "multiple of the " << kvHeads << " K/V heads of "
-                         << "'k' (grouped-query attention needs H_q = G * "
-                            "H_kv)";
-  if (dimsConflict(operands[2].type.getDimSize(kSeqIndex),
-                   operands[1].type.getDimSize(kSeqIndex)))
-    return emitOpError() << "seq mismatch: 'v' has "
-                         << operands[2].type.getDimSize(kSeqIndex)
-                         << " rows but 'k' has "
-                         << operands[1].type.getDimSize(kSeqIndex);
-  if (dimsConflict(operands[3].type.getDimSize(kSeqIndex),
-                   operands[0].type.getDimSize(kSeqIndex)))
-    return emitOpError() << "seq mismatch: 'o' has "
-                         << operands[3].type.getDimSize(kSeqIndex)
-                         << " rows but 'q' has "
-                         << operands[0].type.getDimSize(kSeqIndex);
-
-  if (Value lse = getLse()) {
-    auto lseType = cast<MemRefType>(lse.getType());
-    if (lseType.getRank() != 3)
-      return emitOpError() << "'lse' must be a rank-3 memref (batch x heads x "
-                              "seq), got rank "
-                           << lseType.getRank();
-    if (!lseType.getElementType().isF32())
-      return emitOpError() << "'lse' must have element type f32, got "
-                           << lseType.getElementType();
-    for (int64_t dim : {0, 1, 2}) {
-      if (dimsConflict(lseType.getDimSize(dim),
-                       operands[0].type.getDimSize(dim)))
-        return emitOpError() << kDimNames[dim] << " mismatch: 'lse' has "
-                             << lseType.getDimSize(dim) << " but 'q' has "
-                             << operands[0].type.getDimSize(dim);
-    }
-  }
-
-  if (isPacked() || getCuSeqlensK() || getMaxSeqlenQ()) {
-    if (!getCuSeqlensQ() || !getCuSeqlensK() || !getMaxSeqlenQ())
-      return emitOpError("packed sequences take cu_seqlens_q, cu_seqlens_k "
-                         "and max_seqlen_q together");
-    for (auto [name, value] :
-         {std::pair<StringRef, Value>{"cu_seqlens_q", getCuSeqlensQ()},
-          {"cu_seqlens_k", getCuSeqlensK()}}) {
-      auto type = cast<MemRefType>(value.getType());
-      if (type.getRank() != 1 || !type.getElementType().isSignlessInteger(32))
-        return emitOpError() << "'" << name << "' must be a rank-1 memref "
-                             << "of i32 (the prefix sums of the sequence "
-                             << "lengths), got " << type;
-    }
-    if (dimsConflict(cast<MemRefType>(getCuSeqlensQ().getType()).getDimSize(0),
-                     cast<MemRefType>(getCuSeqlensK().getType()).getDimSize(0)))
-      return emitOpError("'cu_seqlens_q' and 'cu_seqlens_k' must have one "
-                         "entry per sequence, plus one, each");
-    for (const Operand &operand : operands)
-      if (dimsConflict(operand.type.getDimSize(0), 1))
-        return emitOpError()
-               << "packed sequences lie along the seq "
-               << "dimension of a batch of 1: '" << operand.name
-               << "' has batch " << formatDim(operand.type.getDimSize(0));
-  }
-
+LogicalResult AttentionBackwardOp::verify() {
+  auto typeOf = [](Value v) { return cast<MemRefType>(v.getType()); };
+  SmallVector<AttentionOperand> operands = {
+      {"q", typeOf(getQ()), Side::Query},
+      {"k", typeOf(getK()), Side::Key},
+      {"v", typeOf(getV()), Side::Key},
+      {"o", typeOf(getO()), Side::Query},
+      {"do", typeOf(getDO()), Side::Query},
+      {"dq", typeOf(getDQ()), Side::Query},
+      {"dk", typeOf(getDK()), Side::Key},
+      {"dv", typeOf(getDV()), Side::Key}};
+  if (failed(verifyAttentionOperands(*this, operands)) ||
+      failed(verifyLse(*this, getLse(), operands[0].type)) ||
+      failed(verifyPacked(
+          *this, getCuSeqlensQ(), getCuSeqlensK(),
+          {getMaxSeqlenQ(), getMaxSeqlenK()},
+          "cu_seqlens_q, cu_seqlens_k, max_seqlen_q and max_seqlen_k",
+          operands)))
+    return failure();
   if (std::optional<APFloat> scale = getScale())
     return verifyPositiveFiniteScale(*this, scale->convertToFloat());
   return success();
@@ -275,18 +351,20 @@ LogicalResult GridOp::verify() {
 LogicalResult LoadTileOp::verify() {
   auto sourceType = cast<MemRefType>(getSource().getType());
   auto tileType = cast<RankedTensorType>(getResult().getType());
-  if (sourceType.getRank() != 4)
+  if (sourceType.getRank() != 4 && sourceType.getRank() != 3)
     return emitOpError() << "source must be a rank-4 memref (batch x heads x "
-                            "seq x head dim), got rank "
+                            "seq x head dim) or a rank-3 one (batch x heads "
+                            "x seq), got rank "
                          << sourceType.getRank();
   if (failed(verifyTileIndices(*this, getIndices())) ||
-      failed(verifyTile(*this, "result", tileType, 2)))
+      failed(verifyTile(*this, "result", tileType, sourceType.getRank() - 2)))
     return failure();
   if (tileType.getElementType() != sourceType.getElementType())
     return emitOpError() << "result element type " << tileType.getElementType()
                          << " does not match source element type "
                          << sourceType.getElementType();
-  if (dimsConflict(tileType.getDimSize(1),
+  if (sourceType.getRank() == 4 &&
+      dimsConflict(tileType.getDimSize(1),
                    sourceType.getDimSize(kHeadDimIndex)))
     return emitOpError() << "tile has " << tileType.getDimSize(1)
                          << " columns but the source head dim is "
@@ -314,6 +392,9 @@ LogicalResult StoreTileOp::verify() {
     return emitOpError() << "tile has " << tileType.getDimSize(1)
                          << " columns but the destination head dim is "
                          << destType.getDimSize(kHeadDimIndex);
+  if (getAccumulate() && !destType.getElementType().isF32())
+    return emitOpError() << "accumulates only into f32, got "
+                         << destType.getElementType();
   return success();
 }
 
@@ -338,12 +419,13 @@ LogicalResult DotOp::verify() {
     return emitOpError() << "'a' has element type " << elementType
                          << " but 'b' has " << bType.getElementType();
 
-  int64_t m = aType.getDimSize(0);
-  int64_t k = aType.getDimSize(1);
+  int64_t m = aType.getDimSize(getTransposeA() ? 1 : 0);
+  int64_t k = aType.getDimSize(getTransposeA() ? 0 : 1);
   int64_t bK = bType.getDimSize(getTransposeB() ? 1 : 0);
   int64_t n = bType.getDimSize(getTransposeB() ? 0 : 1);
   if (bK != k)
-    return emitOpError() << "contraction size mismatch: 'a' is " << m << "x"
+    return emitOpError() << "contraction size mismatch: 'a'"
+                         << (getTransposeA() ? "^T" : "") << " is " << m << "x"
                          << k << " but 'b'" << (getTransposeB() ? "^T" : "")
                          << " has " << bK << " rows";
   if (accType.getDimSize(0) != m || accType.getDimSize(1) != n)
@@ -388,6 +470,37 @@ LogicalResult FinalizeOp::verify() {
   return verifyRowVector(*this, "row_max",
                          cast<RankedTensorType>(getRowMax().getType()), "acc",
                          accType);
+}
+
+//===----------------------------------------------------------------------===//
+// The backward pass's tile ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult RowDotOp::verify() {
+  auto tileType = cast<RankedTensorType>(getA().getType());
+  if (failed(verifyTile(*this, "a", tileType, 2)))
+    return failure();
+  return verifyRowVector(*this, "result",
+                         cast<RankedTensorType>(getResult().getType()), "a",
+                         tileType);
+}
+
+LogicalResult SoftmaxRecomputeOp::verify() {
+  auto scoresType = cast<RankedTensorType>(getScores().getType());
+  if (failed(verifyF32Tile(*this, "scores", scoresType, 2)) ||
+      failed(verifyRowVector(*this, "lse",
+                             cast<RankedTensorType>(getLse().getType()),
+                             "scores", scoresType)))
+    return failure();
+  return verifyPositiveFiniteScale(*this, getScale().convertToFloat());
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  auto pType = cast<RankedTensorType>(getP().getType());
+  if (failed(verifyF32Tile(*this, "p", pType, 2)))
+    return failure();
+  return verifyRowVector(
+      *this, "delta", cast<RankedTensorType>(getDelta().getType()), "p", pType);
 }
 
 #define GET_OP_CLASSES

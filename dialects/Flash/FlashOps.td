@@ -107,6 +107,88 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
+    [AttrSizedOperandSegments]> {
+  let summary = "Gradients of scaled dot-product attention over memrefs";
+  let description = [{
+    The backward pass of `flash.attention`: from the forward's inputs Q, K,
+    V, its output O and row log-sum-exp LSE, and dO (the loss's gradient
+    with respect to O), computes dQ, dK and dV. With P = softmax(scale * Q
+    K^T + mask) recomputed from LSE (never stored), delta = rowsum(dO * O):
+
+        dV = P^T dO
+        dP = dO V^T
+        dS = P * (dP - delta)
+        dQ = scale * dS K
+        dK = scale * dS^T Q
+
+    Shapes, layouts, grouped-query heads, packed sequences and the
+    attributes are the forward's, and must be the ones the forward ran with:
+    Q, O, dO and dQ are batch x H_q x seq_q x head_dim, K, V, dK and dV
+    batch x H_kv x seq_k x head_dim (any strides), LSE is the f32 batch x
+    H_q x seq_q the forward wrote. dK and dV of a K/V head sum the
+    gradients of every query head of its group. A query row that saw no key
+    (LSE = -inf) contributes nothing; its dQ row is 0.
+
+    Packed sequences take the forward's `cu_seqlens_q` / `cu_seqlens_k` and
+    `max_seqlen_q`, and `max_seqlen_k` (the longest key sequence) too.
+
+    The gradients are accumulated in f32 and rounded once to the operands'
+    element type. Many key tiles add into each row of dQ; `deterministic`
+    asks for a fixed order of those additions, so that every run gives the
+    same bits (the CPU path's order is always fixed; on the GPU it costs
+    some speed).
+
+    Example:
+
+    ```mlir
+    flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
+        {causal}
+        : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+          memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+          memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+        -> memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+           memref<?x?x?x128xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Arg<AnyMemRef, "queries", [MemRead]>:$q,
+    Arg<AnyMemRef, "keys", [MemRead]>:$k,
+    Arg<AnyMemRef, "values", [MemRead]>:$v,
+    Arg<AnyMemRef, "forward output", [MemRead]>:$o,
+    Arg<AnyMemRef, "output gradient", [MemRead]>:$dO,
+    Arg<AnyMemRef, "forward row log-sum-exp", [MemRead]>:$lse,
+    Arg<AnyMemRef, "query gradient", [MemWrite]>:$dQ,
+    Arg<AnyMemRef, "key gradient", [MemWrite]>:$dK,
+    Arg<AnyMemRef, "value gradient", [MemWrite]>:$dV,
+    Arg<Optional<AnyMemRef>, "query sequence starts (packed)", [MemRead]>:$cuSeqlensQ,
+    Arg<Optional<AnyMemRef>, "key sequence starts (packed)", [MemRead]>:$cuSeqlensK,
+    Optional<Index>:$maxSeqlenQ,
+    Optional<Index>:$maxSeqlenK,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    UnitAttr:$deterministic,
+    OptionalAttr<Flash_ConfigAttr>:$config
+  );
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $o `,` $dO `,` $lse `->` $dQ `,` $dK `,` $dV
+    (`packed` `(` $cuSeqlensQ^ `:` type($cuSeqlensQ) `,` $cuSeqlensK `:`
+      type($cuSeqlensK) `,` `max_q` $maxSeqlenQ `,` `max_k` $maxSeqlenK `)`)?
+    attr-dict `:`
+    type($q) `,` type($k) `,` type($v) `,` type($o) `,` type($dO) `,`
+    type($lse) `->` type($dQ) `,` type($dK) `,` type($dV)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The static head dimension shared by every operand but LSE.
+    int64_t getHeadDim();
+    /// The logit scale: the `scale` attribute, else 1/sqrt(head_dim).
+    float getEffectiveScale();
+    /// Whether the operands hold packed sequences (cu_seqlens given).
+    bool isPacked() { return static_cast<bool>(getCuSeqlensQ()); }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Tile level
 //===----------------------------------------------------------------------===//
@@ -171,8 +253,10 @@ def Flash_LoadTileOp : Flash_Op<"load_tile"> {
   let description = [{
     Reads rows `[row, row + R)` of `source[b, h]` into an R x D tile, where
     the source is a batch x heads x seq x D memref and the indices are
-    `[b, h, row]`. Rows at or past `dim(source, 2)` read as zero: this is the
-    boundary masking that lets sequence lengths be any value.
+    `[b, h, row]`, or into an R-vector from a batch x heads x seq memref
+    (the LSE, the backward pass's deltas). Rows at or past `dim(source, 2)`
+    read as zero: this is the boundary masking that lets sequence lengths be
+    any value.
 
     Example:
 
@@ -198,6 +282,11 @@ def Flash_StoreTileOp : Flash_Op<"store_tile"> {
     a batch x heads x seq memref (the LSE). Rows at or past `dim(dest, 2)`
     are not written.
 
+    With `accumulate` the tile is added to what `dest` holds (f32 only):
+    the backward pass's dQ, to which every key tile contributes. Programs
+    may add into the same rows; each addition is atomic, in whatever order
+    the programs run.
+
     Example:
 
     ```mlir
@@ -206,10 +295,11 @@ def Flash_StoreTileOp : Flash_Op<"store_tile"> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$value,
-                       Arg<AnyMemRef, "destination", [MemWrite]>:$dest,
-                       Variadic<Index>:$indices);
+                       Arg<AnyMemRef, "destination", [MemRead, MemWrite]>:$dest,
+                       Variadic<Index>:$indices, UnitAttr:$accumulate);
   let assemblyFormat = [{
-    $value `,` $dest `[` $indices `]` attr-dict `:` type($value) `->` type($dest)
+    $value `,` $dest `[` $indices `]` (`accumulate` $accumulate^)? attr-dict
+    `:` type($value) `->` type($dest)
   }];
   let hasVerifier = 1;
 }
@@ -217,10 +307,12 @@ def Flash_StoreTileOp : Flash_Op<"store_tile"> {
 def Flash_DotOp : Flash_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let summary = "Tile matrix product accumulated in f32";
   let description = [{
-    `result = acc + a * b`, or `acc + a * b^T` with `transpose_b`. `a` is
-    M x K, `b` is K x N (N x K when transposed), `acc` and the result are
-    M x N f32. `a` and `b` share one element type (bf16, f16 or f32).
-    On sm_90a it becomes `wgmma`; `transpose_b` is the form of S = Q K^T.
+    `result = acc + a * b`, with `a` read transposed (`a^T`) under
+    `transpose_a` and `b` under `transpose_b`. `a` is M x K (K x M when
+    transposed), `b` is K x N (N x K when transposed), `acc` and the result
+    are M x N f32. `a` and `b` share one element type (bf16, f16 or f32).
+    On sm_90a it becomes `wgmma`; `transpose_b` is the form of S = Q K^T,
+    `transpose_a` that of the backward pass's dV = P^T dO and dK = dS^T Q.
 
     Example:
 
@@ -230,16 +322,24 @@ def Flash_DotOp : Flash_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$a, AnyRankedTensor:$b,
-                       AnyRankedTensor:$acc, UnitAttr:$transpose_b);
+                       AnyRankedTensor:$acc, UnitAttr:$transpose_a,
+                       UnitAttr:$transpose_b);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $a `,` $b `,` $acc (`transpose_b` $transpose_b^)? attr-dict `:`
+    $a `,` $b `,` $acc (`transpose_a` $transpose_a^)?
+    (`transpose_b` $transpose_b^)? attr-dict `:`
     type($a) `,` type($b) `->` type($result)
   }];
   let builders = [
     OpBuilder<(ins "Value":$a, "Value":$b, "Value":$acc,
                    "bool":$transposeB), [{
-      build($_builder, $_state, acc.getType(), a, b, acc, transposeB);
+      build($_builder, $_state, acc.getType(), a, b, acc,
+            /*transpose_a=*/false, transposeB);
+    }]>,
+    OpBuilder<(ins "Value":$a, "Value":$b, "Value":$acc, "bool":$transposeA,
+                   "bool":$transposeB), [{
+      build($_builder, $_state, acc.getType(), a, b, acc, transposeA,
+            transposeB);
     }]>
   ];
   let hasVerifier = 1;
@@ -396,5 +496,83 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
 include "FlashWarpgroup.td"
 include "FlashPipeline.td"
 include "FlashTileSchedule.td"
+
+def Flash_RowDotOp : Flash_Op<"row_dot", [Pure, AllTypesMatch<["a", "b"]>]> {
+  let summary = "Dot product of each row of one tile with the same row of another";
+  let description = [{
+    `result[i] = sum_j a[i, j] * b[i, j]`, products and sum in f32: the
+    backward pass's delta = rowsum(dO * O).
+
+    Example:
+
+    ```mlir
+    %delta = flash.row_dot %do_tile, %o_tile
+        : tensor<128x128xbf16> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$a, AnyRankedTensor:$b);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_SoftmaxRecomputeOp : Flash_Op<"softmax_recompute", [Pure,
+    AllTypesMatch<["scores", "p"]>]> {
+  let summary = "The softmax probabilities of a logit tile from the row log-sum-exp";
+  let description = [{
+    `p = exp(scale * scores - lse)` per row: the forward's probabilities,
+    recomputed by the backward pass from the LSE the forward stored instead
+    of the whole matrix. `p` is 0 where a logit is -inf (masked) and in a
+    row whose `lse` is -inf (it saw no key), never NaN.
+
+    With `base2`, `scale` includes log2(e), `lse` is in natural log as the
+    forward wrote it, and `exp` reads `exp2(scale * scores - lse *
+    log2(e))`: the same `p`.
+
+    Example:
+
+    ```mlir
+    %p = flash.softmax_recompute %s, %lse {scale = 0.0883883461 : f32}
+        : tensor<64x128xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$scores, AnyRankedTensor:$lse,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       UnitAttr:$base2);
+  let results = (outs AnyRankedTensor:$p);
+  let assemblyFormat = [{
+    $scores `,` $lse (`base2` $base2^)? attr-dict `:` type($scores) `,`
+    type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flash_SoftmaxGradOp : Flash_Op<"softmax_grad", [Pure,
+    AllTypesMatch<["p", "dp", "ds"]>]> {
+  let summary = "The gradient of the softmax's input from its output's";
+  let description = [{
+    `ds[i, j] = p[i, j] * (dp[i, j] - delta[i])`: with `p` the softmax
+    probabilities, `dp` the loss's gradient with respect to them and
+    `delta[i] = sum_j p[i, j] * dp[i, j]` over the whole row (the backward
+    pass computes it as rowsum(dO * O)), `ds` is the gradient with respect
+    to the scaled logits.
+
+    Example:
+
+    ```mlir
+    %ds = flash.softmax_grad %p, %dp, %delta
+        : tensor<64x128xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$p, AnyRankedTensor:$dp,
+                       AnyRankedTensor:$delta);
+  let results = (outs AnyRankedTensor:$ds);
+  let assemblyFormat = [{
+    $p `,` $dp `,` $delta attr-dict `:` type($p) `,` type($delta)
+  }];
+  let hasVerifier = 1;
+}
 
 #endif // FLASH_OPS_TD

@@ -61,3 +61,11 @@ func.func @acc_result_differ(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>, %ac
   %r = "flash.dot"(%a, %b, %acc) : (tensor<64x32xbf16>, tensor<32x16xbf16>, tensor<64x16xf32>) -> tensor<64x32xf32>
   return
 }
+
+// -----
+
+func.func @transposed_a_contraction(%a: tensor<64x32xbf16>, %b: tensor<32x128xbf16>, %acc: tensor<32x128xf32>) {
+  // expected-error @+1 {{contraction size mismatch: 'a'^T is 32x64 but 'b' has 32 rows}}
+  %r = flash.dot %a, %b, %acc transpose_a : tensor<64x32xbf16>, tensor<32x128xbf16> -> tensor<32x128xf32>
+  return
+}

@@ -1,8 +1,17 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics
 
-func.func @rank3_source(%m: memref<?x?x64xbf16>, %i: index) {
-  // expected-error @+1 {{'flash.load_tile' op source must be a rank-4 memref (batch x heads x seq x head dim), got rank 3}}
-  %t = flash.load_tile %m[%i, %i, %i] : memref<?x?x64xbf16> -> tensor<64x64xbf16>
+func.func @rank2_source(%m: memref<?x64xbf16>, %i: index) {
+  // expected-error @+1 {{'flash.load_tile' op source must be a rank-4 memref (batch x heads x seq x head dim) or a rank-3 one (batch x heads x seq), got rank 2}}
+  %t = flash.load_tile %m[%i, %i, %i] : memref<?x64xbf16> -> tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+// A rank-3 source (the LSE) loads a row vector.
+func.func @matrix_from_lse(%m: memref<?x?x?xf32>, %i: index) {
+  // expected-error @+1 {{'result' must be a rank-1 tile, got rank 2}}
+  %t = flash.load_tile %m[%i, %i, %i] : memref<?x?x?xf32> -> tensor<64x64xf32>
   return
 }
 

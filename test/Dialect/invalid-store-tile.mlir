@@ -37,3 +37,11 @@ func.func @head_dim(%t: tensor<64x32xbf16>, %m: memref<?x?x?x64xbf16>, %i: index
   flash.store_tile %t, %m[%i, %i, %i] : tensor<64x32xbf16> -> memref<?x?x?x64xbf16>
   return
 }
+
+// -----
+
+func.func @accumulate_bf16(%t: tensor<64x64xbf16>, %m: memref<?x?x?x64xbf16>, %i: index) {
+  // expected-error @+1 {{accumulates only into f32, got 'bf16'}}
+  flash.store_tile %t, %m[%i, %i, %i] accumulate : tensor<64x64xbf16> -> memref<?x?x?x64xbf16>
+  return
+}

@@ -21,3 +21,18 @@ func.func @f32_operands(%a: tensor<16x16xf32>, %acc: tensor<16x16xf32>) -> tenso
   %r = flash.dot %a, %a, %acc : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
   return %r : tensor<16x16xf32>
 }
+
+// The backward pass's dV = P^T dO: `a` read transposed.
+// CHECK-LABEL: func.func @transposed_a
+// CHECK: flash.dot %{{.*}}, %{{.*}}, %{{.*}} transpose_a : tensor<64x32xbf16>, tensor<64x128xbf16> -> tensor<32x128xf32>
+func.func @transposed_a(%p: tensor<64x32xbf16>, %do: tensor<64x128xbf16>, %acc: tensor<32x128xf32>) -> tensor<32x128xf32> {
+  %dv = flash.dot %p, %do, %acc transpose_a : tensor<64x32xbf16>, tensor<64x128xbf16> -> tensor<32x128xf32>
+  return %dv : tensor<32x128xf32>
+}
+
+// CHECK-LABEL: func.func @both_transposed
+// CHECK: flash.dot {{.*}} transpose_a transpose_b : tensor<16x32xf32>, tensor<8x16xf32> -> tensor<32x8xf32>
+func.func @both_transposed(%a: tensor<16x32xf32>, %b: tensor<8x16xf32>, %acc: tensor<32x8xf32>) -> tensor<32x8xf32> {
+  %r = flash.dot %a, %b, %acc transpose_a transpose_b : tensor<16x32xf32>, tensor<8x16xf32> -> tensor<32x8xf32>
+  return %r : tensor<32x8xf32>
+}

@@ -13,3 +13,15 @@ func.func @tiles(%q: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>, %lse: memre
   flash.store_tile %rows, %lse[%b, %h, %row] : tensor<64xf32> -> memref<?x?x?xf32>
   return
 }
+
+// The backward pass: the LSE loaded as a row vector, dQ's f32 rows added to.
+// CHECK-LABEL: func.func @backward_tiles
+// CHECK: flash.load_tile %{{.*}} : memref<?x?x?xf32> -> tensor<64xf32>
+// CHECK: flash.store_tile %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] accumulate : tensor<64x64xf32> -> memref<?x?x?x64xf32>
+func.func @backward_tiles(%lse: memref<?x?x?xf32>, %dq: memref<?x?x?x64xf32>,
+                          %b: index, %h: index, %row: index) {
+  %rows = flash.load_tile %lse[%b, %h, %row] : memref<?x?x?xf32> -> tensor<64xf32>
+  %part = arith.constant dense<1.0> : tensor<64x64xf32>
+  flash.store_tile %part, %dq[%b, %h, %row] accumulate : tensor<64x64xf32> -> memref<?x?x?x64xf32>
+  return
+}
