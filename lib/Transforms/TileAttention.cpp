@@ -1,11 +1,12 @@
 //===- TileAttention.cpp - flash.attention -> tile program ----------------===//
 //
 // The -flash-tile pass: rewrites the kernel-level op into the tile program of
-// DESIGN.md section 1, one program per (query tile, batch * head).
+// DESIGN.md section 1, one program per (query tile, batch * head), and the
+// backward op into its own (TileAttentionBackward.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Flash/FlashOps.h"
+#include "TileSteps.h"
 #include "flashc/Transforms/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -139,45 +140,24 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
     return;
   }
   // Sequence `batch` is rows [cu[batch], cu[batch + 1]) of Q (and of K).
-  Value c1 = arith::ConstantIndexOp::create(b, 1);
-  Value next = arith::AddIOp::create(b, batch, c1);
-  auto bounds = [&](Value cu) -> std::pair<Value, Value> {
-    auto at = [&](Value i) {
-      Value v = memref::LoadOp::create(b, cu, ValueRange{i});
-      return arith::IndexCastOp::create(b, b.getIndexType(), v).getResult();
-    };
-    Value start = at(batch);
-    return {start, arith::SubIOp::create(b, at(next), start)};
-  };
-  auto [startQ, seqQ] = bounds(op.getCuSeqlensQ());
-  auto [startK, seqK] = bounds(op.getCuSeqlensK());
+  SequenceRows rowsQ = loadSequenceRows(b, op.getCuSeqlensQ(), batch);
+  SequenceRows rowsK = loadSequenceRows(b, op.getCuSeqlensK(), batch);
+  Value seqQ = rowsQ.length, seqK = rowsK.length;
   Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
   Value row = arith::MulIOp::create(b, queryTile, cBlockM);
   Value inSequence =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, seqQ);
   auto ifOp = scf::IfOp::create(b, inSequence, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  Value kvHeads = memref::DimOp::create(b, op.getK(), c1);
-  OpFoldResult one = b.getIndexAttr(1), zero = b.getIndexAttr(0),
-               dim = b.getIndexAttr(op.getHeadDim());
-  auto rows = [&](Value memref, Value start, Value length, Value heads) {
-    auto type = cast<MemRefType>(memref.getType());
-    SmallVector<OpFoldResult> offsets = {zero, zero, start};
-    SmallVector<OpFoldResult> sizes = {one, heads, length};
-    if (type.getRank() == 4) {
-      offsets.push_back(zero);
-      sizes.push_back(dim);
-    }
-    SmallVector<OpFoldResult> strides(type.getRank(), one);
-    return memref::SubViewOp::create(b, memref, offsets, sizes, strides)
-        .getResult();
-  };
+  Value kvHeads =
+      memref::DimOp::create(b, op.getK(), arith::ConstantIndexOp::create(b, 1));
   ProgramOperands mem = {
-      rows(op.getQ(), startQ, seqQ, shape.heads),
-      rows(op.getK(), startK, seqK, kvHeads),
-      rows(op.getV(), startK, seqK, kvHeads),
-      rows(op.getO(), startQ, seqQ, shape.heads),
-      op.getLse() ? rows(op.getLse(), startQ, seqQ, shape.heads) : Value()};
+      viewSequenceRows(b, op.getQ(), rowsQ, shape.heads),
+      viewSequenceRows(b, op.getK(), rowsK, kvHeads),
+      viewSequenceRows(b, op.getV(), rowsK, kvHeads),
+      viewSequenceRows(b, op.getO(), rowsQ, shape.heads),
+      op.getLse() ? viewSequenceRows(b, op.getLse(), rowsQ, shape.heads)
+                  : Value()};
   buildAttention(b, op, mem, c0, head, kvHead, row, seqQ, seqK, c0, cBlockM,
                  cBlockN, config);
 }
@@ -230,34 +210,49 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    SmallVector<AttentionOp> attentions;
-    func.walk([&](AttentionOp op) { attentions.push_back(op); });
-    for (AttentionOp op : attentions) {
-      FailureOr<ConfigAttr> config = chooseConfig(op);
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isa<AttentionOp, AttentionBackwardOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (auto forward = dyn_cast<AttentionOp>(op)) {
+        FailureOr<ConfigAttr> config =
+            chooseConfig(op, forward.getConfigAttr(), forward.getHeadDim());
+        if (failed(config))
+          return signalPassFailure();
+        func->setAttr("flash.config", *config);
+        tile(forward, *config);
+        continue;
+      }
+      auto backward = cast<AttentionBackwardOp>(op);
+      FailureOr<ConfigAttr> config =
+          chooseConfig(op, backward.getConfigAttr(), backward.getHeadDim());
       if (failed(config))
         return signalPassFailure();
       func->setAttr("flash.config", *config);
-      tile(op, *config);
+      tileAttentionBackward(backward, *config);
     }
   }
 
-  /// The op's config (or the default), with the pass options on top.
-  FailureOr<ConfigAttr> chooseConfig(AttentionOp op) {
-    ConfigAttr base = op.getConfigAttr();
+  /// The op's config `base` (or the default for `headDim`), with the pass
+  /// options on top.
+  FailureOr<ConfigAttr> chooseConfig(Operation *op, ConfigAttr base,
+                                     int64_t headDim) {
     if (!base)
-      base = ConfigAttr::getDefault(op.getContext(), op.getHeadDim());
+      base = ConfigAttr::getDefault(op->getContext(), headDim);
     flashc::ScheduleOverrides switches = overrides();
     if (blockM == 0 && blockN == 0 && stages == 0 && warpgroups == 0 &&
         !switches.any())
       return base;
     auto emitError = [&] {
-      return op.emitOpError("with -flash-tile options: ");
+      return op->emitOpError("with -flash-tile options: ");
     };
     auto pick = [](int64_t override, int64_t original) {
       return override ? override : original;
     };
     ConfigAttr config = ConfigAttr::getChecked(
-        emitError, op.getContext(), pick(blockM, base.getBlockM()),
+        emitError, op->getContext(), pick(blockM, base.getBlockM()),
         pick(blockN, base.getBlockN()), pick(stages, base.getStages()),
         pick(warpgroups, base.getWarpgroups()),
         switches.applyTo(base.getSwitches()));

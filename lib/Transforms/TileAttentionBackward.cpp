@@ -1,0 +1,328 @@
+//===- TileAttentionBackward.cpp - flash.attention_backward -> tiles ------===//
+//
+// The backward pass of DESIGN.md section 1 as three grids run in order:
+//   1. per (query tile, batch * head): delta = rowsum(dO * O) into an f32
+//      workspace, and the tile's rows of an f32 dQ accumulator cleared;
+//   2. per (key tile, batch * K/V head): the K and V tiles stay while every
+//      query tile of every query head of the K/V head's group passes, in
+//      order: S and P are recomputed from Q, K and the forward's LSE (no
+//      N x N matrix is ever stored), dV and dK accumulate in the program
+//      and are stored once, and dQ's share of this key tile is added into
+//      the accumulator;
+//   3. per (query tile, batch * head): dQ = scale * accumulator, rounded.
+// A program owns its K/V head's whole group, so dK and dV are reduced
+// across heads without atomics; only dQ's rows receive from many programs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileSteps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// The memrefs a program reads and writes: the op's operands and the two
+/// workspaces, or (packed sequences) views of one sequence's rows of them.
+struct BackwardOperands {
+  Value q, k, v, o, dO, lse, dQ, dK, dV, delta, dQAccumulator;
+};
+
+/// One program's problem: its batch index and sequence lengths, and
+/// (packed sequences) its sequence's rows.
+struct ProgramProblem {
+  Value batch, seqQ, seqK;
+  std::optional<SequenceRows> rowsQ, rowsK;
+};
+
+class BackwardTiler {
+public:
+  BackwardTiler(AttentionBackwardOp op, ConfigAttr config)
+      : op(op), blockM(config.getBlockM()), blockN(config.getBlockN()),
+        headDim(op.getHeadDim()),
+        element(cast<MemRefType>(op.getQ().getType()).getElementType()),
+        scale(op.getEffectiveScale()) {}
+
+  void run();
+
+private:
+  Value constantTile(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
+                     float value) {
+    auto type = RankedTensorType::get(shape, b.getF32Type());
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+  }
+  Value round(ImplicitLocOpBuilder &b, Value tile) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    return arith::TruncFOp::create(
+        b, RankedTensorType::get(type.getShape(), element), tile);
+  }
+  /// The problem of the program whose batch (or, packed, sequence) index is
+  /// `batch`.
+  ProgramProblem problemOf(ImplicitLocOpBuilder &b, Value batch);
+  /// The memrefs `problem` reads and writes: the op's and the workspaces,
+  /// or views of its sequence's rows of them.
+  BackwardOperands operandsOf(ImplicitLocOpBuilder &b,
+                              const ProgramProblem &problem);
+  /// Runs `body` only where `start` lies inside `length` (packed
+  /// sequences: a tile past its sequence's end does nothing).
+  void ifInside(ImplicitLocOpBuilder &b, Value start, Value length,
+                function_ref<void()> body);
+
+  void buildDeltaProgram(ImplicitLocOpBuilder &b);
+  void buildKeyTileProgram(ImplicitLocOpBuilder &b);
+  void buildDQProgram(ImplicitLocOpBuilder &b);
+
+  AttentionBackwardOp op;
+  int64_t blockM, blockN, headDim;
+  Type element;
+  float scale;
+  Value c0, c1, heads, kvHeads, groupSize, seqQ, seqK;
+  Value delta, dQAccumulator;
+};
+
+ProgramProblem BackwardTiler::problemOf(ImplicitLocOpBuilder &b, Value batch) {
+  if (!op.isPacked())
+    return {batch, seqQ, seqK, std::nullopt, std::nullopt};
+  SequenceRows rowsQ = loadSequenceRows(b, op.getCuSeqlensQ(), batch);
+  SequenceRows rowsK = loadSequenceRows(b, op.getCuSeqlensK(), batch);
+  return {c0, rowsQ.length, rowsK.length, rowsQ, rowsK};
+}
+
+BackwardOperands BackwardTiler::operandsOf(ImplicitLocOpBuilder &b,
+                                           const ProgramProblem &problem) {
+  BackwardOperands all = {op.getQ(),  op.getK(),   op.getV(),    op.getO(),
+                          op.getDO(), op.getLse(), op.getDQ(),   op.getDK(),
+                          op.getDV(), delta,       dQAccumulator};
+  if (!problem.rowsQ)
+    return all;
+  auto queries = [&](Value m) {
+    return viewSequenceRows(b, m, *problem.rowsQ, heads);
+  };
+  auto keys = [&](Value m) {
+    return viewSequenceRows(b, m, *problem.rowsK, kvHeads);
+  };
+  return {queries(all.q),
+          keys(all.k),
+          keys(all.v),
+          queries(all.o),
+          queries(all.dO),
+          queries(all.lse),
+          queries(all.dQ),
+          keys(all.dK),
+          keys(all.dV),
+          queries(all.delta),
+          queries(all.dQAccumulator)};
+}
+
+void BackwardTiler::ifInside(ImplicitLocOpBuilder &b, Value start, Value length,
+                             function_ref<void()> body) {
+  if (!op.isPacked())
+    return body();
+  Value inside =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, start, length);
+  auto ifOp = scf::IfOp::create(b, inside, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  body();
+}
+
+void BackwardTiler::buildDeltaProgram(ImplicitLocOpBuilder &b) {
+  Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
+                                    arith::ConstantIndexOp::create(b, blockM));
+  Value batchHead = ProgramIdOp::create(b, 1);
+  Value head = arith::RemUIOp::create(b, batchHead, heads);
+  Value batch = arith::DivUIOp::create(b, batchHead, heads);
+  ProgramProblem problem = problemOf(b, batch);
+  ifInside(b, row, problem.seqQ, [&] {
+    BackwardOperands mem = operandsOf(b, problem);
+    SmallVector<Value, 3> at = {problem.batch, head, row};
+    auto tileType = RankedTensorType::get({blockM, headDim}, element);
+    Value o = LoadTileOp::create(b, tileType, mem.o, at);
+    Value dO = LoadTileOp::create(b, tileType, mem.dO, at);
+    auto rowType = RankedTensorType::get({blockM}, b.getF32Type());
+    Value rowDelta = RowDotOp::create(b, rowType, dO, o);
+    StoreTileOp::create(b, rowDelta, mem.delta, at);
+    StoreTileOp::create(b, constantTile(b, {blockM, headDim}, 0.0f),
+                        mem.dQAccumulator, at);
+  });
+}
+
+void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
+  Value cBlockM = arith::ConstantIndexOp::create(b, blockM);
+  Value col = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
+                                    arith::ConstantIndexOp::create(b, blockN));
+  Value batchHead = ProgramIdOp::create(b, 1);
+  Value kvHead = arith::RemUIOp::create(b, batchHead, kvHeads);
+  Value batch = arith::DivUIOp::create(b, batchHead, kvHeads);
+  ProgramProblem problem = problemOf(b, batch);
+  ifInside(b, col, problem.seqK, [&] {
+    BackwardOperands mem = operandsOf(b, problem);
+    Value tileSeqQ = problem.seqQ, tileSeqK = problem.seqK;
+    auto kvTileType = RankedTensorType::get({blockN, headDim}, element);
+    Value k = LoadTileOp::create(b, kvTileType, mem.k,
+                                 ValueRange{problem.batch, kvHead, col});
+    Value v = LoadTileOp::create(b, kvTileType, mem.v,
+                                 ValueRange{problem.batch, kvHead, col});
+
+    // With the bottom-right aligned causal mask, query row i sees key j
+    // when j <= i + seq_k - seq_q: the first query tile with a row that
+    // sees key `col` holds row max(col - (seq_k - seq_q), 0).
+    Value firstRow = c0;
+    if (op.getCausal()) {
+      Value shift = arith::SubIOp::create(b, tileSeqK, tileSeqQ);
+      Value first = arith::SubIOp::create(b, col, shift);
+      Value clamped = arith::MaxSIOp::create(b, first, c0);
+      firstRow = arith::MulIOp::create(
+          b, arith::DivUIOp::create(b, clamped, cBlockM), cBlockM);
+    }
+
+    Value gradInit = constantTile(b, {blockN, headDim}, 0.0f);
+    Value scoreInit = constantTile(b, {blockM, blockN}, 0.0f);
+    Value rowGradInit = constantTile(b, {blockM, headDim}, 0.0f);
+    auto qTileType = RankedTensorType::get({blockM, headDim}, element);
+    auto rowType = RankedTensorType::get({blockM}, b.getF32Type());
+    auto pType = RankedTensorType::get({blockM, blockN}, b.getF32Type());
+    FloatAttr scaleAttr = b.getF32FloatAttr(scale);
+    bool causal = op.getCausal();
+
+    // Every query head of the group, then every query tile, in order.
+    auto headLoop = scf::ForOp::create(
+        b, c0, groupSize, c1, ValueRange{gradInit, gradInit},
+        [&](OpBuilder &nested, Location loc, Value member,
+            ValueRange headGrads) {
+          ImplicitLocOpBuilder hb(loc, nested);
+          Value head = arith::AddIOp::create(
+              hb, arith::MulIOp::create(hb, kvHead, groupSize), member);
+          auto rowLoop = scf::ForOp::create(
+              hb, firstRow, tileSeqQ, cBlockM, headGrads,
+              [&](OpBuilder &inner, Location loc, Value row, ValueRange grads) {
+                ImplicitLocOpBuilder lb(loc, inner);
+                SmallVector<Value, 3> at = {problem.batch, head, row};
+                Value q = LoadTileOp::create(lb, qTileType, mem.q, at);
+                Value dO = LoadTileOp::create(lb, qTileType, mem.dO, at);
+                Value lse = LoadTileOp::create(lb, rowType, mem.lse, at);
+                Value rowDelta = LoadTileOp::create(lb, rowType, mem.delta, at);
+                Value scores =
+                    DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
+                Value masked = MaskOp::create(lb, scores, row, col, tileSeqQ,
+                                              tileSeqK, causal);
+                Value p = SoftmaxRecomputeOp::create(lb, pType, masked, lse,
+                                                     scaleAttr,
+                                                     /*base2=*/UnitAttr());
+                Value dV = DotOp::create(lb, round(lb, p), dO, grads[1],
+                                         /*transpose_a=*/true,
+                                         /*transpose_b=*/false);
+                Value dP =
+                    DotOp::create(lb, dO, v, scoreInit, /*transpose_b=*/true);
+                Value dS = round(
+                    lb, SoftmaxGradOp::create(lb, pType, p, dP, rowDelta));
+                Value dK = DotOp::create(lb, dS, q, grads[0],
+                                         /*transpose_a=*/true,
+                                         /*transpose_b=*/false);
+                Value dQ = DotOp::create(lb, dS, k, rowGradInit,
+                                         /*transpose_b=*/false);
+                StoreTileOp::create(lb, dQ, mem.dQAccumulator, at,
+                                    /*accumulate=*/true);
+                scf::YieldOp::create(lb, ValueRange{dK, dV});
+              });
+          scf::YieldOp::create(hb, rowLoop.getResults());
+        });
+
+    // dS is the gradient of the scaled logits; the keys' is scale times it.
+    Value dK = arith::MulFOp::create(b, headLoop.getResult(0),
+                                     constantTile(b, {blockN, headDim}, scale));
+    SmallVector<Value, 3> at = {problem.batch, kvHead, col};
+    StoreTileOp::create(b, round(b, dK), mem.dK, at);
+    StoreTileOp::create(b, round(b, headLoop.getResult(1)), mem.dV, at);
+  });
+}
+
+void BackwardTiler::buildDQProgram(ImplicitLocOpBuilder &b) {
+  Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
+                                    arith::ConstantIndexOp::create(b, blockM));
+  Value batchHead = ProgramIdOp::create(b, 1);
+  Value head = arith::RemUIOp::create(b, batchHead, heads);
+  Value batch = arith::DivUIOp::create(b, batchHead, heads);
+  ProgramProblem problem = problemOf(b, batch);
+  ifInside(b, row, problem.seqQ, [&] {
+    SmallVector<Value, 3> at = {problem.batch, head, row};
+    auto accType = RankedTensorType::get({blockM, headDim}, b.getF32Type());
+    BackwardOperands mem = operandsOf(b, problem);
+    Value acc = LoadTileOp::create(b, accType, mem.dQAccumulator, at);
+    Value dQ = arith::MulFOp::create(b, acc,
+                                     constantTile(b, {blockM, headDim}, scale));
+    StoreTileOp::create(b, round(b, dQ), mem.dQ, at);
+  });
+}
+
+void BackwardTiler::run() {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  c0 = arith::ConstantIndexOp::create(b, 0);
+  c1 = arith::ConstantIndexOp::create(b, 1);
+  Value c2 = arith::ConstantIndexOp::create(b, 2);
+  Value batch = memref::DimOp::create(b, op.getQ(), c0);
+  heads = memref::DimOp::create(b, op.getQ(), c1);
+  kvHeads = memref::DimOp::create(b, op.getK(), c1);
+  groupSize = arith::DivUIOp::create(b, heads, kvHeads);
+  seqQ = memref::DimOp::create(b, op.getQ(), c2);
+  seqK = memref::DimOp::create(b, op.getK(), c2);
+
+  // The workspaces, Q's rows in f32: the row deltas and the dQ sums.
+  Type f32 = b.getF32Type();
+  delta = memref::AllocOp::create(
+      b,
+      MemRefType::get(
+          {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
+          f32),
+      ValueRange{batch, heads, seqQ});
+  dQAccumulator = memref::AllocOp::create(
+      b,
+      MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                       ShapedType::kDynamic, headDim},
+                      f32),
+      ValueRange{batch, heads, seqQ});
+
+  // Packed sequences: one program row per sequence and head, as many tiles
+  // as the longest sequence needs.
+  Value longestQ = seqQ, longestK = seqK;
+  if (op.isPacked()) {
+    batch = arith::SubIOp::create(
+        b, memref::DimOp::create(b, op.getCuSeqlensQ(), c0), c1);
+    longestQ = op.getMaxSeqlenQ();
+    longestK = op.getMaxSeqlenK();
+  }
+  auto tiles = [&](Value rows, int64_t block) -> Value {
+    return arith::CeilDivUIOp::create(b, rows,
+                                      arith::ConstantIndexOp::create(b, block));
+  };
+  Value queryTiles = tiles(longestQ, blockM);
+  Value batchHeads = arith::MulIOp::create(b, batch, heads);
+  Value batchKvHeads = arith::MulIOp::create(b, batch, kvHeads);
+
+  auto emitGrid = [&](ValueRange sizes,
+                      void (BackwardTiler::*program)(ImplicitLocOpBuilder &)) {
+    auto grid = GridOp::create(b, sizes);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&grid.getBody().front());
+    (this->*program)(b);
+  };
+  emitGrid({queryTiles, batchHeads}, &BackwardTiler::buildDeltaProgram);
+  emitGrid({tiles(longestK, blockN), batchKvHeads},
+           &BackwardTiler::buildKeyTileProgram);
+  emitGrid({queryTiles, batchHeads}, &BackwardTiler::buildDQProgram);
+  op.erase();
+}
+
+} // namespace
+
+void mlir::flash::tileAttentionBackward(AttentionBackwardOp op,
+                                        ConfigAttr config) {
+  BackwardTiler(op, config).run();
+}
