@@ -131,3 +131,30 @@ func.func @load_and_store(%src: memref<?x?x?x16xf16>, %dst: memref<?x?x?x16xf16>
   flash.store_tile %t, %dst[%b, %h, %row] : tensor<64x16xf16> -> memref<?x?x?x16xf16>
   return
 }
+
+// -----
+
+// The backward pass's memory tiles: dQ's rows added to (load, add, store:
+// the CPU runs one program at a time), and the LSE loaded as a row vector,
+// zero past the end.
+// CHECK-LABEL: func.func @accumulate_rows
+// CHECK-SAME: (%[[T:[^:]*]]: tensor<4x8xf32>, %[[DQ:[^:]*]]: memref<?x?x?x8xf32>, %[[LSE:[^:]*]]: memref<?x?x?xf32>, %[[B:[^:]*]]: index, %[[H:[^:]*]]: index, %[[ROW:[^:]*]]: index)
+// CHECK: scf.for %[[I:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK:   %[[R:.*]] = arith.addi %[[ROW]], %[[I]]
+// CHECK:   scf.for %[[J:.*]] = %c0 to %c8 step %c1 {
+// CHECK:     %[[NEW:.*]] = tensor.extract %[[T]][%[[I]], %[[J]]]
+// CHECK:     %[[OLD:.*]] = memref.load %[[DQ]][%[[B]], %[[H]], %[[R]], %[[J]]]
+// CHECK:     %[[SUM:.*]] = arith.addf %[[OLD]], %[[NEW]]
+// CHECK:     memref.store %[[SUM]], %[[DQ]][%[[B]], %[[H]], %[[R]], %[[J]]]
+// CHECK: %[[ROWS:.*]] = memref.dim %[[LSE]], %c2
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]{{.*}} outs(%{{.*}} : tensor<4xf32>)
+// CHECK:   %[[LR:.*]] = arith.addi %[[ROW]], %{{.*}}
+// CHECK:   %[[IN:.*]] = arith.cmpi ult, %[[LR]], %[[ROWS]]
+// CHECK:   scf.if %[[IN]] -> (f32) {
+// CHECK:     memref.load %[[LSE]][%[[B]], %[[H]], %[[LR]]]
+func.func @accumulate_rows(%t: tensor<4x8xf32>, %dq: memref<?x?x?x8xf32>, %lse: memref<?x?x?xf32>,
+                           %b: index, %h: index, %row: index) -> tensor<4xf32> {
+  flash.store_tile %t, %dq[%b, %h, %row] accumulate : tensor<4x8xf32> -> memref<?x?x?x8xf32>
+  %l = flash.load_tile %lse[%b, %h, %row] : memref<?x?x?xf32> -> tensor<4xf32>
+  return %l : tensor<4xf32>
+}

@@ -38,6 +38,9 @@ void populateTileMemoryToLinalgPatterns(RewritePatternSet &patterns);
 void populateDotToLinalgPatterns(RewritePatternSet &patterns);
 /// mask, softmax_update, rescale and finalize to linalg.generic.
 void populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns);
+/// row_dot, softmax_recompute and softmax_grad (the backward pass's tile
+/// ops) to linalg.generic.
+void populateBackwardToLinalgPatterns(RewritePatternSet &patterns);
 
 /// The LLVM types of the warp-specialised level's types: an accumulator
 /// fragment to a struct of f32, a register A fragment 1:N to its i32, a

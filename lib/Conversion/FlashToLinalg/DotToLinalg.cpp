@@ -15,12 +15,6 @@ using namespace mlir::flash;
 
 namespace {
 
-Value widenToF32(ImplicitLocOpBuilder &b, Value value) {
-  if (value.getType().isF32())
-    return value;
-  return arith::ExtFOp::create(b, b.getF32Type(), value);
-}
-
 struct DotToLinalg : OpRewritePattern<DotOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -30,11 +24,12 @@ struct DotToLinalg : OpRewritePattern<DotOp> {
     MLIRContext *ctx = op.getContext();
     AffineExpr i = b.getAffineDimExpr(0), j = b.getAffineDimExpr(1),
                k = b.getAffineDimExpr(2);
-    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {i, k}, ctx),
-                                   op.getTransposeB()
-                                       ? AffineMap::get(3, 0, {j, k}, ctx)
-                                       : AffineMap::get(3, 0, {k, j}, ctx),
-                                   AffineMap::get(3, 0, {i, j}, ctx)};
+    SmallVector<AffineMap> maps = {
+        op.getTransposeA() ? AffineMap::get(3, 0, {k, i}, ctx)
+                           : AffineMap::get(3, 0, {i, k}, ctx),
+        op.getTransposeB() ? AffineMap::get(3, 0, {j, k}, ctx)
+                           : AffineMap::get(3, 0, {k, j}, ctx),
+        AffineMap::get(3, 0, {i, j}, ctx)};
     Value result = buildGeneric(
         b, ValueRange{op.getA(), op.getB()}, op.getAcc(), maps,
         {utils::IteratorType::parallel, utils::IteratorType::parallel,

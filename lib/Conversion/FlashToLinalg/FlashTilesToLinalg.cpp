@@ -30,13 +30,15 @@ struct ConvertFlashTilesToLinalgPass
     populateTileMemoryToLinalgPatterns(patterns);
     populateDotToLinalgPatterns(patterns);
     populateSoftmaxToLinalgPatterns(patterns);
+    populateBackwardToLinalgPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
 
     // Anything left would reach the LLVM lowering and fail far from here.
     WalkResult leftover = getOperation()->walk([](Operation *op) {
       if (isa<LoadTileOp, StoreTileOp, DotOp, MaskOp, SoftmaxUpdateOp,
-              RescaleOp, FinalizeOp>(op)) {
+              RescaleOp, FinalizeOp, RowDotOp, SoftmaxRecomputeOp,
+              SoftmaxGradOp>(op)) {
         op->emitOpError("was not lowered to linalg");
         return WalkResult::interrupt();
       }

@@ -19,6 +19,14 @@ namespace mlir::flash {
 using GenericBody =
     function_ref<Value(ImplicitLocOpBuilder &b, ValueRange args)>;
 
+/// `value` as f32: extended where it is bf16 or f16, as the tensor cores
+/// read their operands.
+inline Value widenToF32(ImplicitLocOpBuilder &b, Value value) {
+  if (value.getType().isF32())
+    return value;
+  return arith::ExtFOp::create(b, b.getF32Type(), value);
+}
+
 /// A tensor.empty of a static `type`.
 inline Value buildEmpty(ImplicitLocOpBuilder &b, RankedTensorType type) {
   return tensor::EmptyOp::create(b, type.getShape(), type.getElementType());

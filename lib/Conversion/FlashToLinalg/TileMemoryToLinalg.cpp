@@ -31,21 +31,25 @@ struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
           rowStart = op.getIndices()[2];
     Value rows = memref::DimOp::create(b, source, kSeqDim);
     Type elementType = tileType.getElementType();
-    AffineMap identity = AffineMap::getMultiDimIdentityMap(2, b.getContext());
+    int64_t rank = tileType.getRank();
+    AffineMap identity =
+        AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
     Value tile = buildGeneric(
-        b, ValueRange{}, buildEmpty(b, tileType), {identity},
-        {utils::IteratorType::parallel, utils::IteratorType::parallel},
+        b, ValueRange{}, buildEmpty(b, tileType), {identity}, iterators,
         [&](ImplicitLocOpBuilder &b, ValueRange) -> Value {
           Value row =
               arith::AddIOp::create(b, rowStart, linalg::IndexOp::create(b, 0));
-          Value col = linalg::IndexOp::create(b, 1);
+          SmallVector<Value, 4> at = {batch, head, row};
+          if (rank == 2)
+            at.push_back(linalg::IndexOp::create(b, 1));
           Value inBounds =
               arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows);
           auto read = scf::IfOp::create(
               b, inBounds,
               [&](OpBuilder &nested, Location loc) {
-                Value value = memref::LoadOp::create(
-                    nested, loc, source, ValueRange{batch, head, row, col});
+                Value value = memref::LoadOp::create(nested, loc, source, at);
                 scf::YieldOp::create(nested, loc, value);
               },
               [&](OpBuilder &nested, Location loc) {
@@ -82,6 +86,16 @@ struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
         arith::ConstantIndexOp::create(b, tileType.getDimSize(0)));
 
     Value tile = op.getValue();
+    bool accumulate = op.getAccumulate();
+    // The CPU runs one program at a time: a read, add and write is atomic.
+    auto store = [&](OpBuilder &builder, Location loc, Value value,
+                     ValueRange at) {
+      if (accumulate) {
+        Value old = memref::LoadOp::create(builder, loc, dest, at);
+        value = arith::AddFOp::create(builder, loc, old, value);
+      }
+      memref::StoreOp::create(builder, loc, value, dest, at);
+    };
     scf::ForOp::create(
         b, c0, count, c1, ValueRange{},
         [&](OpBuilder &nested, Location loc, Value i, ValueRange) {
@@ -89,8 +103,7 @@ struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
           Value row = arith::AddIOp::create(rb, rowStart, i);
           if (tileType.getRank() == 1) {
             Value value = tensor::ExtractOp::create(rb, tile, i);
-            memref::StoreOp::create(rb, value, dest,
-                                    ValueRange{batch, head, row});
+            store(rb, loc, value, ValueRange{batch, head, row});
           } else {
             Value cols =
                 arith::ConstantIndexOp::create(rb, tileType.getDimSize(1));
@@ -99,8 +112,7 @@ struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
                 [&](OpBuilder &inner, Location loc, Value j, ValueRange) {
                   Value value = tensor::ExtractOp::create(inner, loc, tile,
                                                           ValueRange{i, j});
-                  memref::StoreOp::create(inner, loc, value, dest,
-                                          ValueRange{batch, head, row, j});
+                  store(inner, loc, value, ValueRange{batch, head, row, j});
                   scf::YieldOp::create(inner, loc);
                 });
           }
