@@ -1,7 +1,8 @@
 //===- Reference.h - float64 attention reference for one row ----*- C++ -*-===//
 //
-// softmax(scale * q K^T) V and its log-sum-exp for a single query row, in
-// double precision, with flashc's causal convention (bottom-right aligned).
+// softmax(scale * q K^T) V and its log-sum-exp for a single query row, and
+// the gradients of one head, in double precision, with flashc's causal
+// convention (bottom-right aligned).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,22 @@ struct HeadView {
 double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
                     int64_t headDim, double scale, bool causal, double *out,
                     std::vector<double> &scratch);
+
+/// The gradients of one query head's attention in double precision:
+/// O = softmax(scale * Q K^T) V with flashc's causal convention, and dO the
+/// gradient of the loss with respect to O. Writes dQ (seqQ x D) and *adds*
+/// this head's share to dK and dV (seqK x D each), so that the query heads
+/// of a grouped-query group sum into their K/V head's gradients. A query
+/// row that sees no key contributes nothing.
+///
+/// delta_i = dO_i . O_i is taken from `storedOut` (seqQ x D) where given:
+/// flash.attention_backward's definition, from the forward's rounded
+/// output, whose rounding rows with huge logits amplify into dK by |q|
+/// whatever the kernel; null: the exact sum_j P_ij dP_ij.
+void referenceBackwardHead(const HeadView &head, const double *dOut,
+                           const double *storedOut, int64_t seqQ, int64_t seqK,
+                           int64_t headDim, double scale, bool causal,
+                           double *dq, double *dk, double *dv);
 
 } // namespace flashc::ref
 

@@ -1,0 +1,194 @@
+//===- CpuTestSupport.h - host tensors and the JIT for CPU numerics -*- C++
+//-*-===//
+//
+// What the CPU numerics tests share: a problem case, random host tensors in
+// B x H x N x D or B x N x H x D storage with their memref descriptors, and
+// the CPU reference pipeline into MLIR's execution engine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_TEST_CPU_CPUTESTSUPPORT_H
+#define FLASHC_TEST_CPU_CPUTESTSUPPORT_H
+
+#include "flashc/InitAll.h"
+#include "flashc/Pipeline/Pipelines.h"
+#include "flashc/Reference/HostData.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cstring>
+#include <ostream>
+#include <random>
+
+namespace flashc::cputest {
+
+using flashc::rt::DType;
+
+struct Case {
+  const char *name;
+  int64_t batch, heads, seqQ, seqK, headDim;
+  bool causal;
+  DType dtype;
+  /// Every third query row is multiplied by this, to push logits to ~1e3.
+  float hotRowFactor = 1.0f;
+  int64_t blockM = 64, blockN = 32;
+  /// K/V heads (grouped-query attention); 0: as many as Q's.
+  int64_t kvHeads = 0;
+  /// q, k, v and o stored B x S x H x D and passed as strided B x H x S x D
+  /// views (the kernel's memref types are strided).
+  bool bshd = false;
+
+  int64_t keyValueHeads() const { return kvHeads ? kvHeads : heads; }
+};
+
+inline std::ostream &operator<<(std::ostream &os, const Case &c) {
+  return os << c.name;
+}
+
+/// Host copy of a B x H x N x D tensor: the bits the kernel sees and the
+/// same values widened to double for the reference.
+struct HostTensor {
+  std::vector<uint16_t> bits;
+  std::vector<double> values;
+};
+
+inline HostTensor randomTensor(std::mt19937 &rng, const Case &c, int64_t heads,
+                               int64_t rows, float hotRowFactor) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  HostTensor t;
+  int64_t count = c.batch * heads * rows * c.headDim;
+  t.bits.resize(count);
+  t.values.resize(count);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t row = (i / c.headDim) % rows;
+    float x = uniform(rng);
+    if (row % 3 == 0)
+      x *= hotRowFactor;
+    t.bits[i] = flashc::ref::floatToHalfBits(x, c.dtype);
+    t.values[i] = flashc::ref::halfBitsToFloat(t.bits[i], c.dtype);
+  }
+  return t;
+}
+
+/// Element (b, h, n, d) of a B x H x N x D tensor: its index in B x H x N
+/// x D storage, or with `bshd` in B x N x H x D storage.
+inline int64_t elementIndex(const Case &c, int64_t heads, int64_t rows,
+                            int64_t b, int64_t h, int64_t n, int64_t d) {
+  if (c.bshd)
+    return ((b * rows + n) * heads + h) * c.headDim + d;
+  return ((b * heads + h) * rows + n) * c.headDim + d;
+}
+
+/// `bits` (B x H x N x D order) in the case's storage order.
+inline std::vector<uint16_t> stored(const std::vector<uint16_t> &bits,
+                                    const Case &c, int64_t heads,
+                                    int64_t rows) {
+  std::vector<uint16_t> out(bits.size());
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < rows; ++n)
+        for (int64_t d = 0; d < c.headDim; ++d)
+          out[elementIndex(c, heads, rows, b, h, n, d)] =
+              bits[((b * heads + h) * rows + n) * c.headDim + d];
+  return out;
+}
+
+/// The B x H x N x D view of a buffer in the case's storage order.
+inline StridedMemRefType<uint16_t, 4>
+view4(std::vector<uint16_t> &data, const Case &c, int64_t heads, int64_t rows) {
+  StridedMemRefType<uint16_t, 4> m;
+  m.basePtr = m.data = data.data();
+  m.offset = 0;
+  int64_t sizes[4] = {c.batch, heads, rows, c.headDim};
+  for (int i = 0; i < 4; ++i)
+    m.sizes[i] = sizes[i];
+  m.strides[3] = 1;
+  if (c.bshd) {
+    m.strides[1] = c.headDim;
+    m.strides[2] = heads * c.headDim;
+    m.strides[0] = rows * heads * c.headDim;
+  } else {
+    m.strides[2] = c.headDim;
+    m.strides[1] = rows * c.headDim;
+    m.strides[0] = heads * rows * c.headDim;
+  }
+  return m;
+}
+
+inline StridedMemRefType<float, 3> view3(std::vector<float> &data,
+                                         const Case &c) {
+  StridedMemRefType<float, 3> m;
+  m.basePtr = m.data = data.data();
+  m.offset = 0;
+  m.sizes[0] = c.batch;
+  m.sizes[1] = c.heads;
+  m.sizes[2] = c.seqQ;
+  m.strides[0] = c.heads * c.seqQ;
+  m.strides[1] = c.seqQ;
+  m.strides[2] = 1;
+  return m;
+}
+
+/// compiler-rt's f32 -> bf16 conversion. LLVM 22 lowers `arith.truncf` to
+/// bf16 on x86 without AVX512-BF16 to a call to it, and Debian 12's libgcc
+/// (GCC 12) does not have it, so the JIT would find no definition. The
+/// x86-64 ABI returns a 16-bit float in xmm0: _Float16 carries the bf16
+/// bits there, rounded as the host reference rounds them.
+inline _Float16 truncSfBf2(float x) {
+  uint16_t out = flashc::ref::floatToHalfBits(x, DType::BF16);
+  _Float16 result;
+  std::memcpy(&result, &out, sizeof(out));
+  return result;
+}
+
+/// A context with every dialect flashc uses and their LLVM translations.
+inline std::unique_ptr<mlir::MLIRContext> jitContext() {
+  mlir::DialectRegistry registry;
+  flashc::registerAllDialects(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  return std::make_unique<mlir::MLIRContext>(registry);
+}
+
+/// `source` (a func @attention with llvm.emit_c_interface) through the CPU
+/// reference pipeline into the execution engine, bf16 rounding resolved to
+/// truncSfBf2: the kernel is the engine's _mlir_ciface_attention.
+inline llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+jitCompile(mlir::MLIRContext &context, llvm::StringRef source) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  if (!module)
+    return llvm::createStringError("the kernel's source does not parse");
+  mlir::PassManager pm(&context);
+  flashc::buildCpuReferencePipeline(pm, {});
+  if (mlir::failed(pm.run(*module)))
+    return llvm::createStringError("the CPU reference pipeline failed");
+  mlir::ExecutionEngineOptions options;
+  options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
+  auto engine = mlir::ExecutionEngine::create(*module, options);
+  if (!engine)
+    return engine.takeError();
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("__truncsfbf2")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&truncSfBf2),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
+  return std::move(*engine);
+}
+
+} // namespace flashc::cputest
+
+#endif // FLASHC_TEST_CPU_CPUTESTSUPPORT_H
