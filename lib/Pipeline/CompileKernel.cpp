@@ -32,7 +32,12 @@ std::string printModule(ModuleOp module) {
 } // namespace
 
 bool flashc::isKernelLevel(ModuleOp module) {
-  return module.walk([](flash::AttentionOp) { return WalkResult::interrupt(); })
+  return module
+      .walk([](Operation *op) {
+        return isa<flash::AttentionOp, flash::AttentionBackwardOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
       .wasInterrupted();
 }
 
@@ -45,6 +50,17 @@ flashc::compileKernel(ModuleOp module, const KernelCompileOptions &options) {
         "a shared library is the CPU target's artefact: the GPU target "
         "writes PTX or cubin");
   if (isKernelLevel(module)) {
+    // The backward pass's tile program has no GPU lowering yet: say so at
+    // the op rather than let the GPU matcher refuse its grids.
+    WalkResult backward = module.walk([&](flash::AttentionBackwardOp op) {
+      if (options.stage == KernelStage::Tile)
+        return WalkResult::advance();
+      op.emitOpError("has no GPU lowering yet: compile it for the CPU "
+                     "(--target=cpu), or stop at --emit=tile");
+      return WalkResult::interrupt();
+    });
+    if (backward.wasInterrupted())
+      return failedIn("conversion");
     PassManager pm(module.getContext());
     if (options.stage == KernelStage::Tile)
       buildTilePipeline(pm, options.overrides);

@@ -36,33 +36,59 @@ std::string printOperation(Operation *op) {
   return text;
 }
 
-/// The kernel function and its attention op, before lowering.
+/// The kernel function and its attention op (flash.attention or
+/// flash.attention_backward), before lowering.
 struct HostKernel {
   func::FuncOp function;
-  flash::AttentionOp attention;
+  Operation *attention;
 };
 
-/// The one function holding flash.attention: the library exports one entry
+/// The one function holding an attention op: the library exports one entry
 /// point, so the module must say which function that is.
 FailureOr<HostKernel> findHostKernel(ModuleOp module) {
-  SmallVector<flash::AttentionOp> ops;
-  module.walk([&](flash::AttentionOp op) { ops.push_back(op); });
+  SmallVector<Operation *> ops;
+  module.walk([&](Operation *op) {
+    if (isa<flash::AttentionOp, flash::AttentionBackwardOp>(op))
+      ops.push_back(op);
+  });
   if (ops.size() != 1)
     return module.emitError()
            << "the CPU target compiles one kernel: expected exactly one "
-              "flash.attention, found "
+              "flash.attention or flash.attention_backward, found "
            << ops.size();
-  auto function = ops.front()->getParentOfType<func::FuncOp>();
+  Operation *op = ops.front();
+  auto function = op->getParentOfType<func::FuncOp>();
   if (!function)
-    return ops.front().emitOpError()
-           << "must be inside a func.func for the CPU target";
+    return op->emitOpError() << "must be inside a func.func for the CPU target";
   // kernel.json names no cu_seqlens or max_seqlen argument yet.
-  if (ops.front().isPacked())
-    return ops.front().emitOpError()
+  bool packed = isa<flash::AttentionOp>(op)
+                    ? cast<flash::AttentionOp>(op).isPacked()
+                    : cast<flash::AttentionBackwardOp>(op).isPacked();
+  if (packed)
+    return op->emitOpError()
            << "packed sequences (cu_seqlens) are not supported by CPU "
               "libraries yet (the execution engine runs them: "
               "buildCpuReferencePipeline)";
-  return HostKernel{function, ops.front()};
+  return HostKernel{function, op};
+}
+
+/// The fields of kernel.json that the forward and backward ops share: the
+/// element type, head dim, mask and scale, and the config's tile sizes.
+template <typename OpT>
+llvm::json::Object commonContract(OpT op, const TileOverrides &overrides) {
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  llvm::json::Object contract{
+      {"dtype", isa<BFloat16Type>(element) ? "bf16" : "f16"},
+      {"head_dim", op.getHeadDim()},
+      {"causal", op.getCausal()},
+      {"scale", static_cast<double>(op.getEffectiveScale())},
+  };
+  if (flash::ConfigAttr config = op.getConfigAttr()) {
+    contract["config"] = llvm::json::Object{
+        {"block_m", overrides.blockM ? overrides.blockM : config.getBlockM()},
+        {"block_n", overrides.blockN ? overrides.blockN : config.getBlockN()}};
+  }
+  return contract;
 }
 
 /// What the library's entry point computes and takes, for kernel.json: the
@@ -70,44 +96,50 @@ FailureOr<HostKernel> findHostKernel(ModuleOp module) {
 /// arguments in order, each named after the attention operand it is.
 FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
                                            const TileOverrides &overrides) {
-  flash::AttentionOp op = kernel.attention;
-  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  llvm::json::Object contract{
-      {"dtype", isa<BFloat16Type>(element) ? "bf16" : "f16"},
-      {"head_dim", op.getHeadDim()},
-      {"causal", op.getCausal()},
-      {"scale", static_cast<double>(op.getEffectiveScale())},
-      {"has_lse", static_cast<bool>(op.getLse())},
-  };
-  if (flash::ConfigAttr config = op.getConfigAttr()) {
-    contract["config"] = llvm::json::Object{
-        {"block_m", overrides.blockM ? overrides.blockM : config.getBlockM()},
-        {"block_n", overrides.blockN ? overrides.blockN : config.getBlockN()}};
+  llvm::json::Object contract;
+  SmallVector<std::pair<Value, llvm::StringLiteral>> operands;
+  if (auto op = dyn_cast<flash::AttentionOp>(kernel.attention)) {
+    contract = commonContract(op, overrides);
+    contract["has_lse"] = static_cast<bool>(op.getLse());
+    operands = {{op.getQ(), "q"},
+                {op.getK(), "k"},
+                {op.getV(), "v"},
+                {op.getO(), "o"},
+                {op.getLse(), "lse"}};
+  } else {
+    auto backward = cast<flash::AttentionBackwardOp>(kernel.attention);
+    contract = commonContract(backward, overrides);
+    // The backward reads the forward's LSE; it writes none.
+    contract["has_lse"] = false;
+    contract["pass"] = "backward";
+    contract["deterministic"] = backward.getDeterministic();
+    operands = {{backward.getQ(), "q"},   {backward.getK(), "k"},
+                {backward.getV(), "v"},   {backward.getO(), "o"},
+                {backward.getDO(), "do"}, {backward.getLse(), "lse"},
+                {backward.getDQ(), "dq"}, {backward.getDK(), "dk"},
+                {backward.getDV(), "dv"}};
   }
 
-  std::pair<Value, llvm::StringLiteral> operands[] = {{op.getQ(), "q"},
-                                                      {op.getK(), "k"},
-                                                      {op.getV(), "v"},
-                                                      {op.getO(), "o"},
-                                                      {op.getLse(), "lse"}};
   llvm::json::Array params;
   for (BlockArgument argument : kernel.function.getArguments()) {
     const auto *operand = llvm::find_if(
         operands, [&](auto &entry) { return entry.first == argument; });
     auto type = dyn_cast<MemRefType>(argument.getType());
-    if (operand == std::end(operands) || !type)
+    if (operand == operands.end() || !type)
       return kernel.function.emitOpError()
              << "argument " << argument.getArgNumber()
-             << " is not an operand of its flash.attention: the CPU "
-                "target's entry point takes exactly the attention's memrefs";
+             << " is not an operand of its " << kernel.attention->getName()
+             << ": the CPU target's entry point takes exactly the "
+                "attention's memrefs";
     params.push_back(llvm::json::Object{{"kind", "memref"},
                                         {"tensor", operand->second},
                                         {"rank", type.getRank()}});
   }
-  if (params.size() != static_cast<size_t>(op->getNumOperands()))
+  if (params.size() != static_cast<size_t>(kernel.attention->getNumOperands()))
     return kernel.function.emitOpError()
-           << "takes " << params.size() << " arguments but its flash.attention "
-           << op->getNumOperands()
+           << "takes " << params.size() << " arguments but its "
+           << kernel.attention->getName() << " "
+           << kernel.attention->getNumOperands()
            << " operands: the CPU target's entry point takes each operand as "
               "an argument";
   contract["params"] = std::move(params);

@@ -17,7 +17,7 @@
 // PROBE: exit status 1
 // EXTRA-ARG: error: 'func.func' op argument 5 is not an operand of its flash.attention: the CPU target's entry point takes exactly the attention's memrefs
 // EXTRA-ARG: exit status 1
-// TWO: error: the CPU target compiles one kernel: expected exactly one flash.attention, found 2
+// TWO: error: the CPU target compiles one kernel: expected exactly one flash.attention or flash.attention_backward, found 2
 // TWO: exit status 1
 // CPU: flashc: error: 'nonesuch' is no CPU of {{.*}} (use 'generic', 'native' or an LLVM CPU name such as x86-64-v3)
 // CPU: exit status 1
