@@ -7,7 +7,8 @@ interface (`_mlir_ciface_<kernel>`, kernel.json's "kernel"): it takes one
 pointer per argument to a memref descriptor {allocated pointer, aligned
 pointer, offset, sizes[rank], strides[rank]} (offset and strides in
 elements), for q, k, v, o (B x H x N x D) and lse (B x H x Nq, float32),
-in that order. The library goes into the on-disk cache like a cubin
+in that order (the backward pass's library: q, k, v, o, do, lse, dq, dk,
+dv). The library goes into the on-disk cache like a cubin
 (cache.py; arch "cpu", so keys never collide with a GPU entry; the key
 includes `cc --version`, which links it), found there by later calls in any
 process. FLASHC_CACHE_DIR and FLASHC_COMPILER work as for the GPU path;
@@ -19,7 +20,8 @@ hosts serves all of them. It exists for tests and machines without a GPU.
 
 Three ways in:
   - attention(q, k, v, ...) on numpy arrays: float16 for f16, uint16
-    holding bfloat16's bits for bf16 (numpy has no bfloat16);
+    holding bfloat16's bits for bf16 (numpy has no bfloat16), and
+    attention_backward(q, k, v, o, lse, do, ...) for the gradients;
   - kernel_for(dtype, head_dim, causal, scale).run(...) on raw addresses of
     contiguous buffers, which flashc.attention uses for CPU torch tensors;
   - load("kernel.so") for a library flashc --target=cpu wrote.
@@ -32,12 +34,14 @@ import threading
 
 from . import FlashcError
 from . import cache
-from .variants import Variant, VariantError, canonical_config
+from .variants import (BACKWARD_CONFIG, Variant, VariantError,
+                       canonical_config, generate_backward_source)
 
-__all__ = ["attention", "kernel_for", "load", "compile_variant", "CpuKernel"]
+__all__ = ["attention", "attention_backward", "kernel_for",
+           "backward_kernel_for", "load", "compile_variant", "CpuKernel"]
 
 _lock = threading.Lock()
-_kernels = {}  # (dtype, head_dim, causal, scale) -> CpuKernel
+_kernels = {}  # (dtype, head_dim, causal, scale, pass) -> CpuKernel
 _loaded = {}   # kernel.so path -> CpuKernel
 
 
@@ -65,9 +69,14 @@ def _contiguous_memref(address, sizes):
                          (ctypes.c_int64 * rank)(*strides))
 
 
+_BACKWARD_PARAMS = ["q", "k", "v", "o", "do", "lse", "dq", "dk", "dv"]
+
+
 class CpuKernel:
     """A kernel.so that flashc --target=cpu wrote, with kernel.json beside
-    it (its dtype, head dim, causal, scale, has_lse and parameters)."""
+    it (its dtype, head dim, causal, scale, has_lse and parameters): the
+    forward pass (run) or, where kernel.json says "pass": "backward", the
+    backward pass (run_backward)."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
@@ -89,8 +98,10 @@ class CpuKernel:
         self.causal = bool(meta["causal"])
         self.scale = meta["scale"]
         self.has_lse = bool(meta["has_lse"])
+        self.backward = meta.get("pass", "forward") == "backward"
         self.params = [p["tensor"] for p in meta["params"]]
-        expected = ["q", "k", "v", "o"] + (["lse"] if self.has_lse else [])
+        expected = (_BACKWARD_PARAMS if self.backward else
+                    ["q", "k", "v", "o"] + (["lse"] if self.has_lse else []))
         if self.params != expected:
             raise FlashcError(None, f"{meta_path}: parameters {self.params}, "
                               f"expected {expected}")
@@ -104,14 +115,8 @@ class CpuKernel:
         self._entry.argtypes = [ctypes.c_void_p] * len(self.params)
         self._entry.restype = None
 
-    def run(self, q, k, v, o, lse, batch, heads, seq_q, seq_k,
-            kv_heads=None):
-        """Runs the kernel on row-major buffers given by address (int): q
-        and o batch x heads x seq_q x head_dim, k and v batch x kv_heads x
-        seq_k x head_dim (kv_heads divides heads; default heads), of the
-        kernel's dtype; lse float32 batch x heads x seq_q (required where
-        has_lse). The caller keeps them alive and checks their sizes; this
-        checks only the shape's numbers."""
+    def _shape(self, batch, heads, seq_q, seq_k, kv_heads):
+        """The query and K/V sides' sizes, checked; kv_heads None: heads."""
         kv_heads = heads if kv_heads is None else kv_heads
         for name, n in (("batch", batch), ("heads", heads), ("seq_q", seq_q),
                         ("seq_k", seq_k), ("kv_heads", kv_heads)):
@@ -121,11 +126,22 @@ class CpuKernel:
             raise FlashcError(4, f"kv_heads {kv_heads} does not divide heads "
                               f"{heads}")
         d = self.head_dim
-        descriptors = [
-            _contiguous_memref(q, (batch, heads, seq_q, d)),
-            _contiguous_memref(k, (batch, kv_heads, seq_k, d)),
-            _contiguous_memref(v, (batch, kv_heads, seq_k, d)),
-            _contiguous_memref(o, (batch, heads, seq_q, d))]
+        return (batch, heads, seq_q, d), (batch, kv_heads, seq_k, d)
+
+    def run(self, q, k, v, o, lse, batch, heads, seq_q, seq_k,
+            kv_heads=None):
+        """Runs the kernel on row-major buffers given by address (int): q
+        and o batch x heads x seq_q x head_dim, k and v batch x kv_heads x
+        seq_k x head_dim (kv_heads divides heads; default heads), of the
+        kernel's dtype; lse float32 batch x heads x seq_q (required where
+        has_lse). The caller keeps them alive and checks their sizes; this
+        checks only the shape's numbers."""
+        if self.backward:
+            raise FlashcError(4, f"{self.name} is a backward pass: call "
+                              "run_backward")
+        qs, kvs = self._shape(batch, heads, seq_q, seq_k, kv_heads)
+        descriptors = [_contiguous_memref(q, qs), _contiguous_memref(k, kvs),
+                       _contiguous_memref(v, kvs), _contiguous_memref(o, qs)]
         if self.has_lse:
             if not lse:
                 raise FlashcError(4, "lse: the kernel writes LSE; give a "
@@ -133,10 +149,31 @@ class CpuKernel:
             descriptors.append(_contiguous_memref(lse, (batch, heads, seq_q)))
         self._entry(*[ctypes.addressof(m) for m in descriptors])
 
+    def run_backward(self, q, k, v, o, do, lse, dq, dk, dv, batch, heads,
+                     seq_q, seq_k, kv_heads=None):
+        """Runs a backward-pass kernel on row-major buffers given by address
+        (int): q, o, do and dq batch x heads x seq_q x head_dim, k, v, dk
+        and dv batch x kv_heads x seq_k x head_dim, of the kernel's dtype,
+        and the forward's lse (float32 batch x heads x seq_q). Writes dq,
+        dk and dv. The caller keeps the buffers alive and checks their
+        sizes; this checks only the shape's numbers."""
+        if not self.backward:
+            raise FlashcError(4, f"{self.name} is a forward pass: call run")
+        qs, kvs = self._shape(batch, heads, seq_q, seq_k, kv_heads)
+        descriptors = [
+            _contiguous_memref(q, qs), _contiguous_memref(k, kvs),
+            _contiguous_memref(v, kvs), _contiguous_memref(o, qs),
+            _contiguous_memref(do, qs),
+            _contiguous_memref(lse, (batch, heads, seq_q)),
+            _contiguous_memref(dq, qs), _contiguous_memref(dk, kvs),
+            _contiguous_memref(dv, kvs)]
+        self._entry(*[ctypes.addressof(m) for m in descriptors])
+
     def __repr__(self):
         return (f"flashc.cpu.CpuKernel({self.name!r}, {self.dtype}, "
                 f"D={self.head_dim}, causal={self.causal}, "
-                f"lse={self.has_lse})")
+                + ("backward" if self.backward else f"lse={self.has_lse}")
+                + ")")
 
 
 def load(path):
@@ -160,27 +197,48 @@ def compile_variant(variant, config=None, toolchain=None):
                            info={"variant": variant.name, "tuning": None})
 
 
-def kernel_for(dtype, head_dim, causal=False, scale=None):
-    """The CpuKernel of the variant (dtype "bf16" or "f16"), compiled on
-    first use through the cache."""
+def _cached_kernel(dtype, head_dim, causal, scale, backward):
     try:
         variant = Variant(dtype, head_dim, causal, scale)
     except VariantError as e:
         raise FlashcError(4, str(e)) from None
-    memo = (variant.dtype, variant.head_dim, variant.causal, variant.scale)
+    memo = (variant.dtype, variant.head_dim, variant.causal, variant.scale,
+            backward)
     kern = _kernels.get(memo)
     if kern is not None:
         return kern
+    what = "backward pass" if backward else "kernel"
     try:
         toolchain = cache.Toolchain(cpu=True)
     except cache.CompileError as e:
         raise cache.CompileError(
-            f"flashc: cannot build the CPU kernel of {variant.name}: {e}"
+            f"flashc: cannot build the CPU {what} of {variant.name}: {e}"
         ) from None
-    entry, _ = compile_variant(variant, toolchain=toolchain)
+    if backward:
+        entry, _ = cache.get_entry(
+            generate_backward_source(variant),
+            canonical_config(BACKWARD_CONFIG), cache.CPU_ARCH,
+            toolchain=toolchain,
+            info={"variant": variant.name, "pass": "backward",
+                  "tuning": None})
+    else:
+        entry, _ = compile_variant(variant, toolchain=toolchain)
     kern = load(os.path.join(entry, cache.CPU_BINARY))
     _kernels[memo] = kern
     return kern
+
+
+def kernel_for(dtype, head_dim, causal=False, scale=None):
+    """The CpuKernel of the variant (dtype "bf16" or "f16"), compiled on
+    first use through the cache."""
+    return _cached_kernel(dtype, head_dim, causal, scale, backward=False)
+
+
+def backward_kernel_for(dtype, head_dim, causal=False, scale=None):
+    """The CpuKernel of the variant's backward pass (flash.attention_backward
+    over the variant's mask and scale), compiled on first use through the
+    cache."""
+    return _cached_kernel(dtype, head_dim, causal, scale, backward=True)
 
 
 # --- numpy ------------------------------------------------------------------
@@ -260,6 +318,46 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
     kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
              lse_buf.ctypes.data, b, h, nq, nk, kv_heads=k.shape[1])
     return (o, lse_buf) if return_lse else o
+
+
+def attention_backward(q, k, v, o, lse, do, *, causal=False, scale=None):
+    """The gradients of attention() on numpy arrays on the CPU: from its
+    inputs q, k, v, its outputs O and LSE (return_lse=True) and do, the
+    loss's gradient with respect to O, returns (dq, dk, dv) in q's dtype
+    and shapes of q, k and v. P is recomputed from LSE tile by tile
+    (flash.attention_backward's tile program); dk and dv of a grouped K/V
+    head sum its query heads'. `causal` and `scale` must be the forward's.
+    Rows that saw no key get dq = 0."""
+    import numpy as np
+    arrays = []
+    for n, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do)):
+        if not isinstance(t, np.ndarray):
+            raise FlashcError(4, f"{n} is a {type(t).__name__}, not a numpy "
+                              "array")
+        arrays.append(t)
+    dtype = _numpy_dtype_name(np, arrays[0], "q")
+    for n, t in zip(("k", "v", "o", "do"), arrays[1:]):
+        if t.dtype != arrays[0].dtype:
+            raise FlashcError(4, f"{n} is {t.dtype} but q is {arrays[0].dtype}")
+    check_shapes(q.shape, k.shape, v.shape)
+    for n, t in (("o", o), ("do", do)):
+        if t.shape != q.shape:
+            raise FlashcError(4, f"{n} is {t.shape} but q is {q.shape}")
+    b, h, nq, d = q.shape
+    if (not isinstance(lse, np.ndarray) or lse.shape != (b, h, nq)
+            or lse.dtype != np.float32):
+        raise FlashcError(4, f"lse must be the forward's float32 array of "
+                          f"shape {(b, h, nq)}")
+    q, k, v, o, do, lse = (np.ascontiguousarray(t)
+                           for t in (q, k, v, o, do, lse))
+    dq = np.empty_like(q)
+    dk = np.empty_like(k)
+    dv = np.empty_like(v)
+    kern = backward_kernel_for(dtype, d, causal, scale)
+    kern.run_backward(*(t.ctypes.data for t in (q, k, v, o, do, lse, dq, dk,
+                                                 dv)),
+                      b, h, nq, k.shape[2], kv_heads=k.shape[1])
+    return dq, dk, dv
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal=False,

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""The backward pass on the CPU path, without torch: the forward
+(flashc.cpu.attention) gives O and LSE, then flashc.cpu.attention_backward
+compiles flash.attention_backward for the variant with the real flashc
+(--target=cpu) and returns dq, dk and dv, which are compared with float64
+gradients of the same inputs by relative error (delta = rowsum(dO * O)
+of the forward's stored O, as the op defines it; the error against the
+exact delta is printed beside): ragged lengths, causal with
+seq_q > seq_k (rows that see no key: dq exactly 0) and seq_q < seq_k, rows
+with logits near 1e3, bf16 and f16, grouped-query (32/8) and multi-query
+(32/1) heads, whose dk and dv sum their query heads'.
+
+The compiler is $FLASHC_COMPILER (ctest passes this build's flashc), else
+build/bin/flashc of this checkout. Exits 77 (ctest: skipped) with a
+"skipped: ..." line where numpy or the compiler is missing.
+"""
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# Skips (exit 77) without numpy or the compiler, and sets up the import of
+# flashc from this checkout.
+from test_flashc_cpu_kernel import (COMPILER, Case, make_inputs,  # noqa: E402
+                                    output_values, to_bf16_bits)
+
+import numpy as np  # noqa: E402
+from flashc import FlashcError, cpu  # noqa: E402
+
+
+def reference_backward(q, k, v, do, causal, scale, o=None):
+    """float64 (dq, dk, dv) of softmax(scale * q k^T) v against do, causal
+    aligned bottom-right; rows that see no key contribute nothing. K/V heads
+    shared by a group of query heads get the group's sum. With `o`, delta =
+    rowsum(do * o) of that O, as flash.attention_backward defines it (the
+    forward's stored output), instead of the exact rowsum(P * dP)."""
+    b, h, nq, d = q.shape
+    hkv, nk = k.shape[1], k.shape[2]
+    group = h // hkv
+    kr, vr = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = np.einsum("bhid,bhjd->bhij", q, kr) * scale
+    if causal:
+        i = np.arange(nq)[:, None]
+        j = np.arange(nk)[None, :]
+        s = np.where(j > i + nk - nq, -np.inf, s)
+    m = s.max(axis=-1, keepdims=True)
+    seen = np.isfinite(m)
+    p = np.where(seen, np.exp(s - np.where(seen, m, 0.0)), 0.0)
+    p /= np.where(seen, p.sum(axis=-1, keepdims=True), 1.0)
+    dv = np.einsum("bhij,bhid->bhjd", p, do)
+    dp = np.einsum("bhid,bhjd->bhij", do, vr)
+    delta = ((do * o).sum(axis=-1, keepdims=True) if o is not None
+             else (p * dp).sum(axis=-1, keepdims=True))
+    ds = p * (dp - delta) * scale
+    dq = np.einsum("bhij,bhjd->bhid", ds, kr)
+    dk = np.einsum("bhij,bhid->bhjd", ds, q)
+    fold = lambda t: t.reshape(b, hkv, group, nk, d).sum(axis=2)
+    return dq, fold(dk), fold(dv)
+
+
+CASES = [
+    Case("bf16_d64_ragged", 2, 2, 150, 150, 64, "bf16"),
+    # seq_q > seq_k: the first 123 rows of each head see no key.
+    Case("bf16_d64_causal_more_queries", 1, 2, 200, 77, 64, "bf16",
+         causal=True),
+    Case("bf16_d64_causal_more_keys_logits_1e3", 1, 2, 70, 150, 64, "bf16",
+         causal=True, hot=3000.0),
+    Case("f16_d128_scale", 1, 2, 77, 130, 128, "f16", scale=0.05),
+    Case("bf16_d64_causal_gqa_32_over_8", 1, 32, 70, 129, 64, "bf16",
+         causal=True, hot=3000.0, hkv=8),
+    Case("f16_d64_mqa_32_over_1", 1, 32, 65, 97, 64, "f16", hkv=1),
+]
+
+
+def random_like(x, dtype, rng):
+    """A random array of x's shape in the kernel's encoding, and its
+    float64 values."""
+    r = rng.uniform(-1.0, 1.0, size=x.shape).astype(np.float32)
+    if dtype == "bf16":
+        bits = to_bf16_bits(r)
+        return bits, output_values(bits, dtype)
+    half = r.astype(np.float16)
+    return half, half.astype(np.float64)
+
+
+class CpuBackwardTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.saved = {k: os.environ.get(k) for k in
+                     ("FLASHC_CACHE_DIR", "FLASHC_COMPILER", "FLASHC_DUMP")}
+        cls.tmp = tempfile.mkdtemp(prefix="flashc-cpu-backward-")
+        os.environ.update(FLASHC_CACHE_DIR=os.path.join(cls.tmp, "cache"),
+                          FLASHC_COMPILER=COMPILER)
+        os.environ.pop("FLASHC_DUMP", None)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        for k, v in cls.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def test_gradients_match_float64(self):
+        for seed, case in enumerate(CASES):
+            with self.subTest(case.name):
+                b, h, nq, nk, d = case.shape
+                (q, k, v), exact = make_inputs(case, seed)
+                o, lse = cpu.attention(q, k, v, causal=case.causal,
+                                       scale=case.scale, return_lse=True)
+                do, do_exact = random_like(o, case.dtype,
+                                           np.random.default_rng(100 + seed))
+                dq, dk, dv = cpu.attention_backward(
+                    q, k, v, o, lse, do, causal=case.causal, scale=case.scale)
+                scale = case.scale if case.scale is not None else d ** -0.5
+                # The op's delta comes from the O it is given, the forward's
+                # rounded output: rows with logits near 1e3 (q times 3000)
+                # amplify its rounding in dk by |q|, whatever the kernel.
+                want = reference_backward(*exact, do_exact, case.causal, scale,
+                                          o=output_values(o, case.dtype))
+                exact_grads = reference_backward(*exact, do_exact,
+                                                 case.causal, scale)
+                tolerance = 1e-2 if case.dtype == "bf16" else 5e-3
+                errors, exact_errors = [], []
+                for name, got, ref, ref_exact in zip(
+                        ("dq", "dk", "dv"), (dq, dk, dv), want, exact_grads):
+                    self.assertEqual(got.shape, ref.shape, name)
+                    self.assertEqual(got.dtype, q.dtype, name)
+                    values = output_values(got, case.dtype)
+                    self.assertTrue(np.all(np.isfinite(values)),
+                                    f"{case.name}: {name} is not finite")
+                    errors.append(np.linalg.norm(values - ref)
+                                  / np.linalg.norm(ref))
+                    exact_errors.append(np.linalg.norm(values - ref_exact)
+                                        / np.linalg.norm(ref_exact))
+                if case.causal and nq > nk:
+                    # Rows that see no key: dq exactly 0.
+                    unseen = output_values(dq, case.dtype)[:, :, :nq - nk]
+                    self.assertTrue(np.all(unseen == 0.0), case.name)
+                print(f"[ numerics ] {case.name}: rel err dq {errors[0]:.2e},"
+                      f" dk {errors[1]:.2e}, dv {errors[2]:.2e} (tolerance "
+                      f"{tolerance}); against the exact delta: dq "
+                      f"{exact_errors[0]:.2e}, dk {exact_errors[1]:.2e}, dv "
+                      f"{exact_errors[2]:.2e}")
+                for name, err in zip(("dq", "dk", "dv"), errors):
+                    self.assertLess(err, tolerance, f"{case.name}: {name}")
+
+    def test_refused_arguments(self):
+        case = CASES[0]
+        (q, k, v), _ = make_inputs(case, 0)
+        o, lse = cpu.attention(q, k, v, return_lse=True)
+        cases = [
+            ("lse must be the forward's float32",
+             lambda: cpu.attention_backward(q, k, v, o, lse[:, :1], o)),
+            ("do is (2, 1, 150, 64) but q is (2, 2, 150, 64)",
+             lambda: cpu.attention_backward(q, k, v, o, lse, o[:, :1])),
+            ("o is float16 but q is uint16",
+             lambda: cpu.attention_backward(q, k, v, o.view(np.float16), lse,
+                                            o)),
+        ]
+        for want, call in cases:
+            with self.subTest(want):
+                with self.assertRaises(FlashcError) as raised:
+                    call()
+                self.assertIn(want, str(raised.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
