@@ -3,7 +3,10 @@
 // Masking costs a compare and a select per logit; only the tiles on the
 // causal diagonal and the ragged tail need it. A key loop is split at the
 // first tile that some row of the query tile does not see whole: the first
-// loop runs those before it with no flash.mask at all.
+// loop runs those before it with no flash.mask at all. The backward pass's
+// query loop (one key tile, the query tiles its induction variable) is split
+// the other way round: the query tiles before the first whose every row sees
+// the whole key tile keep the mask, the rest run without it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,33 +77,121 @@ Value buildSplitPoint(ImplicitLocOpBuilder &b, MaskOp mask, Value loopEnd) {
   return arith::MinSIOp::create(b, split, roundDown(loopEnd));
 }
 
+/// The mask of the backward pass's query tile loop `loop` (the key tile
+/// fixed, the query tile row the induction variable), if this step can
+/// split it: by the query tile size, the mask directly in its body with
+/// every other operand defined outside.
+MaskOp findSplittableRowMask(scf::ForOp loop) {
+  MaskOp found;
+  for (auto mask : loop.getBody()->getOps<MaskOp>()) {
+    if (found)
+      return {};
+    found = mask;
+  }
+  if (!found || found.getRowStart() != loop.getInductionVar())
+    return {};
+  for (Value operand :
+       {found.getColStart(), found.getSeqQ(), found.getSeqK()}) {
+    if (!loop.isDefinedOutsideOfLoop(operand))
+      return {};
+  }
+  auto tileType = cast<RankedTensorType>(found.getScores().getType());
+  APInt step;
+  if (!matchPattern(loop.getStep(), m_ConstantInt(&step)) ||
+      step.getSExtValue() != tileType.getDimSize(0))
+    return {};
+  return found;
+}
+
+/// The first query row of `loop`'s unmasked part, the start plus whole
+/// tiles: past every row that does not see the whole key tile under the
+/// causal mask (row i sees key j when j <= i + seq_k - seq_q), or the
+/// loop's end when the key tile runs past seq_k.
+Value buildRowSplitPoint(ImplicitLocOpBuilder &b, MaskOp mask,
+                         scf::ForOp loop) {
+  auto tileType = cast<RankedTensorType>(mask.getScores().getType());
+  Value cBlockM = arith::ConstantIndexOp::create(b, tileType.getDimSize(0));
+  Value cBlockN = arith::ConstantIndexOp::create(b, tileType.getDimSize(1));
+  Value start = loop.getLowerBound(), end = loop.getUpperBound();
+  Value split = start;
+  if (mask.getCausal()) {
+    // The key tile's last key, col + block_n - 1, is seen from row
+    // col + block_n - 1 - (seq_k - seq_q) on.
+    Value c1 = arith::ConstantIndexOp::create(b, 1);
+    Value lastKey = arith::SubIOp::create(
+        b, arith::AddIOp::create(b, mask.getColStart(), cBlockN), c1);
+    Value shift = arith::SubIOp::create(b, mask.getSeqK(), mask.getSeqQ());
+    Value firstWhole = arith::SubIOp::create(b, lastKey, shift);
+    Value c0 = arith::ConstantIndexOp::create(b, 0);
+    Value rows = arith::MaxSIOp::create(
+        b, arith::SubIOp::create(b, firstWhole, start), c0);
+    Value tiles = arith::CeilDivSIOp::create(b, rows, cBlockM);
+    split = arith::AddIOp::create(b, start,
+                                  arith::MulIOp::create(b, tiles, cBlockM));
+    split = arith::MinSIOp::create(b, split, end);
+  }
+  Value keyEnd = arith::AddIOp::create(b, mask.getColStart(), cBlockN);
+  Value ragged = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, keyEnd,
+                                       mask.getSeqK());
+  return arith::SelectOp::create(b, ragged, end, split);
+}
+
+/// Clones `loop` over [start, end), its masks dropped where `unmasked`,
+/// starting from `inits`.
+scf::ForOp cloneLoopPart(ImplicitLocOpBuilder &b, scf::ForOp loop, Value start,
+                         Value end, ValueRange inits, bool unmasked) {
+  auto part = cast<scf::ForOp>(b.clone(*loop));
+  part.setLowerBound(start);
+  part.setUpperBound(end);
+  part.getInitArgsMutable().assign(inits);
+  if (unmasked) {
+    for (MaskOp clonedMask :
+         llvm::make_early_inc_range(part.getBody()->getOps<MaskOp>())) {
+      clonedMask.replaceAllUsesWith(clonedMask.getScores());
+      clonedMask.erase();
+    }
+  }
+  return part;
+}
+
 void splitLoop(scf::ForOp loop, MaskOp mask) {
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   Value split = buildSplitPoint(b, mask, loop.getUpperBound());
 
-  auto unmasked = cast<scf::ForOp>(b.clone(*loop));
-  unmasked.setUpperBound(split);
-  for (MaskOp clonedMask :
-       llvm::make_early_inc_range(unmasked.getBody()->getOps<MaskOp>())) {
-    clonedMask.replaceAllUsesWith(clonedMask.getScores());
-    clonedMask.erase();
-  }
-
-  auto masked = cast<scf::ForOp>(b.clone(*loop));
-  masked.setLowerBound(split);
-  masked.getInitArgsMutable().assign(unmasked.getResults());
+  scf::ForOp unmasked = cloneLoopPart(b, loop, loop.getLowerBound(), split,
+                                      loop.getInitArgs(), /*unmasked=*/true);
+  scf::ForOp masked =
+      cloneLoopPart(b, loop, split, loop.getUpperBound(), unmasked.getResults(),
+                    /*unmasked=*/false);
   loop.replaceAllUsesWith(masked.getResults());
+  loop.erase();
+}
+
+/// The backward's query loop: the masked tiles first, then the rest.
+void splitRowLoop(scf::ForOp loop, MaskOp mask) {
+  ImplicitLocOpBuilder b(loop.getLoc(), loop);
+  Value split = buildRowSplitPoint(b, mask, loop);
+  scf::ForOp masked = cloneLoopPart(b, loop, loop.getLowerBound(), split,
+                                    loop.getInitArgs(), /*unmasked=*/false);
+  scf::ForOp unmasked =
+      cloneLoopPart(b, loop, split, loop.getUpperBound(), masked.getResults(),
+                    /*unmasked=*/true);
+  loop.replaceAllUsesWith(unmasked.getResults());
   loop.erase();
 }
 
 } // namespace
 
 void mlir::flash::splitMaskedLoops(func::FuncOp func) {
-  SmallVector<std::pair<scf::ForOp, MaskOp>> candidates;
+  SmallVector<std::pair<scf::ForOp, MaskOp>> keyLoops, rowLoops;
   func.walk([&](scf::ForOp loop) {
     if (MaskOp mask = findSplittableMask(loop))
-      candidates.push_back({loop, mask});
+      keyLoops.push_back({loop, mask});
+    else if (MaskOp mask = findSplittableRowMask(loop))
+      rowLoops.push_back({loop, mask});
   });
-  for (auto [loop, mask] : candidates)
+  for (auto [loop, mask] : keyLoops)
     splitLoop(loop, mask);
+  for (auto [loop, mask] : rowLoops)
+    splitRowLoop(loop, mask);
 }

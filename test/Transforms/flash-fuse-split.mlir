@@ -61,3 +61,41 @@ func.func @not_from_zero(%s: tensor<64x32xf32>, %lb: index, %n: index) -> tensor
   }
   return %r : tensor<64x32xf32>
 }
+
+// -----
+
+// The backward pass's query loop (key tile at col): the query tiles with a
+// row that does not see the whole key tile, before
+// first + ceil(max(col + 32 - 1 - (seq_k - seq_q) - first, 0) / 64) * 64,
+// keep the mask; the later ones drop it, unless the key tile runs past
+// seq_k (then the split is the loop's end).
+// CHECK-LABEL: func.func @backward_causal
+// CHECK: flash.grid
+// CHECK: flash.grid
+// CHECK: %[[COL:.*]] = arith.muli %{{.*}}, %c32{{[_0-9]*}}
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK:   %[[LAST:.*]] = arith.subi %{{.*}}, %c1{{[_0-9]*}}
+// CHECK:   %[[SHIFT:.*]] = arith.subi %[[NK:[^,]*]], %[[NQ:[^ ]*]] : index
+// CHECK:   %[[FIRST_WHOLE:.*]] = arith.subi %[[LAST]], %[[SHIFT]]
+// CHECK:   %[[ROWS:.*]] = arith.subi %[[FIRST_WHOLE]], %[[START:.*]] : index
+// CHECK:   %[[NONNEG:.*]] = arith.maxsi %[[ROWS]], %c0{{[_0-9]*}}
+// CHECK:   %[[TILES:.*]] = arith.ceildivsi %[[NONNEG]], %c64{{[_0-9]*}}
+// CHECK:   %[[SKIP:.*]] = arith.muli %[[TILES]], %c64{{[_0-9]*}}
+// CHECK:   %[[AT:.*]] = arith.addi %[[START]], %[[SKIP]]
+// CHECK:   %[[CLAMPED:.*]] = arith.minsi %[[AT]], %[[NQ]]
+// CHECK:   %[[KEY_END:.*]] = arith.addi %[[COL]], %c32{{[_0-9]*}}
+// CHECK:   %[[RAGGED:.*]] = arith.cmpi sgt, %[[KEY_END]], %[[NK]]
+// CHECK:   %[[SPLIT:.*]] = arith.select %[[RAGGED]], %[[NQ]], %[[CLAMPED]]
+// CHECK:   %[[MASKED:.*]]:2 = scf.for %{{.*}} = %[[START]] to %[[SPLIT]] step %c64{{[_0-9]*}}
+// CHECK:     flash.mask {{.*}} causal
+// CHECK:   scf.for %{{.*}} = %[[SPLIT]] to %[[NQ]] step %c64{{[_0-9]*}} iter_args(%{{.*}} = %[[MASKED]]#0, %{{.*}} = %[[MASKED]]#1)
+// CHECK-NOT: flash.mask
+// CHECK:     flash.softmax_recompute
+// CHECK: flash.grid
+!t = memref<?x?x?x64xbf16>
+func.func @backward_causal(%q: !t, %lse: memref<?x?x?xf32>) {
+  flash.attention_backward %q, %q, %q, %q, %q, %lse -> %q, %q, %q
+      {causal, config = #flash.config<block_m = 64, block_n = 32>}
+      : !t, !t, !t, !t, !t, memref<?x?x?xf32> -> !t, !t, !t
+  return
+}

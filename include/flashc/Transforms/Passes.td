@@ -61,7 +61,11 @@ def FlashFuse : Pass<"flash-fuse", "func::FuncOp"> {
        row of the query tile sees whole (below the diagonal and inside
        seq_k) run without `flash.mask`; the rest (the causal diagonal and the
        ragged tail) keep it. Tiles above the diagonal were already dropped
-       by `-flash-tile`, so no work is left on fully masked tiles.
+       by `-flash-tile`, so no work is left on fully masked tiles. The
+       backward pass's query loop (one key tile, `for row = first to seq_q
+       step block_m`) is split the other way: the query tiles with a row
+       that does not see the whole key tile keep the mask, the later ones
+       drop it (all keep it where the key tile runs past seq_k).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
