@@ -10,8 +10,8 @@ exactly, and omitted when it is 1/sqrt(D) (the kernel's default). The
 shipped kernel of a variant (kernels/*.mlir, and the "kernel" name of its
 tuning-database entries) is attention[_f16][_d64|_d256][_varlen][_causal];
 of the varlen ones only bf16 D=128 ships (attention_varlen[_causal].mlir),
-and a varlen variant takes its dense variant's config (the table below) with
-O stored by rows (tma_store_o = 0; no tuning database has varlen entries).
+and a varlen variant takes its dense variant's config (the table below; no
+tuning database has varlen entries).
 """
 
 import json
@@ -120,13 +120,7 @@ class Variant:
         return s
 
     def default_config(self):
-        config = dict(DEFAULT_CONFIGS[self.dtype, self.head_dim])
-        if self.varlen:
-            # O by rows, as the packed kernels were checked and timed on the
-            # GPU; the TMA store of a sequence's inner slabs is a config
-            # switch away and not yet timed (bench/log/2026-12-06.md).
-            config["tma_store_o"] = 0
-        return config
+        return dict(DEFAULT_CONFIGS[self.dtype, self.head_dim])
 
     def source(self, config=None):
         """The kernel's MLIR, as kernels/*.mlir writes it, with `config`

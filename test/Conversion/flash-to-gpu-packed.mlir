@@ -4,17 +4,17 @@
 // rows of the [1, H, T, D] maps, O by TMA where a consumer's 64 rows lie
 // inside the sequence and else (and LSE) by rows under the sequence's
 // bound with O's strides.
-// The shipped kernels store O by rows; tma_store_o = true adds the TMA
-// store of the inner slabs.
-// RUN: flash-opt %kernels/attention_varlen_causal.mlir -flash-tile="tma-store-o=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s
-// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile="persistent=1 tma-store-o=1" -flash-fuse -flash-gpu-schedule | FileCheck %s --check-prefix=SCHEDULE
-// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile -flash-fuse -flash-gpu-schedule | FileCheck %s --check-prefix=SHIPPED
-// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=ROWS --implicit-check-not=nvgpu.tma.async.store
-// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile="tma-store-o=1" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=LOWERED
+// The shipped kernels store the inner slabs by TMA; tma_store_o = false
+// stores all of O by rows.
+// RUN: flash-opt %kernels/attention_varlen_causal.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s
+// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile="persistent=1" -flash-fuse -flash-gpu-schedule | FileCheck %s --check-prefix=SCHEDULE
+// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile="tma-store-o=0" -flash-fuse -flash-gpu-schedule | FileCheck %s --check-prefix=ROWS-SCHEDULE
+// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile="tma-store-o=0" -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=ROWS --implicit-check-not=nvgpu.tma.async.store
+// RUN: flash-opt %kernels/attention_varlen.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=LOWERED
 
 // The schedule: one block per tile, whatever the config asks.
 // SCHEDULE: flash.schedule = #flash.schedule<{{.*}}persistent = false, tma_store_o = true, dynamic_schedule = false{{.*}}grid = packed{{.*}}prefetch_next_block = false, probe_stamps = false>
-// SHIPPED: flash.schedule = #flash.schedule<{{.*}}persistent = false, tma_store_o = false, dynamic_schedule = false{{.*}}grid = packed
+// ROWS-SCHEDULE: flash.schedule = #flash.schedule<{{.*}}persistent = false, tma_store_o = false, dynamic_schedule = false{{.*}}grid = packed
 
 // CHECK-LABEL: gpu.func @attention_varlen_causal
 // CHECK-SAME: (%[[TQ:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[TO:[^:]*]]: !llvm.ptr, %[[LSE:[^:]*]]: !llvm.ptr<1>, %[[ROWSQ:[^:]*]]: i32, %[[ROWSK:[^:]*]]: i32, %{{[^:]*}}: f32, %{{[^:]*}}: i32, %[[HEADS:[^:]*]]: i32, %[[CUQ:[^:]*]]: !llvm.ptr<1>, %[[CUK:[^:]*]]: !llvm.ptr<1>, %[[O:[^:]*]]: !llvm.ptr<1>, %[[SH:[^:]*]]: i64, %[[SN:[^:]*]]: i64)

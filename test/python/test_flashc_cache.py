@@ -234,14 +234,13 @@ class VariantTest(unittest.TestCase):
         # A scaled variant takes its kernel's entries too.
         self.assertIsNotNone(variants.find_tuning(
             Variant("bf16", 128, False, 0.3), "NVIDIA H200", "sm_90a", b, [db]))
-        # A packed-sequence variant has none: its dense variant's default
-        # with O stored by rows.
+        # A packed-sequence variant has none: its dense variant's default.
         pv = Variant("bf16", 128, varlen=True)
         self.assertIsNone(variants.find_tuning(pv, "NVIDIA H200", "sm_90a", b,
                                                [db]))
         self.assertEqual(library.resolve_config(pv, "NVIDIA H200", "sm_90a",
                                                 b, [db]),
-                         (dict(v.default_config(), tma_store_o=0), None))
+                         (v.default_config(), None))
 
     def test_shipped_databases(self):
         # The package's tuning/ (bench/tuning in a checkout) is the default,
