@@ -144,10 +144,25 @@ def grouped_kv_heads(kdir):
         x.get("value") == "kv_group" for x in m["params"]))
     for meta_path in paths:
         kern = flashc.load(meta_path)
+        fixed = json.load(open(meta_path)).get("kv_heads")
         dt = kern.dtype
         tol = 1e-2 if dt == torch.bfloat16 else 5e-3
         D = kern.head_dim
         for hkv, nq, nk in ((8, 1000, 1000), (1, 333, 517)):
+            if fixed is not None and hkv != fixed:
+                # A kernel whose source fixes the K/V heads refuses others
+                # by name.
+                q = torch.randn(1, 32, 64, D, device="cuda", dtype=dt)
+                k = torch.randn(1, hkv, 64, D, device="cuda", dtype=dt)
+                try:
+                    kern(q, k, k)
+                    good = False
+                except flashc.FlashcError as e:
+                    good = f"compiled for {fixed} K/V heads" in str(e)
+                print(f"{kern.name}: {hkv} K/V heads refused (compiled for "
+                      f"{fixed}) -> {'PASS' if good else 'FAIL'}")
+                ok = ok and good
+                continue
             q = torch.randn(2, 32, nq, D, device="cuda", dtype=dt)
             q[:, :, 3::16] *= 300  # rows with logits in the hundreds
             k = torch.randn(2, hkv, nk, D, device="cuda", dtype=dt)
@@ -183,7 +198,8 @@ def grouped_kv_heads(kdir):
             kern(q, k, k)
             good = False
         except flashc.FlashcError as e:
-            good = "do not divide" in str(e)
+            good = ("do not divide" in str(e) if fixed is None
+                    else "compiled for" in str(e))
         print(f"{kern.name}: 3 K/V heads for 8 query heads refused -> "
               f"{'PASS' if good else 'FAIL'}")
         ok = ok and good
