@@ -24,11 +24,18 @@ using namespace mlir::flash;
 
 namespace {
 
-/// The mask of key tile `loop`'s induction variable, if the loop is one
-/// this step can split: from 0, by the key tile size, the mask directly in
-/// its body with every other operand defined outside.
-MaskOp findSplittableMask(scf::ForOp loop) {
-  if (!matchPattern(loop.getLowerBound(), m_Zero()))
+/// Which tile index a loop runs over: the key tile (the forward's key
+/// loop, the mask's columns) or the query tile (the backward's query loop,
+/// its rows).
+enum class LoopOver { Keys, Queries };
+
+/// The mask of `loop`, if the loop is one this step can split: over the
+/// mask's columns from 0 (`Keys`) or its rows (`Queries`), by that tile
+/// size, the mask directly in its body with every other operand defined
+/// outside.
+MaskOp findSplittableMask(scf::ForOp loop, LoopOver over) {
+  bool keys = over == LoopOver::Keys;
+  if (keys && !matchPattern(loop.getLowerBound(), m_Zero()))
     return {};
   MaskOp found;
   for (auto mask : loop.getBody()->getOps<MaskOp>()) {
@@ -36,17 +43,21 @@ MaskOp findSplittableMask(scf::ForOp loop) {
       return {}; // Two masks: leave the loop alone.
     found = mask;
   }
-  if (!found || found.getColStart() != loop.getInductionVar())
+  if (!found)
     return {};
-  for (Value operand :
-       {found.getRowStart(), found.getSeqQ(), found.getSeqK()}) {
+  Value index = keys ? found.getColStart() : found.getRowStart();
+  Value other = keys ? found.getRowStart() : found.getColStart();
+  if (index != loop.getInductionVar())
+    return {};
+  Value seqQ = found.getSeqQ(), seqK = found.getSeqK();
+  for (Value operand : {other, seqQ, seqK}) {
     if (!loop.isDefinedOutsideOfLoop(operand))
       return {};
   }
   auto tileType = cast<RankedTensorType>(found.getScores().getType());
   APInt step;
   if (!matchPattern(loop.getStep(), m_ConstantInt(&step)) ||
-      step.getSExtValue() != tileType.getDimSize(1))
+      step.getSExtValue() != tileType.getDimSize(keys ? 1 : 0))
     return {};
   return found;
 }
@@ -75,32 +86,6 @@ Value buildSplitPoint(ImplicitLocOpBuilder &b, MaskOp mask, Value loopEnd) {
   }
   // Only whole tiles of the loop's own range may drop the mask.
   return arith::MinSIOp::create(b, split, roundDown(loopEnd));
-}
-
-/// The mask of the backward pass's query tile loop `loop` (the key tile
-/// fixed, the query tile row the induction variable), if this step can
-/// split it: by the query tile size, the mask directly in its body with
-/// every other operand defined outside.
-MaskOp findSplittableRowMask(scf::ForOp loop) {
-  MaskOp found;
-  for (auto mask : loop.getBody()->getOps<MaskOp>()) {
-    if (found)
-      return {};
-    found = mask;
-  }
-  if (!found || found.getRowStart() != loop.getInductionVar())
-    return {};
-  for (Value operand :
-       {found.getColStart(), found.getSeqQ(), found.getSeqK()}) {
-    if (!loop.isDefinedOutsideOfLoop(operand))
-      return {};
-  }
-  auto tileType = cast<RankedTensorType>(found.getScores().getType());
-  APInt step;
-  if (!matchPattern(loop.getStep(), m_ConstantInt(&step)) ||
-      step.getSExtValue() != tileType.getDimSize(0))
-    return {};
-  return found;
 }
 
 /// The first query row of `loop`'s unmasked part, the start plus whole
@@ -185,9 +170,9 @@ void splitRowLoop(scf::ForOp loop, MaskOp mask) {
 void mlir::flash::splitMaskedLoops(func::FuncOp func) {
   SmallVector<std::pair<scf::ForOp, MaskOp>> keyLoops, rowLoops;
   func.walk([&](scf::ForOp loop) {
-    if (MaskOp mask = findSplittableMask(loop))
+    if (MaskOp mask = findSplittableMask(loop, LoopOver::Keys))
       keyLoops.push_back({loop, mask});
-    else if (MaskOp mask = findSplittableRowMask(loop))
+    else if (MaskOp mask = findSplittableMask(loop, LoopOver::Queries))
       rowLoops.push_back({loop, mask});
   });
   for (auto [loop, mask] : keyLoops)

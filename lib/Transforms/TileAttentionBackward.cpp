@@ -75,6 +75,12 @@ private:
   void ifInside(ImplicitLocOpBuilder &b, Value start, Value length,
                 function_ref<void()> body);
 
+  /// A program of a grid over (query tiles, batch * heads): `body` gets
+  /// the tile's operands and its [batch, head, row]; a tile past a packed
+  /// sequence's end does nothing.
+  void buildQueryTileProgram(
+      ImplicitLocOpBuilder &b,
+      function_ref<void(const BackwardOperands &, ValueRange)> body);
   void buildDeltaProgram(ImplicitLocOpBuilder &b);
   void buildKeyTileProgram(ImplicitLocOpBuilder &b);
   void buildDQProgram(ImplicitLocOpBuilder &b);
@@ -133,7 +139,9 @@ void BackwardTiler::ifInside(ImplicitLocOpBuilder &b, Value start, Value length,
   body();
 }
 
-void BackwardTiler::buildDeltaProgram(ImplicitLocOpBuilder &b) {
+void BackwardTiler::buildQueryTileProgram(
+    ImplicitLocOpBuilder &b,
+    function_ref<void(const BackwardOperands &, ValueRange)> body) {
   Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
                                     arith::ConstantIndexOp::create(b, blockM));
   Value batchHead = ProgramIdOp::create(b, 1);
@@ -143,6 +151,12 @@ void BackwardTiler::buildDeltaProgram(ImplicitLocOpBuilder &b) {
   ifInside(b, row, problem.seqQ, [&] {
     BackwardOperands mem = operandsOf(b, problem);
     SmallVector<Value, 3> at = {problem.batch, head, row};
+    body(mem, at);
+  });
+}
+
+void BackwardTiler::buildDeltaProgram(ImplicitLocOpBuilder &b) {
+  buildQueryTileProgram(b, [&](const BackwardOperands &mem, ValueRange at) {
     auto tileType = RankedTensorType::get({blockM, headDim}, element);
     Value o = LoadTileOp::create(b, tileType, mem.o, at);
     Value dO = LoadTileOp::create(b, tileType, mem.dO, at);
@@ -245,16 +259,8 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
 }
 
 void BackwardTiler::buildDQProgram(ImplicitLocOpBuilder &b) {
-  Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
-                                    arith::ConstantIndexOp::create(b, blockM));
-  Value batchHead = ProgramIdOp::create(b, 1);
-  Value head = arith::RemUIOp::create(b, batchHead, heads);
-  Value batch = arith::DivUIOp::create(b, batchHead, heads);
-  ProgramProblem problem = problemOf(b, batch);
-  ifInside(b, row, problem.seqQ, [&] {
-    SmallVector<Value, 3> at = {problem.batch, head, row};
+  buildQueryTileProgram(b, [&](const BackwardOperands &mem, ValueRange at) {
     auto accType = RankedTensorType::get({blockM, headDim}, b.getF32Type());
-    BackwardOperands mem = operandsOf(b, problem);
     Value acc = LoadTileOp::create(b, accType, mem.dQAccumulator, at);
     Value dQ = arith::MulFOp::create(b, acc,
                                      constantTile(b, {blockM, headDim}, scale));

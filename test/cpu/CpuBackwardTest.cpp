@@ -210,10 +210,8 @@ TEST(CpuPackedBackward, GradientsMatchFloat64PerSequence) {
   const std::vector<int32_t> lengths = {0, 1, 127, 128, 129, 700};
   Case c{"packed", 1, 4, 0, 0, 64, true, DType::BF16, 3000.0f};
   c.kvHeads = 2;
-  int64_t total = 0;
-  std::vector<int32_t> cu = {0};
-  for (int32_t n : lengths)
-    cu.push_back(int32_t(total += n));
+  std::vector<int32_t> cu = prefixSums(lengths);
+  const int64_t total = cu.back();
   c.seqQ = c.seqK = total;
   const int64_t maxLength = 700;
 
@@ -272,11 +270,7 @@ func.func @attention_backward(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l,
        dkView = view4(dk, c, c.kvHeads, total),
        dvView = view4(dv, c, c.kvHeads, total);
   auto lseView = view3(lse, c);
-  StridedMemRefType<int32_t, 1> cuView;
-  cuView.basePtr = cuView.data = cu.data();
-  cuView.offset = 0;
-  cuView.sizes[0] = int64_t(cu.size());
-  cuView.strides[0] = 1;
+  auto cuView = view1(cu);
   forward(&qView, &kView, &vView, &oView, &lseView, &cuView, &cuView,
           maxLength);
   backward(&qView, &kView, &vView, &oView, &dOView, &lseView, &dqView, &dkView,

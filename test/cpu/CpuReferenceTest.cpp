@@ -169,10 +169,8 @@ TEST(CpuPackedSequences, MatchesFloat64PerSequence) {
   const std::vector<int32_t> lengths = {0, 1, 127, 128, 129, 3000};
   Case c{"packed", 1, 2, 0, 0, 64, true, DType::BF16, 3000.0f};
   c.kvHeads = 1;
-  int64_t total = 0;
-  std::vector<int32_t> cu = {0};
-  for (int32_t n : lengths)
-    cu.push_back(int32_t(total += n));
+  std::vector<int32_t> cu = prefixSums(lengths);
+  const int64_t total = cu.back();
   c.seqQ = c.seqK = total;
   const int64_t maxLength = 3000;
 
@@ -211,11 +209,7 @@ func.func @attention(%q: {0}, %k: {0}, %v: {0}, %o: {0}, %lse: memref<?x?x?xf32>
        vView = view4(v.bits, c, c.kvHeads, total),
        oView = view4(o, c, c.heads, total);
   auto lseView = view3(lse, c);
-  StridedMemRefType<int32_t, 1> cuView;
-  cuView.basePtr = cuView.data = cu.data();
-  cuView.offset = 0;
-  cuView.sizes[0] = int64_t(cu.size());
-  cuView.strides[0] = 1;
+  auto cuView = view1(cu);
   kernel(&qView, &kView, &vView, &oView, &lseView, &cuView, &cuView, maxLength);
 
   double scale = 1.0 / std::sqrt(64.0);

@@ -138,6 +138,25 @@ inline StridedMemRefType<float, 3> view3(std::vector<float> &data,
   return m;
 }
 
+/// The prefix sums [0, l0, l0 + l1, ...] of packed sequences' lengths
+/// (cu_seqlens).
+inline std::vector<int32_t> prefixSums(const std::vector<int32_t> &lengths) {
+  std::vector<int32_t> sums = {0};
+  for (int32_t n : lengths)
+    sums.push_back(sums.back() + n);
+  return sums;
+}
+
+/// The rank-1 descriptor of `values`.
+inline StridedMemRefType<int32_t, 1> view1(std::vector<int32_t> &values) {
+  StridedMemRefType<int32_t, 1> m;
+  m.basePtr = m.data = values.data();
+  m.offset = 0;
+  m.sizes[0] = static_cast<int64_t>(values.size());
+  m.strides[0] = 1;
+  return m;
+}
+
 /// compiler-rt's f32 -> bf16 conversion. LLVM 22 lowers `arith.truncf` to
 /// bf16 on x86 without AVX512-BF16 to a call to it, and Debian 12's libgcc
 /// (GCC 12) does not have it, so the JIT would find no definition. The

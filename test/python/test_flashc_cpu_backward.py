@@ -15,9 +15,7 @@ build/bin/flashc of this checkout. Exits 77 (ctest: skipped) with a
 "skipped: ..." line where numpy or the compiler is missing.
 """
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,8 +23,8 @@ sys.path.insert(0, HERE)
 
 # Skips (exit 77) without numpy or the compiler, and sets up the import of
 # flashc from this checkout.
-from test_flashc_cpu_kernel import (COMPILER, Case, make_inputs,  # noqa: E402
-                                    output_values, to_bf16_bits)
+from test_flashc_cpu_kernel import (Case, FreshCacheTest,  # noqa: E402
+                                    make_inputs, output_values, to_bf16_bits)
 
 import numpy as np  # noqa: E402
 from flashc import FlashcError, cpu  # noqa: E402
@@ -87,25 +85,7 @@ def random_like(x, dtype, rng):
     return half, half.astype(np.float64)
 
 
-class CpuBackwardTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = {k: os.environ.get(k) for k in
-                     ("FLASHC_CACHE_DIR", "FLASHC_COMPILER", "FLASHC_DUMP")}
-        cls.tmp = tempfile.mkdtemp(prefix="flashc-cpu-backward-")
-        os.environ.update(FLASHC_CACHE_DIR=os.path.join(cls.tmp, "cache"),
-                          FLASHC_COMPILER=COMPILER)
-        os.environ.pop("FLASHC_DUMP", None)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        for k, v in cls.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
+class CpuBackwardTest(FreshCacheTest):
     def test_gradients_match_float64(self):
         for seed, case in enumerate(CASES):
             with self.subTest(case.name):

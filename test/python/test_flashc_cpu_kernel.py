@@ -144,7 +144,11 @@ def poisoned_outputs(case):
     return o, np.full((b, h, nq), np.nan, dtype=np.float32)
 
 
-class CpuKernelTest(unittest.TestCase):
+class FreshCacheTest(unittest.TestCase):
+    """A test class whose calls compile into a cache of its own (cls.cache,
+    under cls.tmp) with COMPILER, FLASHC_DUMP unset; the environment is
+    restored after."""
+
     @classmethod
     def setUpClass(cls):
         cls.saved = {k: os.environ.get(k) for k in
@@ -162,6 +166,9 @@ class CpuKernelTest(unittest.TestCase):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+class CpuKernelTest(FreshCacheTest):
 
     def check(self, case, o, lse, exact):
         b, h, nq, nk, d = case.shape

@@ -38,12 +38,7 @@ struct RowDotToLinalg : OpRewritePattern<RowDotOp> {
         b, ValueRange{op.getA(), op.getB()}, buildFilled(b, rowType, 0.0f),
         {tile, tile, row},
         {utils::IteratorType::parallel, utils::IteratorType::reduction},
-        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value lhs = widenToF32(b, args[0]);
-          Value rhs = widenToF32(b, args[1]);
-          Value product = arith::MulFOp::create(b, lhs, rhs);
-          return arith::AddFOp::create(b, args[2], product);
-        });
+        buildMultiplyAdd);
     rewriter.replaceOp(op, result);
     return success();
   }

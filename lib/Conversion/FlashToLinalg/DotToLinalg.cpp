@@ -34,14 +34,7 @@ struct DotToLinalg : OpRewritePattern<DotOp> {
         b, ValueRange{op.getA(), op.getB()}, op.getAcc(), maps,
         {utils::IteratorType::parallel, utils::IteratorType::parallel,
          utils::IteratorType::reduction},
-        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          // One statement per op: argument evaluation order is unspecified
-          // and the IR must not depend on the compiler.
-          Value lhs = widenToF32(b, args[0]);
-          Value rhs = widenToF32(b, args[1]);
-          Value product = arith::MulFOp::create(b, lhs, rhs);
-          return arith::AddFOp::create(b, args[2], product);
-        });
+        buildMultiplyAdd);
     rewriter.replaceOp(op, result);
     return success();
   }

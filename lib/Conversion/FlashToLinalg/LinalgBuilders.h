@@ -27,6 +27,17 @@ inline Value widenToF32(ImplicitLocOpBuilder &b, Value value) {
   return arith::ExtFOp::create(b, b.getF32Type(), value);
 }
 
+/// `acc + a * b` with a and b widened to f32: the body of a contraction
+/// whose arguments are (a, b, acc). One statement per op: argument
+/// evaluation order is unspecified and the IR must not depend on the
+/// compiler.
+inline Value buildMultiplyAdd(ImplicitLocOpBuilder &b, ValueRange args) {
+  Value lhs = widenToF32(b, args[0]);
+  Value rhs = widenToF32(b, args[1]);
+  Value product = arith::MulFOp::create(b, lhs, rhs);
+  return arith::AddFOp::create(b, args[2], product);
+}
+
 /// A tensor.empty of a static `type`.
 inline Value buildEmpty(ImplicitLocOpBuilder &b, RankedTensorType type) {
   return tensor::EmptyOp::create(b, type.getShape(), type.getElementType());
