@@ -37,7 +37,8 @@ from . import cache
 from .variants import (BACKWARD_CONFIG, Variant, VariantError,
                        canonical_config, generate_backward_source)
 
-__all__ = ["attention", "attention_backward", "kernel_for",
+__all__ = ["attention", "attention_backward", "varlen_attention",
+           "varlen_attention_backward", "kernel_for",
            "backward_kernel_for", "load", "compile_variant", "CpuKernel"]
 
 _lock = threading.Lock()
@@ -360,19 +361,10 @@ def attention_backward(q, k, v, o, lse, do, *, causal=False, scale=None):
     return dq, dk, dv
 
 
-def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal=False,
-                     scale=None, out=None, lse=None, return_lse=False):
-    """Packed sequences on numpy arrays on the CPU (FlashAttention's varlen
-    form): q total_q x H x D, k and v total_k x Hkv x D, every sequence's
-    rows one after another, sequence s being rows [cu_seqlens_q[s],
-    cu_seqlens_q[s + 1]) of q and O and [cu_seqlens_k[s], cu_seqlens_k[s +
-    1]) of k and v (integer vectors of one entry per sequence plus one).
-    Each sequence is its own problem, causal at its own bottom-right
-    corner; a zero-length one gives nothing. The CPU target compiles no
-    packed program, so this runs attention() (the dense program's CPU path)
-    once per sequence. Returns O (total_q x H x D), or (O, LSE) with
-    return_lse (float32 H x total_q)."""
-    import numpy as np
+def _packed_sequences(np, q, k, v, cu_seqlens_q, cu_seqlens_k):
+    """cu_seqlens_q and cu_seqlens_k as numpy vectors, after checking them
+    and q, k, v (total x heads x head_dim); FlashcError names what is
+    wrong."""
     for n, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, np.ndarray) or t.ndim != 3:
             raise FlashcError(4, f"{n} must be a total x heads x head_dim "
@@ -393,6 +385,29 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal=False,
                           f"cu_seqlens_k {cus[1].size}")
     if k.shape != v.shape:
         raise FlashcError(4, f"k is {k.shape} but v is {v.shape}")
+    return cus
+
+
+def _sequence_view(t, start, end):
+    """Rows [start, end) of a total x heads x head_dim array as the
+    1 x heads x rows x head_dim problem of one sequence."""
+    return t[start:end].transpose(1, 0, 2)[None]
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal=False,
+                     scale=None, out=None, lse=None, return_lse=False):
+    """Packed sequences on numpy arrays on the CPU (FlashAttention's varlen
+    form): q total_q x H x D, k and v total_k x Hkv x D, every sequence's
+    rows one after another, sequence s being rows [cu_seqlens_q[s],
+    cu_seqlens_q[s + 1]) of q and O and [cu_seqlens_k[s], cu_seqlens_k[s +
+    1]) of k and v (integer vectors of one entry per sequence plus one).
+    Each sequence is its own problem, causal at its own bottom-right
+    corner; a zero-length one gives nothing. The CPU target compiles no
+    packed program, so this runs attention() (the dense program's CPU path)
+    once per sequence. Returns O (total_q x H x D), or (O, LSE) with
+    return_lse (float32 H x total_q)."""
+    import numpy as np
+    cus = _packed_sequences(np, q, k, v, cu_seqlens_q, cu_seqlens_k)
     h, d = q.shape[1], q.shape[2]
     o = out if out is not None else np.zeros(q.shape, dtype=q.dtype)
     if o.shape != q.shape or o.dtype != q.dtype:
@@ -408,13 +423,45 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal=False,
             o[q0:q1] = 0
             lse_buf[:, q0:q1] = -np.inf
             continue
-        view = lambda t, a, b: t[a:b].transpose(1, 0, 2)[None]
+        view = _sequence_view
         so, slse = attention(view(q, q0, q1), view(k, k0, k1),
                              view(v, k0, k1), causal=causal, scale=scale,
                              return_lse=True)
         o[q0:q1] = so[0].transpose(1, 0, 2)
         lse_buf[:, q0:q1] = slse[0]
     return (o, lse_buf) if return_lse else o
+
+
+def varlen_attention_backward(q, k, v, o, lse, do, cu_seqlens_q,
+                              cu_seqlens_k, *, causal=False, scale=None):
+    """The gradients of varlen_attention() on numpy arrays on the CPU: from
+    its inputs, its outputs O (total_q x H x D) and LSE (H x total_q,
+    return_lse=True) and do, returns (dq, dk, dv) shaped as q, k and v.
+    Each sequence's gradients are its own problem's (attention_backward on
+    its rows, as varlen_attention runs each sequence); rows outside every
+    sequence, and the key rows of a sequence without queries, get 0."""
+    import numpy as np
+    cus = _packed_sequences(np, q, k, v, cu_seqlens_q, cu_seqlens_k)
+    h = q.shape[1]
+    for n, t, shape in (("o", o, q.shape), ("do", do, q.shape),
+                        ("lse", lse, (h, q.shape[0]))):
+        if not isinstance(t, np.ndarray) or t.shape != shape:
+            raise FlashcError(4, f"{n} must be a numpy array of shape {shape}")
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    view = _sequence_view
+    for s in range(cus[0].size - 1):
+        q0, q1 = int(cus[0][s]), int(cus[0][s + 1])
+        k0, k1 = int(cus[1][s]), int(cus[1][s + 1])
+        if q1 == q0 or k1 == k0:
+            continue  # no query row, or none that sees a key: all zero
+        sdq, sdk, sdv = attention_backward(
+            view(q, q0, q1), view(k, k0, k1), view(v, k0, k1),
+            view(o, q0, q1), np.ascontiguousarray(lse[None, :, q0:q1]),
+            view(do, q0, q1), causal=causal, scale=scale)
+        dq[q0:q1] = sdq[0].transpose(1, 0, 2)
+        dk[k0:k1] = sdk[0].transpose(1, 0, 2)
+        dv[k0:k1] = sdv[0].transpose(1, 0, 2)
+    return dq, dk, dv
 
 
 # --- torch (flashc.attention on CPU tensors) --------------------------------
