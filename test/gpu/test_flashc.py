@@ -221,7 +221,10 @@ def strided_views(kdir):
         meta = json.load(open(meta_path))
         kern = flashc.load(meta_path)
         dt, D = kern.dtype, kern.head_dim
-        B, H, HKV, NQ, NK = 2, 8, 2, 300, 517
+        # A kernel whose source fixes its heads (kernel.json's heads and
+        # kv_heads) runs with those.
+        B, NQ, NK = 2, 300, 517
+        H, HKV = meta.get("heads", 8), meta.get("kv_heads", 2)
         q = torch.randn(B, NQ, H, D, device="cuda", dtype=dt).transpose(1, 2)
         k = torch.randn(B, NK, HKV, D, device="cuda", dtype=dt).transpose(1, 2)
         v = torch.randn(B, NK, HKV, D, device="cuda", dtype=dt).transpose(1, 2)
