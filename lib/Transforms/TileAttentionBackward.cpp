@@ -41,6 +41,13 @@ struct ProgramProblem {
   std::optional<SequenceRows> rowsQ, rowsK;
 };
 
+/// Where a program of a grid over (tiles, batch * heads) works: its tile's
+/// first row (or key), its head and its problem.
+struct ProgramTile {
+  Value start, head;
+  ProgramProblem problem;
+};
+
 class BackwardTiler {
 public:
   BackwardTiler(AttentionBackwardOp op, ConfigAttr config)
@@ -75,6 +82,10 @@ private:
   void ifInside(ImplicitLocOpBuilder &b, Value start, Value length,
                 function_ref<void()> body);
 
+  /// This program's tile of `block` rows and its head among `headCount`
+  /// heads per batch, from its grid coordinates.
+  ProgramTile programTile(ImplicitLocOpBuilder &b, int64_t block,
+                          Value headCount);
   /// A program of a grid over (query tiles, batch * heads): `body` gets
   /// the tile's operands and its [batch, head, row]; a tile past a packed
   /// sequence's end does nothing.
@@ -139,18 +150,23 @@ void BackwardTiler::ifInside(ImplicitLocOpBuilder &b, Value start, Value length,
   body();
 }
 
+ProgramTile BackwardTiler::programTile(ImplicitLocOpBuilder &b,
+                                       int64_t block, Value headCount) {
+  Value start = arith::MulIOp::create(
+      b, ProgramIdOp::create(b, 0), arith::ConstantIndexOp::create(b, block));
+  Value batchHead = ProgramIdOp::create(b, 1);
+  Value head = arith::RemUIOp::create(b, batchHead, headCount);
+  Value batch = arith::DivUIOp::create(b, batchHead, headCount);
+  return {start, head, problemOf(b, batch)};
+}
+
 void BackwardTiler::buildQueryTileProgram(
     ImplicitLocOpBuilder &b,
     function_ref<void(const BackwardOperands &, ValueRange)> body) {
-  Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
-                                    arith::ConstantIndexOp::create(b, blockM));
-  Value batchHead = ProgramIdOp::create(b, 1);
-  Value head = arith::RemUIOp::create(b, batchHead, heads);
-  Value batch = arith::DivUIOp::create(b, batchHead, heads);
-  ProgramProblem problem = problemOf(b, batch);
-  ifInside(b, row, problem.seqQ, [&] {
-    BackwardOperands mem = operandsOf(b, problem);
-    SmallVector<Value, 3> at = {problem.batch, head, row};
+  ProgramTile tile = programTile(b, blockM, heads);
+  ifInside(b, tile.start, tile.problem.seqQ, [&] {
+    BackwardOperands mem = operandsOf(b, tile.problem);
+    SmallVector<Value, 3> at = {tile.problem.batch, tile.head, tile.start};
     body(mem, at);
   });
 }
@@ -170,12 +186,9 @@ void BackwardTiler::buildDeltaProgram(ImplicitLocOpBuilder &b) {
 
 void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
   Value cBlockM = arith::ConstantIndexOp::create(b, blockM);
-  Value col = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
-                                    arith::ConstantIndexOp::create(b, blockN));
-  Value batchHead = ProgramIdOp::create(b, 1);
-  Value kvHead = arith::RemUIOp::create(b, batchHead, kvHeads);
-  Value batch = arith::DivUIOp::create(b, batchHead, kvHeads);
-  ProgramProblem problem = problemOf(b, batch);
+  ProgramTile tile = programTile(b, blockN, kvHeads);
+  Value col = tile.start, kvHead = tile.head;
+  const ProgramProblem &problem = tile.problem;
   ifInside(b, col, problem.seqK, [&] {
     BackwardOperands mem = operandsOf(b, problem);
     Value tileSeqQ = problem.seqQ, tileSeqK = problem.seqK;
