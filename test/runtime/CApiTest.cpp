@@ -44,18 +44,25 @@ flashrt_tensor tensor(int64_t b, int64_t h, int64_t n, int64_t d,
   return t;
 }
 
+/// A contiguous f32 B x H x N tensor (the LSE) at `addr`.
+flashrt_tensor lseTensor(int64_t b, int64_t h, int64_t n, uintptr_t addr) {
+  flashrt_tensor t = {};
+  t.data = reinterpret_cast<void *>(addr);
+  t.dtype = FLASHRT_DTYPE_F32;
+  t.rank = 3;
+  int64_t sizes[3] = {b, h, n}, strides[3] = {h * n, n, 1};
+  for (int i = 0; i < 3; ++i)
+    t.sizes[i] = sizes[i], t.strides[i] = strides[i];
+  return t;
+}
+
 TEST(CApi, ValidateOkAndErrors) {
   std::string path = writeMetadata();
   flashrt_tensor q = tensor(1, 2, 64, 128, 0x10000),
                  k = tensor(1, 2, 64, 128, 0x20000),
                  v = tensor(1, 2, 64, 128, 0x30000),
                  o = tensor(1, 2, 64, 128, 0x40000);
-  flashrt_tensor lse = {};
-  lse.data = reinterpret_cast<void *>(0x50000);
-  lse.dtype = FLASHRT_DTYPE_F32;
-  lse.rank = 3;
-  lse.sizes[0] = 1, lse.sizes[1] = 2, lse.sizes[2] = 64;
-  lse.strides[0] = 128, lse.strides[1] = 64, lse.strides[2] = 1;
+  flashrt_tensor lse = lseTensor(1, 2, 64, 0x50000);
   EXPECT_EQ(flashrt_validate(path.c_str(), &q, &k, &v, &o, &lse), FLASHRT_OK)
       << flashrt_last_error();
 
@@ -121,12 +128,7 @@ TEST(CApi, VarlenValidateOkAndErrors) {
   };
   flashrt_tensor q = packed(8, 0x10000), k = packed(8, 0x20000),
                  v = packed(8, 0x30000), o = packed(8, 0x40000);
-  flashrt_tensor lse = {};
-  lse.data = reinterpret_cast<void *>(0x50000);
-  lse.dtype = FLASHRT_DTYPE_F32;
-  lse.rank = 3;
-  lse.sizes[0] = 1, lse.sizes[1] = 2, lse.sizes[2] = 8;
-  lse.strides[0] = 16, lse.strides[1] = 8, lse.strides[2] = 1;
+  flashrt_tensor lse = lseTensor(1, 2, 8, 0x50000);
   flashrt_tensor cu = {};
   cu.data = reinterpret_cast<void *>(0x60000);
   cu.dtype = FLASHRT_DTYPE_I32;
