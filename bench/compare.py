@@ -330,15 +330,23 @@ def format_row(r):
             f"{r.get('config', '-')} |")
 
 
-def format_table(rows):
-    lines = [HEADER, "|" + "---|" * 12]
-    lines += [format_row(r) for r in rows]
-    notes = sorted({f"{k}: {r[k]}" for r in rows for k in r
+def markdown_table(header, columns, rows, row_text, note_text):
+    """The header, its separator of `columns` cells and row_text(r) for
+    each row, then one note_text(key, why) line per distinct "<key>_why"
+    entry of the rows (why a cell reads '-')."""
+    lines = [header, "|" + "---|" * columns]
+    lines += [row_text(r) for r in rows]
+    notes = sorted({note_text(k, r[k]) for r in rows for k in r
                     if k.endswith("_why")})
     if notes:
         lines.append("")
-        lines += [f"- '-' because {n}" for n in notes]
+        lines += notes
     return "\n".join(lines)
+
+
+def format_table(rows):
+    return markdown_table(HEADER, 12, rows, format_row,
+                          lambda k, why: f"- '-' because {k}: {why}")
 
 
 def plot(rows, path, gpu, dtype):

@@ -277,14 +277,9 @@ def format_row(r):
 
 
 def format_table(rows):
-    lines = [HEADER, "|" + "---|" * 11]
-    lines += [format_row(r) for r in rows]
-    notes = sorted({f"{k[:-4]}: {r[k]}" for r in rows for k in r
-                    if k.endswith("_why")})
-    if notes:
-        lines.append("")
-        lines += [f"- '-' for {n}" for n in notes]
-    return "\n".join(lines)
+    return compare.markdown_table(
+        HEADER, 11, rows, format_row,
+        lambda k, why: f"- '-' for {k[:-4]}: {why}")
 
 
 def main(argv=None):
