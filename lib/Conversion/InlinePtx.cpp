@@ -79,6 +79,22 @@ Value mlir::flash::fenceOperand(ImplicitLocOpBuilder &b, Value v) {
   return createAsm(b, v.getType(), v, "", constraints).getResult(0);
 }
 
+Value mlir::flash::loadAcquireGpu(ImplicitLocOpBuilder &b, Value ptr) {
+  return createAsm(b, b.getI32Type(), ptr,
+                   "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l")
+      .getResult(0);
+}
+
+void mlir::flash::storeReleaseGpu(ImplicitLocOpBuilder &b, Value ptr,
+                                  Value value) {
+  createAsm(b, Type(), ValueRange{ptr, value},
+            "st.release.gpu.global.u32 [$0], $1;", "l,r");
+}
+
+void mlir::flash::fenceAcqRelGpu(ImplicitLocOpBuilder &b) {
+  createAsm(b, Type(), ValueRange(), "fence.acq_rel.gpu;", "");
+}
+
 Value mlir::flash::exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
   return LLVM::CallIntrinsicOp::create(
              b, x.getType(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),

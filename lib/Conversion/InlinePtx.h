@@ -31,6 +31,15 @@ Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x);
 /// CUTLASS's warpgroup_fence_operand: an empty asm that pins `v` in a
 /// register at this point.
 Value fenceOperand(ImplicitLocOpBuilder &b, Value v);
+/// ld.acquire.gpu of the global i32 at `ptr`: a turn counter another block
+/// releases (the deterministic backward's dQ order).
+Value loadAcquireGpu(ImplicitLocOpBuilder &b, Value ptr);
+/// st.release.gpu of the i32 `value` to the global `ptr`.
+void storeReleaseGpu(ImplicitLocOpBuilder &b, Value ptr, Value value);
+/// fence.acq_rel.gpu: this thread's global writes before it are seen by any
+/// thread that acquires what this thread (or, after a block barrier, its
+/// block) releases after it.
+void fenceAcqRelGpu(ImplicitLocOpBuilder &b);
 
 } // namespace mlir::flash
 

@@ -50,17 +50,6 @@ flashc::compileKernel(ModuleOp module, const KernelCompileOptions &options) {
         "a shared library is the CPU target's artefact: the GPU target "
         "writes PTX or cubin");
   if (isKernelLevel(module)) {
-    // The backward pass's tile program has no GPU lowering yet: say so at
-    // the op rather than let the GPU matcher refuse its grids.
-    WalkResult backward = module.walk([&](flash::AttentionBackwardOp op) {
-      if (options.stage == KernelStage::Tile)
-        return WalkResult::advance();
-      op.emitOpError("has no GPU lowering yet: compile it for the CPU "
-                     "(--target=cpu), or stop at --emit=tile");
-      return WalkResult::interrupt();
-    });
-    if (backward.wasInterrupted())
-      return failedIn("conversion");
     PassManager pm(module.getContext());
     if (options.stage == KernelStage::Tile)
       buildTilePipeline(pm, options.overrides);

@@ -12,6 +12,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace flashc {
@@ -63,18 +65,8 @@ FailureOr<llvm::json::Value> attributeToJson(Attribute attr) {
   return failure();
 }
 
-FailureOr<llvm::json::Object>
-buildKernelMetadata(ModuleOp module, const ArtefactInfo &artefact) {
-  SmallVector<gpu::GPUFuncOp> kernels;
-  module.walk([&](gpu::GPUFuncOp func) {
-    if (func->hasAttr(kLaunchAttrName))
-      kernels.push_back(func);
-  });
-  if (kernels.size() != 1)
-    return module.emitError()
-           << "expected exactly one gpu.func with a '" << kLaunchAttrName
-           << "' launch contract, found " << kernels.size();
-  gpu::GPUFuncOp kernel = kernels.front();
+/// The launch contract of `kernel` as JSON, or a located error.
+static FailureOr<llvm::json::Object> launchContract(gpu::GPUFuncOp kernel) {
   auto launch = dyn_cast<DictionaryAttr>(kernel->getAttr(kLaunchAttrName));
   FailureOr<llvm::json::Value> contract =
       launch ? attributeToJson(launch) : FailureOr<llvm::json::Value>();
@@ -83,9 +75,67 @@ buildKernelMetadata(ModuleOp module, const ArtefactInfo &artefact) {
            << "'" << kLaunchAttrName
            << "' must be a dictionary of integers, floats, booleans, "
               "strings, arrays and dictionaries";
+  return std::move(*contract->getAsObject());
+}
 
-  return withProvenance(std::move(*contract->getAsObject()), kernel.getName(),
-                        artefact);
+/// The backward pass's three kernels (roles pre, main and post): the main
+/// kernel's contract at the top, as a forward kernel's, and each launch in
+/// order under "launches" (docs/kernel-metadata.md).
+static FailureOr<llvm::json::Object>
+buildBackwardMetadata(ModuleOp module, ArrayRef<gpu::GPUFuncOp> kernels,
+                      const ArtefactInfo &artefact) {
+  std::optional<llvm::json::Object> main;
+  StringRef mainSymbol;
+  llvm::json::Array launches;
+  for (llvm::StringRef role : {"pre", "main", "post"}) {
+    auto found = llvm::find_if(kernels, [&](gpu::GPUFuncOp k) {
+      auto launch = k->getAttrOfType<DictionaryAttr>(kLaunchAttrName);
+      auto name = launch ? launch.getAs<StringAttr>("role") : StringAttr();
+      return name && name.getValue() == role;
+    });
+    if (found == kernels.end())
+      return module.emitError()
+             << "expected the backward kernels' roles pre, main and post; "
+             << "found no '" << role << "'";
+    gpu::GPUFuncOp kernel = *found;
+    FailureOr<llvm::json::Object> contract = launchContract(kernel);
+    if (failed(contract))
+      return failure();
+    llvm::json::Object launch;
+    launch["role"] = role.str();
+    launch["kernel"] = kernel.getName().str();
+    for (llvm::StringRef key :
+         {"block", "shared_memory_bytes", "grid", "params"})
+      if (llvm::json::Value *value = contract->get(key))
+        launch[key] = *value;
+    launches.push_back(std::move(launch));
+    if (role == "main") {
+      main = std::move(*contract);
+      mainSymbol = kernel.getName();
+    }
+  }
+  (*main)["launches"] = std::move(launches);
+  return withProvenance(std::move(*main), mainSymbol, artefact);
+}
+
+FailureOr<llvm::json::Object>
+buildKernelMetadata(ModuleOp module, const ArtefactInfo &artefact) {
+  SmallVector<gpu::GPUFuncOp> kernels;
+  module.walk([&](gpu::GPUFuncOp func) {
+    if (func->hasAttr(kLaunchAttrName))
+      kernels.push_back(func);
+  });
+  if (kernels.size() == 3)
+    return buildBackwardMetadata(module, kernels, artefact);
+  if (kernels.size() != 1)
+    return module.emitError()
+           << "expected exactly one gpu.func with a '" << kLaunchAttrName
+           << "' launch contract, found " << kernels.size();
+  gpu::GPUFuncOp kernel = kernels.front();
+  FailureOr<llvm::json::Object> contract = launchContract(kernel);
+  if (failed(contract))
+    return failure();
+  return withProvenance(std::move(*contract), kernel.getName(), artefact);
 }
 
 llvm::json::Object withProvenance(llvm::json::Object contract,

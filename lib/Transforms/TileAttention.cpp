@@ -226,11 +226,22 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         continue;
       }
       auto backward = cast<AttentionBackwardOp>(op);
+      // The backward's tiles are 64 x 64 unless the op says otherwise: a
+      // key tile is one warpgroup's M in the GPU kernel.
+      ConfigAttr base = backward.getConfigAttr();
+      if (!base)
+        base = ConfigAttr::get(op->getContext(), /*block_m=*/64,
+                               /*block_n=*/64, /*stages=*/2,
+                               /*warpgroups=*/1, flashc::ScheduleSwitches());
       FailureOr<ConfigAttr> config =
-          chooseConfig(op, backward.getConfigAttr(), backward.getHeadDim());
+          chooseConfig(op, base, backward.getHeadDim());
       if (failed(config))
         return signalPassFailure();
       func->setAttr("flash.config", *config);
+      // The dQ accumulation order is the GPU kernel's business; the tile
+      // program's grids say nothing of it.
+      if (backward.getDeterministic())
+        func->setAttr("flash.deterministic", UnitAttr::get(op->getContext()));
       tileAttentionBackward(backward, *config);
     }
   }

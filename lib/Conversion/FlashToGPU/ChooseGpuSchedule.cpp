@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackwardKernels.h"
 #include "FlashToGPU.h"
 
 #include "Flash/FlashAttrs.h"
@@ -162,7 +163,9 @@ struct FlashGpuSchedulePass
     }
     bool failedAny = false;
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (!holdsFlashOps(func))
+      // The backward kernels have one fixed schedule of their own
+      // (BackwardKernels.h).
+      if (!holdsFlashOps(func) || isBackwardTileProgram(func))
         continue;
       FailureOr<KernelSpec> spec = matchAttentionTileProgram(func);
       if (failed(spec)) {

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BackwardKernels.h"
 #include "FlashToGPU.h"
 
 #include "Flash/FlashOps.h"
@@ -190,6 +191,20 @@ struct ConvertFlashToGPUPass
         funcs.push_back(func);
     bool failedAny = false;
     for (func::FuncOp func : funcs) {
+      if (isBackwardTileProgram(func)) {
+        FailureOr<BackwardSpec> spec = matchBackwardTileProgram(func);
+        FailureOr<gpu::GPUModuleOp> kernelModule =
+            succeeded(spec) ? buildBackwardKernelModule(func, *spec)
+                            : FailureOr<gpu::GPUModuleOp>(failure());
+        if (failed(kernelModule)) {
+          failedAny = true;
+          continue;
+        }
+        func.erase();
+        if (lowerWarpgroupOps && failed(lowerFlashWarpgroupOps(*kernelModule)))
+          failedAny = true;
+        continue;
+      }
       FailureOr<KernelSpec> spec = matchAttentionTileProgram(func);
       if (failed(spec)) {
         failedAny = true;

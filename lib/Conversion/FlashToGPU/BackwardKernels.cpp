@@ -1,0 +1,851 @@
+//===- BackwardKernels.cpp - the backward tile program as three kernels ---===//
+//
+// BackwardKernels.h says what each kernel does. The main kernel is one
+// warpgroup per block, keyed by (key tile, batch x K/V head), built from
+// the forward's warpgroup parts (flash.wg: TMA tiles and rings, wgmma with
+// either operand transposed, truncf into A operands, the swizzled shared
+// store, the bound-checked global store). Its shared memory, from the
+// window's 1 KiB-aligned start: K and V (64 x D each), two slots of Q and
+// of dO, and dS^T (64 x 64); every tile is D/64 boxes of 64 rows of 128
+// bytes with the 128-byte swizzle, so:
+//
+//   S^T  = K Q^T   A = K (K-major), B = Q (K-major): k-steps along D
+//   dP^T = V dO^T  A = V (K-major), B = dO (K-major)
+//   dV  += P^T dO  A = P^T (registers), B = dO (MN-major): k-steps of 16
+//                  queries, 16 rows (2048 B) apart
+//   dK  += dS^T Q  A = dS^T (registers), B = Q (MN-major)
+//   dQ_j = dS K    A = dS read from dS^T (MN-major), B = K (MN-major):
+//                  k-steps of 16 keys
+//
+// In the accumulators of S^T and dP^T the rows are keys and the columns
+// queries, so the LSE and delta a score needs are its column's: each thread
+// loads the 16 of its columns per query tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BackwardKernels.h"
+
+#include "../FlashWarpgroupToNVVM/RegisterUtils.h"
+#include "../InlinePtx.h"
+#include "Flash/FlashOps.h"
+#include "flashc/Config/LaunchAttr.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::gpu_lowering;
+
+namespace {
+
+constexpr int64_t kThreads = 128;
+
+/// What the three kernels share: types, constants and a few control-flow
+/// and address helpers over `b`.
+class BackwardBuilder {
+public:
+  BackwardBuilder(ImplicitLocOpBuilder &b, const BackwardSpec &spec)
+      : b(b), spec(spec), ctx(b.getContext()) {
+    f32 = b.getF32Type();
+    i32 = b.getI32Type();
+    i64 = b.getI64Type();
+    indexTy = b.getIndexType();
+    genericPtr = LLVM::LLVMPointerType::get(ctx);
+    globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  }
+
+  void emitPre(gpu::GPUFuncOp func);
+  void emitMain(gpu::GPUFuncOp func);
+  void emitPost(gpu::GPUFuncOp func);
+
+  /// The kernels' parameters, in launch order, as kernel.json lists them
+  /// (docs/kernel-metadata.md); each gives the gpu.func argument types.
+  struct Param {
+    DictionaryAttr attr;
+    Type type;
+  };
+  SmallVector<Param> preParams(), mainParams(), postParams();
+
+private:
+  /// Starts a kernel's body: its constants go to the top of `entry`, one
+  /// per value, where the warpgroup patterns look for theirs
+  /// (wg_lowering::entryConstant).
+  void beginKernel(Block *entry) {
+    constants.clear();
+    b.setInsertionPointToStart(entry);
+    // The body is empty: the first constant anchors the others before it.
+    auto zero = arith::ConstantOp::create(b, b.getIndexAttr(0));
+    constants[zero.getValue()] = zero;
+    constantsAt.setInsertionPoint(zero);
+  }
+  Value constant(TypedAttr attr) {
+    Value &slot = constants[attr];
+    if (!slot)
+      slot = arith::ConstantOp::create(constantsAt, b.getLoc(), attr);
+    return slot;
+  }
+  Value cI32(int64_t v) { return constant(b.getI32IntegerAttr(v)); }
+  Value cI64(int64_t v) { return constant(b.getI64IntegerAttr(v)); }
+  Value cIndex(int64_t v) { return constant(b.getIndexAttr(v)); }
+  Value cF32(float v) { return constant(b.getF32FloatAttr(v)); }
+  Value index(Value v) { return arith::IndexCastOp::create(b, indexTy, v); }
+  Value toI64(Value v) {
+    if (v.getType().isInteger(64))
+      return v;
+    return v.getType().isIndex()
+               ? arith::IndexCastOp::create(b, i64, v).getResult()
+               : arith::ExtSIOp::create(b, i64, v).getResult();
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value gep(Value ptr, Type element, Value offset) {
+    return LLVM::GEPOp::create(b, globalPtr, element, ptr,
+                               ValueRange{toI64(offset)});
+  }
+  void ifThen(Value cond, function_ref<void()> then) {
+    auto ifOp = scf::IfOp::create(b, TypeRange(), cond, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    then();
+  }
+  /// The element offset of row `row` of (batch, head) in a strided tensor.
+  Value rowOffset(Value batch, Value head, Value row, ValueRange strides) {
+    Value off = mul(toI64(batch), strides[0]);
+    off = add(off, mul(toI64(head), strides[1]));
+    return add(off, mul(toI64(row), strides[2]));
+  }
+  /// The row (of 64 x D) and column layout the SIMT kernels walk: 8
+  /// contiguous elements a thread, D/8 threads a row.
+  int64_t threadsPerRow() const { return spec.headDim / 8; }
+  int64_t rowsPerPass() const { return kThreads / threadsPerRow(); }
+  /// Sums `v` over the threadsPerRow() lanes that share a row.
+  Value sumOverRow(Value v);
+
+  FragmentType accumulatorType(int64_t n) {
+    return FragmentType::get(ctx, {64, n}, f32,
+                             WgmmaAccumulatorLayoutAttr::get(ctx));
+  }
+  FragmentType operandAType(int64_t n) {
+    return FragmentType::get(ctx, {64, n}, spec.elementType,
+                             WgmmaOperandALayoutAttr::get(ctx));
+  }
+  Value advance(Value base, Value units, int64_t bytes) {
+    return WgAdvanceDescriptorOp::create(b, base.getType(), base, units,
+                                         b.getI64IntegerAttr(bytes));
+  }
+  /// D = sum over k steps of A_s B_s (the first step without C).
+  Value mmaChain(FragmentType type, ArrayRef<Value> a, ArrayRef<Value> bs,
+                 Value acc) {
+    for (auto [aStep, bStep] : llvm::zip_equal(a, bs))
+      acc = WgMmaOp::create(b, type, aStep, bStep, acc);
+    return acc;
+  }
+  /// The 64 x 16 k-steps of a rounded 64 x 64 A operand in registers.
+  SmallVector<Value> aSteps(Value a16) {
+    SmallVector<Value> regs = wg_lowering::fragmentValues(b, a16);
+    SmallVector<Value> steps;
+    for (size_t kk = 0; kk < regs.size() / 4; ++kk)
+      steps.push_back(WgFragmentFromValuesOp::create(
+          b, operandAType(16), ArrayRef<Value>(regs).slice(4 * kk, 4)));
+    return steps;
+  }
+
+  ImplicitLocOpBuilder &b;
+  const BackwardSpec &spec;
+  MLIRContext *ctx;
+  Type f32, i32, i64, indexTy, genericPtr, globalPtr;
+  OpBuilder constantsAt{static_cast<MLIRContext *>(nullptr)};
+
+  DenseMap<Attribute, Value> constants;
+};
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+class ParamList {
+public:
+  ParamList(MLIRContext *ctx) : b(ctx) {}
+  ParamList &tensor(StringRef name, Type type) {
+    return add({{"kind", "ptr"}, {"tensor", name}}, type);
+  }
+  ParamList &workspace(StringRef name, Type type) {
+    return add({{"kind", "workspace"}, {"name", name}}, type);
+  }
+  ParamList &scalar(StringRef kind, StringRef value, Type type) {
+    return add({{"kind", kind}, {"value", value}}, type);
+  }
+  ParamList &strides(StringRef tensor, Type i64) {
+    for (StringRef dim : {"b", "h", "n"})
+      scalar("i64", ("stride_" + tensor + "_" + dim).str(), i64);
+    return *this;
+  }
+  /// A CUtensorMap by value over [B, H, N, D] with the tensor's strides,
+  /// boxes of 64 rows x 64 columns.
+  ParamList &tensorMap(StringRef name, Type type) {
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr("kind", b.getStringAttr("tma")),
+        b.getNamedAttr("tensor", b.getStringAttr(name)),
+        b.getNamedAttr("box", b.getDenseI64ArrayAttr({64, 64})),
+        b.getNamedAttr("swizzle", b.getI64IntegerAttr(128)),
+        b.getNamedAttr("rank", b.getI64IntegerAttr(4))};
+    params.push_back({b.getDictionaryAttr(attrs), type});
+    return *this;
+  }
+  SmallVector<BackwardBuilder::Param> take() { return std::move(params); }
+
+private:
+  ParamList &add(ArrayRef<std::pair<StringRef, StringRef>> entries, Type type) {
+    SmallVector<NamedAttribute> attrs;
+    for (auto [key, value] : entries)
+      attrs.push_back(b.getNamedAttr(key, b.getStringAttr(value)));
+    params.push_back({b.getDictionaryAttr(attrs), type});
+    return *this;
+  }
+  Builder b;
+  SmallVector<BackwardBuilder::Param> params;
+};
+
+SmallVector<BackwardBuilder::Param> BackwardBuilder::preParams() {
+  ParamList list(ctx);
+  list.tensor("o", globalPtr)
+      .tensor("do", globalPtr)
+      .workspace("delta", globalPtr)
+      .workspace("dq_accum", globalPtr);
+  if (spec.deterministic)
+    list.workspace("dq_turns", globalPtr);
+  list.scalar("i32", "seq_q", i32)
+      .scalar("i32", "heads", i32)
+      .strides("o", i64)
+      .strides("do", i64);
+  return list.take();
+}
+
+SmallVector<BackwardBuilder::Param> BackwardBuilder::mainParams() {
+  ParamList list(ctx);
+  list.tensorMap("q", genericPtr)
+      .tensorMap("k", genericPtr)
+      .tensorMap("v", genericPtr)
+      .tensorMap("do", genericPtr)
+      .tensor("lse", globalPtr)
+      .workspace("delta", globalPtr)
+      .workspace("dq_accum", globalPtr)
+      .tensor("dk", globalPtr)
+      .tensor("dv", globalPtr);
+  if (spec.deterministic)
+    list.workspace("dq_turns", globalPtr);
+  list.scalar("i32", "seq_q", i32)
+      .scalar("i32", "seq_k", i32)
+      .scalar("f32", "scale_log2", f32)
+      .scalar("i32", "kv_group", i32)
+      .scalar("i32", "heads", i32)
+      .strides("dk", i64)
+      .strides("dv", i64);
+  return list.take();
+}
+
+SmallVector<BackwardBuilder::Param> BackwardBuilder::postParams() {
+  ParamList list(ctx);
+  list.workspace("dq_accum", globalPtr)
+      .tensor("dq", globalPtr)
+      .scalar("i32", "seq_q", i32)
+      .scalar("i32", "heads", i32)
+      .scalar("f32", "scale", f32)
+      .strides("dq", i64);
+  return list.take();
+}
+
+//===----------------------------------------------------------------------===//
+// The SIMT kernels: delta and the cleared accumulator, dQ's rounding
+//===----------------------------------------------------------------------===//
+
+Value BackwardBuilder::sumOverRow(Value v) {
+  for (int64_t lanes = 1; lanes < threadsPerRow(); lanes *= 2)
+    v = arith::AddFOp::create(b, v,
+                              gpu::ShuffleOp::create(b, v, cI32(lanes),
+                                                     cI32(32),
+                                                     gpu::ShuffleMode::XOR)
+                                  .getShuffleResult());
+  return v;
+}
+
+void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
+  Block *entry = &func.getBody().front();
+  beginKernel(entry);
+  auto arg = [&](unsigned i) { return entry->getArgument(i); };
+  unsigned next = 0;
+  Value out = arg(next++), dOut = arg(next++), delta = arg(next++),
+        accum = arg(next++);
+  Value turns = spec.deterministic ? arg(next++) : Value();
+  Value seqQ = arg(next++), heads = arg(next++);
+  SmallVector<Value> oStrides = {arg(next), arg(next + 1), arg(next + 2)};
+  SmallVector<Value> doStrides = {arg(next + 3), arg(next + 4), arg(next + 5)};
+
+  Value tile = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value bh = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  Value batch = arith::DivUIOp::create(b, bh, heads);
+  Value head = arith::RemUIOp::create(b, bh, heads);
+  Value tid = arith::IndexCastOp::create(
+      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value rowInPass = arith::DivUIOp::create(b, tid, cI32(threadsPerRow()));
+  Value col =
+      mul(arith::RemUIOp::create(b, tid, cI32(threadsPerRow())), cI32(8));
+  auto vecType = VectorType::get({8}, spec.elementType);
+  auto quadF32 = VectorType::get({4}, f32);
+  for (int64_t pass = 0; pass < 64 / rowsPerPass(); ++pass) {
+    Value q =
+        add(add(mul(tile, cI32(64)), cI32(pass * rowsPerPass())), rowInPass);
+    Value inside = cmp(arith::CmpIPredicate::slt, q, seqQ);
+    // Rows past seq_q add 0; every lane takes part in the shuffles.
+    Value partial =
+        wg_lowering::ifThenElse(
+            b, b.getLoc(), inside, TypeRange{f32},
+            [&]() -> SmallVector<Value> {
+              auto load = [&](Value base, ValueRange strides) {
+                Value off = add(rowOffset(batch, head, q, strides), toI64(col));
+                return LLVM::LoadOp::create(b, vecType,
+                                            gep(base, spec.elementType, off),
+                                            /*alignment=*/16);
+              };
+              Value o = load(out, oStrides);
+              Value d = load(dOut, doStrides);
+              Value sum = cF32(0.0f);
+              for (int64_t e = 0; e < 8; ++e) {
+                auto elem = [&](Value vec) -> Value {
+                  Value x = LLVM::ExtractElementOp::create(b, vec, cI32(e));
+                  return arith::ExtFOp::create(b, f32, x);
+                };
+                sum = LLVM::FMAOp::create(b, elem(o), elem(d), sum);
+              }
+              return {sum};
+            },
+            [&]() -> SmallVector<Value> { return {cF32(0.0f)}; })
+            .front();
+    Value rowSum = sumOverRow(partial);
+    ifThen(inside, [&] {
+      Value row = add(mul(toI64(bh), toI64(seqQ)), toI64(q));
+      Value first = cmp(arith::CmpIPredicate::eq, col, cI32(0));
+      ifThen(first, [&] {
+        LLVM::StoreOp::create(b, rowSum, gep(delta, f32, row), 4);
+      });
+      Value zeros = LLVM::ZeroOp::create(b, quadF32);
+      Value at = add(mul(row, cI64(spec.headDim)), toI64(col));
+      LLVM::StoreOp::create(b, zeros, gep(accum, f32, at), 16);
+      LLVM::StoreOp::create(b, zeros, gep(accum, f32, add(at, cI64(4))), 16);
+    });
+  }
+  if (turns) {
+    // The key tiles take turns on each query tile's dQ rows from 0.
+    Value tiles = arith::CeilDivUIOp::create(b, seqQ, cI32(64));
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      Value at = add(mul(toI64(bh), toI64(tiles)), toI64(tile));
+      LLVM::StoreOp::create(b, cI32(0), gep(turns, i32, at), 4);
+    });
+  }
+  gpu::ReturnOp::create(b);
+}
+
+void BackwardBuilder::emitPost(gpu::GPUFuncOp func) {
+  Block *entry = &func.getBody().front();
+  beginKernel(entry);
+  auto arg = [&](unsigned i) { return entry->getArgument(i); };
+  Value accum = arg(0), dq = arg(1), seqQ = arg(2), heads = arg(3),
+        scale = arg(4);
+  SmallVector<Value> strides = {arg(5), arg(6), arg(7)};
+
+  Value tile = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value bh = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  Value batch = arith::DivUIOp::create(b, bh, heads);
+  Value head = arith::RemUIOp::create(b, bh, heads);
+  Value tid = arith::IndexCastOp::create(
+      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value rowInPass = arith::DivUIOp::create(b, tid, cI32(threadsPerRow()));
+  Value col =
+      mul(arith::RemUIOp::create(b, tid, cI32(threadsPerRow())), cI32(8));
+  auto quadF32 = VectorType::get({4}, f32);
+  auto vecType = VectorType::get({8}, spec.elementType);
+  for (int64_t pass = 0; pass < 64 / rowsPerPass(); ++pass) {
+    Value q =
+        add(add(mul(tile, cI32(64)), cI32(pass * rowsPerPass())), rowInPass);
+    ifThen(cmp(arith::CmpIPredicate::slt, q, seqQ), [&] {
+      Value row = add(mul(toI64(bh), toI64(seqQ)), toI64(q));
+      Value at = add(mul(row, cI64(spec.headDim)), toI64(col));
+      Value rounded = LLVM::UndefOp::create(b, vecType);
+      for (int64_t half = 0; half < 2; ++half) {
+        Value quad = LLVM::LoadOp::create(
+            b, quadF32, gep(accum, f32, add(at, cI64(4 * half))), 16);
+        for (int64_t e = 0; e < 4; ++e) {
+          Value x = LLVM::ExtractElementOp::create(b, quad, cI32(e));
+          x = arith::MulFOp::create(b, x, scale);
+          x = arith::TruncFOp::create(b, spec.elementType, x);
+          rounded =
+              LLVM::InsertElementOp::create(b, rounded, x, cI32(4 * half + e));
+        }
+      }
+      Value off = add(rowOffset(batch, head, q, strides), toI64(col));
+      LLVM::StoreOp::create(b, rounded, gep(dq, spec.elementType, off), 16);
+    });
+  }
+  gpu::ReturnOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
+// The main kernel
+//===----------------------------------------------------------------------===//
+
+void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
+  Block *entry = &func.getBody().front();
+  beginKernel(entry);
+  auto arg = [&](unsigned i) { return entry->getArgument(i); };
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto boxType =
+      MemRefType::get({1, 1, 64, 64}, spec.elementType, AffineMap(), workgroup);
+  auto mapType = nvgpu::TensorMapDescriptorType::get(
+      ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+      nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+      nvgpu::TensorMapOOBKind::OOB_ZERO,
+      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  // The maps arrive as pointers to the by-value parameters (see
+  // KernelContext: a descriptor-typed gpu.func argument does not legalize).
+  auto map = [&](unsigned i) {
+    return UnrealizedConversionCastOp::create(b, mapType, arg(i)).getResult(0);
+  };
+  Value tmQ = map(0), tmK = map(1), tmV = map(2), tmDO = map(3);
+  unsigned next = 4;
+  Value lse = arg(next++), delta = arg(next++), accum = arg(next++),
+        dkOut = arg(next++), dvOut = arg(next++);
+  Value turns = spec.deterministic ? arg(next++) : Value();
+  Value seqQ = arg(next++), seqK = arg(next++), scaleLog2 = arg(next++),
+        group = arg(next++), heads = arg(next++);
+  SmallVector<Value> dkStrides = {arg(next), arg(next + 1), arg(next + 2)};
+  SmallVector<Value> dvStrides = {arg(next + 3), arg(next + 4), arg(next + 5)};
+
+  auto smemType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                  AffineMap(), workgroup);
+  auto window = WgSharedWindowOp::create(b, smemType, indexTy, i64,
+                                         b.getI64IntegerAttr(1024));
+  Value smem = window.getWindow(), shift = window.getShift();
+  // The barriers' initialisation reuses the kernel's thread index.
+  Value tidIdx = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  auto barType =
+      nvgpu::MBarrierGroupType::get(ctx, workgroup, BackwardSpec::kNumBarriers);
+  Value bar = WgInitBarriersOp::create(
+      b, barType, SmallVector<int64_t>(BackwardSpec::kNumBarriers, 1));
+
+  Value tid = arith::IndexCastOp::create(b, i32, tidIdx);
+  Value isThread0 = cmp(arith::CmpIPredicate::eq, tid, cI32(0));
+  Value keyTile = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value bhkv = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  Value kvHeads = arith::DivUIOp::create(b, heads, group);
+  Value batch = arith::DivUIOp::create(b, bhkv, kvHeads);
+  Value kvHead = arith::RemUIOp::create(b, bhkv, kvHeads);
+  Value k0 = mul(keyTile, cI32(64));
+  Value queryTiles = arith::CeilDivUIOp::create(b, seqQ, cI32(64));
+  // The causal mask is aligned to the sequences' ends: key c is seen by
+  // query rows r with c <= r + (seq_k - seq_q). The first query tile with
+  // such a row, and the tiles of each head of the group from there.
+  Value diagonal = arith::SubIOp::create(b, seqK, seqQ);
+  Value firstTile = cI32(0);
+  if (spec.causal) {
+    Value firstRow = arith::MaxSIOp::create(
+        b, arith::SubIOp::create(b, k0, diagonal), cI32(0));
+    firstTile = arith::DivUIOp::create(b, firstRow, cI32(64));
+  }
+  Value perHead = arith::MaxSIOp::create(
+      b, arith::SubIOp::create(b, queryTiles, firstTile), cI32(0));
+  Value passes = mul(perHead, group);
+
+  // Pass t of the block: head member t / perHead, query tile
+  // firstTile + t % perHead.
+  auto passTile = [&](Value t) {
+    Value member = arith::DivUIOp::create(b, t, perHead);
+    Value qTile = add(firstTile, arith::RemUIOp::create(b, t, perHead));
+    Value head = add(mul(kvHead, group), member);
+    return std::make_pair(head, qTile);
+  };
+  Value batchIdx = index(batch);
+  auto issueQdO = [&](Value t) {
+    Value head, qTile;
+    std::tie(head, qTile) = passTile(t);
+    Value slot = arith::RemUIOp::create(b, index(t), cIndex(2));
+    Value slotBytes = mul(slot, cIndex(spec.tileBytes()));
+    Value row = index(mul(qTile, cI32(64)));
+    for (auto [tm, offset, barrier] :
+         {std::tuple{tmQ, spec.offQ(), BackwardSpec::kBarQ},
+          std::tuple{tmDO, spec.offDO(), BackwardSpec::kBarDO}})
+      WgTmaLoadTileOp::create(b, tm, row, ValueRange{index(head), batchIdx},
+                              smem, shift, slotBytes, /*buffer=*/Value(), bar,
+                              add(slot, cIndex(barrier)), spec.headDim,
+                              b.getI64IntegerAttr(offset),
+                              /*bufferBytes=*/IntegerAttr());
+  };
+  ifThen(isThread0, [&] {
+    Value row = index(k0);
+    for (auto [tm, offset, barrier] :
+         {std::tuple{tmK, spec.offK(), BackwardSpec::kBarK},
+          std::tuple{tmV, spec.offV(), BackwardSpec::kBarV}})
+      WgTmaLoadTileOp::create(b, tm, row, ValueRange{index(kvHead), batchIdx},
+                              smem, shift, /*offset=*/cIndex(0),
+                              /*buffer=*/Value(), bar, cIndex(barrier),
+                              spec.headDim, b.getI64IntegerAttr(offset),
+                              IntegerAttr());
+    ifThen(cmp(arith::CmpIPredicate::sgt, passes, cI32(0)),
+           [&] { issueQdO(cI32(0)); });
+  });
+  // K and V land once: phase 0 of their barriers.
+  auto onceType = RingSlotType::get(ctx, 1);
+  Value once = WgRingSlotOp::create(b, onceType, cIndex(0));
+  WgRingWaitFullOp::create(b, once, bar, BackwardSpec::kBarK);
+  WgRingWaitFullOp::create(b, once, bar, BackwardSpec::kBarV);
+
+  // Descriptors. K-major: LBO 16 B, SBO 1024 B (8 rows of 128 B); a k-step
+  // of 16 columns is +32 B, the next box +8 KiB. MN-major: LBO one box
+  // (the next 64 columns of N, or of M for dS), SBO 1024 B; a k-step of 16
+  // rows is +2048 B.
+  auto kMajor = SmemDescriptorType::get(ctx, spec.elementType,
+                                        /*mnMajor=*/false, 128, 16, 1024);
+  auto mnMajor =
+      SmemDescriptorType::get(ctx, spec.elementType,
+                              /*mnMajor=*/true, 128, spec.boxBytes(), 1024);
+  Value kBase = WgMakeDescriptorOp::create(b, kMajor, window.getField());
+  Value mnBase = WgMakeDescriptorOp::create(b, mnMajor, window.getField());
+  const int64_t dSteps = spec.headDim / 16;
+  auto alongD = [&](Value base, Value units, int64_t offset) {
+    SmallVector<Value> steps;
+    for (int64_t s = 0; s < dSteps; ++s)
+      steps.push_back(advance(
+          base, units, offset + (s / 4) * spec.boxBytes() + (s % 4) * 32));
+    return steps;
+  };
+  auto alongRows = [&](Value base, Value units, int64_t offset) {
+    SmallVector<Value> steps;
+    for (int64_t s = 0; s < 4; ++s)
+      steps.push_back(advance(base, units, offset + s * 16 * 128));
+    return steps;
+  };
+  SmallVector<Value> kA = alongD(kBase, Value(), spec.offK());
+  SmallVector<Value> vA = alongD(kBase, Value(), spec.offV());
+  SmallVector<Value> kB = alongRows(mnBase, Value(), spec.offK());
+  SmallVector<Value> dsA = alongRows(mnBase, Value(), spec.offDS());
+
+  // Where this thread's accumulator registers sit: rows 16 warp + lane / 4
+  // (+ 8), columns 2 (lane % 4) + columnInGroup(i).
+  Value warp = arith::DivUIOp::create(b, tid, cI32(32));
+  Value lane = arith::RemUIOp::create(b, tid, cI32(32));
+  Value rowBase =
+      add(mul(warp, cI32(16)), arith::DivUIOp::create(b, lane, cI32(4)));
+  Value colBase = mul(arith::RemUIOp::create(b, lane, cI32(4)), cI32(2));
+  auto regRow = [&](int64_t i) {
+    return add(rowBase, cI32(8 * wg_lowering::rowHalf(i)));
+  };
+  auto regCol = [&](int64_t i) {
+    return add(colBase, cI32(wg_lowering::columnInGroup(i)));
+  };
+  // A thread's columns of a 64-column accumulator, in register order of
+  // one row half: 2 per group of 8.
+  auto columnSlot = [](int64_t i) { return 2 * (i / 4) + i % 2; };
+
+  FragmentType sType = accumulatorType(64),
+               gradType = accumulatorType(spec.headDim);
+  auto slotType = RingSlotType::get(ctx, 2);
+  Value log2e = cF32(float(M_LOG2E));
+  Value inf = cF32(std::numeric_limits<float>::infinity());
+  Value negInf = cF32(-std::numeric_limits<float>::infinity());
+  Value zero = cF32(0.0f);
+
+  // The loop carries dK's and dV's registers (a fragment is no loop
+  // value the warpgroup lowering converts).
+  const int64_t gradRegs = spec.headDim / 2;
+  SmallVector<Value> inits(2 * gradRegs, zero);
+  auto loop = scf::ForOp::create(
+      b, cIndex(0), index(passes), cIndex(1), inits,
+      [&](OpBuilder &nb, Location, Value tIdx, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value acc[2] = {WgFragmentFromValuesOp::create(
+                            b, gradType, carried.take_front(gradRegs)),
+                        WgFragmentFromValuesOp::create(
+                            b, gradType, carried.drop_front(gradRegs))};
+        Value t = arith::IndexCastOp::create(b, i32, tIdx);
+        Value head, qTile;
+        std::tie(head, qTile) = passTile(t);
+        Value q0 = mul(qTile, cI32(64));
+        // The next pass's Q and dO go into the other slot, which the whole
+        // block left at the end of the previous pass.
+        Value nextT = add(t, cI32(1));
+        ifThen(arith::AndIOp::create(
+                   b, isThread0, cmp(arith::CmpIPredicate::slt, nextT, passes)),
+               [&] { issueQdO(nextT); });
+
+        // LSE (in log2 units; +inf where the row saw no key or lies past
+        // seq_q, so that p = 0) and delta of this thread's 16 columns.
+        Value headRow = mul(toI64(add(mul(batch, heads), head)), toI64(seqQ));
+        SmallVector<Value> lse2(16), deltas(16);
+        Value lastRow = arith::SubIOp::create(b, seqQ, cI32(1));
+        for (int64_t i = 0; i < 32; i += 2 * 2) {
+          for (int64_t e = 0; e < 2; ++e) {
+            int64_t reg = i + e;
+            Value q = add(q0, regCol(reg));
+            Value inside = cmp(arith::CmpIPredicate::slt, q, seqQ);
+            Value at =
+                add(headRow, toI64(arith::MinSIOp::create(b, q, lastRow)));
+            Value l = LLVM::LoadOp::create(b, f32, gep(lse, f32, at), 4);
+            Value d = LLVM::LoadOp::create(b, f32, gep(delta, f32, at), 4);
+            Value seen = arith::AndIOp::create(
+                b, inside,
+                arith::CmpFOp::create(b, arith::CmpFPredicate::ONE, l, negInf));
+            lse2[columnSlot(reg)] = arith::SelectOp::create(
+                b, seen, arith::MulFOp::create(b, l, log2e), inf);
+            deltas[columnSlot(reg)] =
+                arith::SelectOp::create(b, inside, d, zero);
+          }
+        }
+
+        Value ring = WgRingSlotOp::create(b, slotType, tIdx);
+        WgRingWaitFullOp::create(b, ring, bar, BackwardSpec::kBarQ);
+        WgRingWaitFullOp::create(b, ring, bar, BackwardSpec::kBarDO);
+        Value slot = WgRingSlotIndexOp::create(b, ring);
+        Value units = toI64(mul(slot, cIndex(spec.tileBytes() / 16)));
+        SmallVector<Value> qB = alongD(kBase, units, spec.offQ());
+        SmallVector<Value> doB = alongD(kBase, units, spec.offDO());
+        SmallVector<Value> qMn = alongRows(mnBase, units, spec.offQ());
+        SmallVector<Value> doMn = alongRows(mnBase, units, spec.offDO());
+
+        // S^T = K Q^T and dP^T = V dO^T.
+        NVVM::WgmmaFenceAlignedOp::create(b);
+        Value s = mmaChain(sType, kA, qB, Value());
+        Value dp = mmaChain(sType, vA, doB, Value());
+        NVVM::WgmmaGroupSyncAlignedOp::create(b);
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+
+        // P^T and dS^T = P^T (dP^T - delta), masked keys (past seq_k, or
+        // after the query under the causal mask) at 0.
+        SmallVector<Value> sv = wg_lowering::fragmentValues(b, s);
+        SmallVector<Value> dpv = wg_lowering::fragmentValues(b, dp);
+        SmallVector<Value> p(32), ds(32);
+        for (int64_t i = 0; i < 32; ++i) {
+          Value key = add(k0, regRow(i));
+          Value hidden = cmp(arith::CmpIPredicate::sge, key, seqK);
+          if (spec.causal) {
+            Value q = add(q0, regCol(i));
+            hidden = arith::OrIOp::create(
+                b, hidden,
+                cmp(arith::CmpIPredicate::sgt, key, add(q, diagonal)));
+          }
+          Value x = LLVM::FMAOp::create(
+              b, sv[i], scaleLog2,
+              arith::NegFOp::create(b, lse2[columnSlot(i)]));
+          p[i] = arith::SelectOp::create(b, hidden, zero,
+                                         exp2FlushDenormals(b, x));
+          ds[i] = arith::MulFOp::create(
+              b, p[i], arith::SubFOp::create(b, dpv[i], deltas[columnSlot(i)]));
+        }
+        Value p16 = WgTruncFOp::create(
+            b, operandAType(64), WgFragmentFromValuesOp::create(b, sType, p));
+        Value ds16 = WgTruncFOp::create(
+            b, operandAType(64), WgFragmentFromValuesOp::create(b, sType, ds));
+
+        // dV += P^T dO, dK += dS^T Q.
+        NVVM::WgmmaFenceAlignedOp::create(b);
+        Value dv = mmaChain(gradType, aSteps(p16), doMn, acc[1]);
+        Value dk = mmaChain(gradType, aSteps(ds16), qMn, acc[0]);
+        NVVM::WgmmaGroupSyncAlignedOp::create(b);
+
+        // dS^T through shared memory, read back as dS (MN-major A).
+        WgStoreSharedOp::create(b, ds16, smem, add(shift, cIndex(spec.offDS())),
+                                b.getI64IntegerAttr(spec.boxBytes()));
+        NVVM::FenceProxyOp::create(
+            b, NVVM::ProxyKind::async_shared,
+            NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+        gpu::BarrierOp::create(b);
+        NVVM::WgmmaFenceAlignedOp::create(b);
+        Value dq = mmaChain(gradType, dsA, kB, Value());
+        NVVM::WgmmaGroupSyncAlignedOp::create(b);
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+
+        // dQ's partial into the accumulator, under `deterministic` in key
+        // tile order: this block's turn on the query tile comes when the
+        // previous key tile's block has added.
+        Value turn;
+        if (turns) {
+          Value turnAt =
+              add(mul(toI64(add(mul(batch, heads), head)), toI64(queryTiles)),
+                  toI64(qTile));
+          turn = gep(turns, i32, turnAt);
+          ifThen(isThread0, [&] {
+            scf::WhileOp::create(
+                b, TypeRange(), ValueRange(),
+                [&](OpBuilder &wb, Location, ValueRange) {
+                  OpBuilder::InsertionGuard g(b);
+                  b.setInsertionPoint(wb.getInsertionBlock(),
+                                      wb.getInsertionPoint());
+                  Value seen = loadAcquireGpu(b, turn);
+                  scf::ConditionOp::create(
+                      b, cmp(arith::CmpIPredicate::ne, seen, keyTile),
+                      ValueRange());
+                },
+                [&](OpBuilder &wb, Location, ValueRange) {
+                  OpBuilder::InsertionGuard g(b);
+                  b.setInsertionPoint(wb.getInsertionBlock(),
+                                      wb.getInsertionPoint());
+                  scf::YieldOp::create(b);
+                });
+          });
+          gpu::BarrierOp::create(b);
+        }
+        SmallVector<Value> dqv = wg_lowering::fragmentValues(b, dq);
+        for (int64_t half = 0; half < 2; ++half) {
+          Value q = add(q0, add(rowBase, cI32(8 * half)));
+          ifThen(cmp(arith::CmpIPredicate::slt, q, seqQ), [&] {
+            Value rowAt = mul(add(headRow, toI64(q)), cI64(spec.headDim));
+            for (int64_t i = 0; i < int64_t(dqv.size()); ++i) {
+              if (wg_lowering::rowHalf(i) != half)
+                continue;
+              Value ptr = gep(accum, f32, add(rowAt, toI64(regCol(i))));
+              LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::fadd, ptr, dqv[i],
+                                        LLVM::AtomicOrdering::monotonic);
+            }
+          });
+        }
+        if (turns) {
+          fenceAcqRelGpu(b);
+          gpu::BarrierOp::create(b);
+          ifThen(isThread0,
+                 [&] { storeReleaseGpu(b, turn, add(keyTile, cI32(1))); });
+        }
+        // Every thread is done with this pass's slot and dS^T.
+        gpu::BarrierOp::create(b);
+        SmallVector<Value> yielded = wg_lowering::fragmentValues(b, dk);
+        llvm::append_range(yielded, wg_lowering::fragmentValues(b, dv));
+        scf::YieldOp::create(b, yielded);
+      });
+
+  // dK = scale dS^T Q and dV, rounded, into this key tile's rows.
+  auto store = [&](ValueRange grad, Value out, ValueRange strides,
+                   bool scaled) {
+    SmallVector<Value> regs(grad);
+    if (scaled) {
+      Value scale = cF32(float(spec.scale));
+      for (Value &r : regs)
+        r = arith::MulFOp::create(b, r, scale);
+    }
+    Value rounded =
+        WgTruncFOp::create(b, operandAType(spec.headDim),
+                           WgFragmentFromValuesOp::create(b, gradType, regs));
+    Value base = gep(out, spec.elementType, mul(toI64(batch), strides[0]));
+    WgStoreGlobalOp::create(b, rounded, base, kvHead, k0, seqK, strides[1],
+                            strides[2], Value());
+  };
+  store(loop.getResults().take_front(gradRegs), dkOut, dkStrides,
+        /*scaled=*/true);
+  store(loop.getResults().drop_front(gradRegs), dvOut, dvStrides,
+        /*scaled=*/false);
+  gpu::ReturnOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
+// The module and the kernels' launch contracts
+//===----------------------------------------------------------------------===//
+
+DictionaryAttr launchAttr(MLIRContext *ctx, const BackwardSpec &spec,
+                          StringRef role, DictionaryAttr grid,
+                          int64_t sharedMemory,
+                          ArrayRef<BackwardBuilder::Param> params) {
+  Builder b(ctx);
+  SmallVector<Attribute> paramAttrs;
+  for (const BackwardBuilder::Param &p : params)
+    paramAttrs.push_back(p.attr);
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("pass", b.getStringAttr("backward")),
+      b.getNamedAttr("role", b.getStringAttr(role)),
+      b.getNamedAttr("dtype",
+                     b.getStringAttr(
+                         isa<BFloat16Type>(spec.elementType) ? "bf16" : "f16")),
+      b.getNamedAttr("head_dim", b.getI64IntegerAttr(spec.headDim)),
+      b.getNamedAttr("causal", b.getBoolAttr(spec.causal)),
+      b.getNamedAttr("deterministic", b.getBoolAttr(spec.deterministic)),
+      b.getNamedAttr("scale", b.getF64FloatAttr(spec.scale)),
+      b.getNamedAttr("has_lse", b.getBoolAttr(true)),
+      b.getNamedAttr("block", b.getDenseI64ArrayAttr({kThreads, 1, 1})),
+      b.getNamedAttr("cluster", b.getDenseI64ArrayAttr({1, 1, 1})),
+      b.getNamedAttr("shared_memory_bytes", b.getI64IntegerAttr(sharedMemory)),
+      b.getNamedAttr("grid", grid),
+      b.getNamedAttr(
+          "config",
+          b.getDictionaryAttr(
+              {b.getNamedAttr("block_m", b.getI64IntegerAttr(spec.blockM)),
+               b.getNamedAttr("block_n", b.getI64IntegerAttr(spec.blockN))})),
+      b.getNamedAttr("params", b.getArrayAttr(paramAttrs))};
+  return b.getDictionaryAttr(entries);
+}
+
+} // namespace
+
+FailureOr<gpu::GPUModuleOp>
+mlir::flash::gpu_lowering::buildBackwardKernelModule(func::FuncOp func,
+                                                     const BackwardSpec &spec) {
+  MLIRContext *ctx = func.getContext();
+  ImplicitLocOpBuilder b(func.getLoc(), func);
+  auto module =
+      gpu::GPUModuleOp::create(b, b.getStringAttr(spec.name + "_kernels"));
+  b.setInsertionPointToStart(module.getBody());
+  BackwardBuilder builder(b, spec);
+  Builder attrs(ctx);
+  auto grid = [&](StringRef kind, StringRef sizeKey, int64_t size) {
+    return attrs.getDictionaryAttr(
+        {attrs.getNamedAttr("kind", attrs.getStringAttr(kind)),
+         attrs.getNamedAttr(sizeKey, attrs.getI64IntegerAttr(size))});
+  };
+
+  struct Kernel {
+    std::string name;
+    StringRef role;
+    SmallVector<BackwardBuilder::Param> params;
+    DictionaryAttr grid;
+    int64_t sharedMemory;
+    void (BackwardBuilder::*emit)(gpu::GPUFuncOp);
+  };
+  Kernel kernels[] = {
+      {spec.name + "_pre", "pre", builder.preParams(),
+       grid("tiles", "block_m", 64), 0, &BackwardBuilder::emitPre},
+      {spec.name, "main", builder.mainParams(),
+       grid("key_tiles", "block_n", spec.blockN), spec.sharedMemoryBytes(),
+       &BackwardBuilder::emitMain},
+      {spec.name + "_post", "post", builder.postParams(),
+       grid("tiles", "block_m", 64), 0, &BackwardBuilder::emitPost}};
+  for (Kernel &kernel : kernels) {
+    OpBuilder::InsertionGuard guard(b);
+    SmallVector<Type> types;
+    for (const BackwardBuilder::Param &p : kernel.params)
+      types.push_back(p.type);
+    auto fn =
+        gpu::GPUFuncOp::create(b, kernel.name, b.getFunctionType(types, {}));
+    fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    fn->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                b.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
+    fn->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                b.getI32IntegerAttr(1));
+    fn->setAttr(flashc::kLaunchAttrName,
+                launchAttr(ctx, spec, kernel.role, kernel.grid,
+                           kernel.sharedMemory, kernel.params));
+    (builder.*kernel.emit)(fn);
+  }
+  return module;
+}

@@ -1,0 +1,36 @@
+// RUN: flash-opt %s -split-input-file -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu -verify-diagnostics
+
+// What the backward kernels do not implement, one diagnostic each.
+
+// expected-error @+1 {{flash-to-gpu: the backward kernels take 64 x 64 tiles (block_m = 64, block_n = 64; got 128 x 64)}}
+func.func @wide_tiles(%q: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32>) {
+  flash.attention_backward %q, %q, %q, %q, %q, %lse -> %q, %q, %q
+      {config = #flash.config<block_m = 128, block_n = 64>}
+      : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>,
+        memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?xf32>
+        -> memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{flash-to-gpu: the backward kernels take head dims 64 and 128 (got 256)}}
+func.func @head_dim_256(%q: memref<?x?x?x256xbf16>, %lse: memref<?x?x?xf32>) {
+  flash.attention_backward %q, %q, %q, %q, %q, %lse -> %q, %q, %q
+      : memref<?x?x?x256xbf16>, memref<?x?x?x256xbf16>, memref<?x?x?x256xbf16>,
+        memref<?x?x?x256xbf16>, memref<?x?x?x256xbf16>, memref<?x?x?xf32>
+        -> memref<?x?x?x256xbf16>, memref<?x?x?x256xbf16>, memref<?x?x?x256xbf16>
+  return
+}
+
+// -----
+
+!t = memref<1x4x?x64xbf16>
+// expected-error @+1 {{flash-to-gpu: the backward kernels take dense batches only: packed sequences' backward runs on the CPU target so far}}
+func.func @packed(%q: !t, %lse: memref<1x4x?xf32>, %cq: memref<?xi32>,
+                  %ck: memref<?xi32>, %mq: index, %mk: index) {
+  flash.attention_backward %q, %q, %q, %q, %q, %lse -> %q, %q, %q
+      packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %mq, max_k %mk)
+      : !t, !t, !t, !t, !t, memref<1x4x?xf32> -> !t, !t, !t
+  return
+}
