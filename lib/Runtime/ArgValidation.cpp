@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashc/Runtime/ArgValidation.h"
+#include "Checker.h"
 #include "flashc/Runtime/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -38,21 +39,63 @@ std::string stridesString(const TensorArg &t) {
 
 const char *kDimNames[] = {"batch", "heads", "seq", "head_dim"};
 
-class Checker {
-public:
-  void add(const Twine &msg) { problems.push_back(msg.str()); }
-  bool ok() const { return problems.empty(); }
-  Error take() {
-    std::string all = "invalid launch arguments:";
-    for (const std::string &p : problems)
-      all += "\n  " + p;
-    return makeError(ErrorCode::InvalidArgument, all);
-  }
-
-private:
-  std::vector<std::string> problems;
-};
 } // namespace
+
+bool checkTensorArg(Checker &c, const KernelMetadata &meta, TensorId id,
+                    const TensorArg &t, int device) {
+  StringRef name = tensorName(id);
+  bool isLse = id == TensorId::LSE;
+  unsigned wantRank = isLse ? 3 : 4;
+  DType wantType = isLse ? DType::F32 : meta.dtype;
+  bool good = true;
+  if (t.rank != wantRank) {
+    c.add(formatv("{0} has rank {1}; expected {2} ({3})", name, t.rank,
+                  wantRank, isLse ? "B x H x Nq" : "B x H x N x D"));
+    return false;
+  }
+  if (t.dtype != wantType) {
+    c.add(formatv("{0} has dtype {1}; kernel {2} takes {3}", name,
+                  dtypeName(t.dtype), meta.kernel, dtypeName(wantType)));
+    good = false;
+  }
+  for (unsigned d = 0; d < t.rank; ++d) {
+    if (t.sizes[d] < 0) {
+      c.add(formatv("{0} has negative size {1} in dimension {2}", name,
+                    t.sizes[d], d));
+      good = false;
+    }
+    if (t.strides[d] < 0) {
+      c.add(formatv("{0} has negative stride {1} in dimension {2}", name,
+                    t.strides[d], d));
+      good = false;
+    }
+  }
+  if (t.strides[t.rank - 1] != 1 && t.sizes[t.rank - 1] > 1) {
+    c.add(formatv("{0} strides {1}: the last dimension must be contiguous "
+                  "(stride 1)",
+                  name, stridesString(t)));
+    good = false;
+  }
+  unsigned elem = dtypeSize(t.dtype);
+  // LSE is written one f32 per row: natural alignment is enough there.
+  unsigned align = isLse ? 4 : 16;
+  if (t.data % align)
+    c.add(formatv("{0} data pointer {1:x} is not {2}-byte aligned", name,
+                  t.data, align));
+  for (unsigned d = 0; d + 1 < t.rank && !isLse; ++d) {
+    if (t.sizes[d] > 1 && (t.strides[d] * elem) % 16) {
+      c.add(formatv("{0} stride {1} of dimension {2} ({3}) is {4} bytes, "
+                    "not a multiple of 16",
+                    name, t.strides[d], d, kDimNames[d], t.strides[d] * elem));
+      good = false;
+    }
+  }
+  if (device >= 0 && t.device != device)
+    c.add(formatv("{0} is on device {1} but the kernel was loaded on "
+                  "device {2}",
+                  name, t.device, device));
+  return good;
+}
 
 /// cu_seqlens_q, cu_seqlens_k and max_seqlen_q of a packed launch. Their
 /// contents live on the device and are not read here: the kernel clamps
@@ -134,57 +177,7 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
         c.add(name + " is missing (null data pointer)");
       continue;
     }
-    unsigned wantRank = isLse ? 3 : 4;
-    DType wantType = isLse ? DType::F32 : meta.dtype;
-    bool good = true;
-    if (t.rank != wantRank) {
-      c.add(formatv("{0} has rank {1}; expected {2} ({3})", name, t.rank,
-                    wantRank, isLse ? "B x H x Nq" : "B x H x N x D"));
-      continue;
-    }
-    if (t.dtype != wantType) {
-      c.add(formatv("{0} has dtype {1}; kernel {2} takes {3}", name,
-                    dtypeName(t.dtype), meta.kernel, dtypeName(wantType)));
-      good = false;
-    }
-    for (unsigned d = 0; d < t.rank; ++d) {
-      if (t.sizes[d] < 0) {
-        c.add(formatv("{0} has negative size {1} in dimension {2}", name,
-                      t.sizes[d], d));
-        good = false;
-      }
-      if (t.strides[d] < 0) {
-        c.add(formatv("{0} has negative stride {1} in dimension {2}", name,
-                      t.strides[d], d));
-        good = false;
-      }
-    }
-    if (t.strides[t.rank - 1] != 1 && t.sizes[t.rank - 1] > 1) {
-      c.add(formatv("{0} strides {1}: the last dimension must be contiguous "
-                    "(stride 1)",
-                    name, stridesString(t)));
-      good = false;
-    }
-    unsigned elem = dtypeSize(t.dtype);
-    // LSE is written one f32 per row: natural alignment is enough there.
-    unsigned align = isLse ? 4 : 16;
-    if (t.data % align)
-      c.add(formatv("{0} data pointer {1:x} is not {2}-byte aligned", name,
-                    t.data, align));
-    for (unsigned d = 0; d + 1 < t.rank && !isLse; ++d) {
-      if (t.sizes[d] > 1 && (t.strides[d] * elem) % 16) {
-        c.add(formatv("{0} stride {1} of dimension {2} ({3}) is {4} bytes, "
-                      "not a multiple of 16",
-                      name, t.strides[d], d, kDimNames[d],
-                      t.strides[d] * elem));
-        good = false;
-      }
-    }
-    if (device >= 0 && t.device != device)
-      c.add(formatv("{0} is on device {1} but the kernel was loaded on "
-                    "device {2}",
-                    name, t.device, device));
-    usable[i] = good;
+    usable[i] = checkTensorArg(c, meta, id, t, device);
   }
 
   // All tensors on one device.

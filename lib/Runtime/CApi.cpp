@@ -91,6 +91,19 @@ bool toVarlenArgs(const flashrt_varlen_args *in, LaunchArgs &args) {
   return true;
 }
 
+/// A backward launch's nine tensors.
+bool toBackwardArgs(const flashrt_backward_args *in, BackwardArgs &args) {
+  const flashrt_tensor *tensors[kNumBackwardTensors] = {
+      in->q, in->k, in->v, in->o, in->lse, in->dout, in->dq, in->dk, in->dv};
+  for (unsigned i = 0; i < kNumBackwardTensors; ++i) {
+    TensorId id = TensorId(i);
+    std::string name = tensorName(id).str();
+    if (!toTensor(tensors[i], name.c_str(), args[id]))
+      return false;
+  }
+  return true;
+}
+
 int32_t dtypeCode(DType t) {
   return t == DType::BF16  ? FLASHRT_DTYPE_BF16
          : t == DType::F16 ? FLASHRT_DTYPE_F16
@@ -165,6 +178,39 @@ flashrt_status flashrt_kernel_get_info(const flashrt_kernel *kernel,
   info->device = kernel->impl->getDevice().ordinal;
   std::strncpy(info->kernel, m.kernel.c_str(), sizeof(info->kernel) - 1);
   std::strncpy(info->arch, m.arch.c_str(), sizeof(info->arch) - 1);
+  info->backward = m.backward;
+  info->deterministic = m.deterministic;
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_launch_backward(flashrt_kernel *kernel,
+                                       const flashrt_backward_args *args) {
+  if (!kernel || !args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "kernel or args is NULL");
+  BackwardArgs launch;
+  if (!toBackwardArgs(args, launch))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  if (llvm::Error err = kernel->impl->launchBackward(
+          launch, reinterpret_cast<uint64_t>(args->workspace),
+          args->workspace_bytes, static_cast<CUstream>(args->stream)))
+    return fail(std::move(err));
+  return FLASHRT_OK;
+}
+
+flashrt_status
+flashrt_backward_workspace_bytes(flashrt_kernel *kernel,
+                                 const flashrt_backward_args *args,
+                                 uint64_t *bytes) {
+  if (!kernel || !args || !bytes)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
+                "kernel, args or bytes is NULL");
+  BackwardArgs launch;
+  if (!toBackwardArgs(args, launch))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  auto needed = kernel->impl->backwardWorkspaceBytes(launch);
+  if (!needed)
+    return fail(needed.takeError());
+  *bytes = *needed;
   return FLASHRT_OK;
 }
 

@@ -150,6 +150,31 @@ Expected<std::unique_ptr<Kernel>> Kernel::load(StringRef path, int ordinal) {
     if (Error err = checkParamSizes(m, have))
       return std::move(err);
   }
+  // A backward kernel's other launches: their functions, and the shared
+  // memory each opts in to.
+  for (const LaunchSpec &launch : m.launches) {
+    CUfunction fn = nullptr;
+    if (Error err = checkCu(
+            cu.cuModuleGetFunction(&fn, kernel->module, launch.kernel.c_str()),
+            "cuModuleGetFunction(" + launch.kernel + ")",
+            ErrorCode::InvalidKernel))
+      return std::move(err);
+    if (launch.sharedMemoryBytes > unsigned(kernel->device.maxSharedOptin))
+      return makeError(ErrorCode::NoDevice,
+                       formatv("launch {0} needs {1} bytes of shared memory; "
+                               "{2} allows {3}",
+                               launch.kernel, launch.sharedMemoryBytes,
+                               kernel->device.name,
+                               kernel->device.maxSharedOptin));
+    if (launch.sharedMemoryBytes > 48 * 1024)
+      if (Error err =
+              checkCu(cu.cuFuncSetAttribute(
+                          fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                          int(launch.sharedMemoryBytes)),
+                      "cuFuncSetAttribute(" + launch.kernel + ")"))
+        return std::move(err);
+    kernel->launchFunctions.push_back(fn);
+  }
   if (m.cluster[0] * m.cluster[1] * m.cluster[2] > 1 && !cu.cuLaunchKernelEx)
     return makeError(ErrorCode::NoDriver,
                      "kernel uses clusters but the CUDA driver has no "
@@ -362,7 +387,88 @@ size_t Kernel::numCachedTmaPtrs() {
   return tmaPtrs.size();
 }
 
+Expected<uint64_t> Kernel::backwardWorkspaceBytes(const BackwardArgs &args) {
+  auto shape = validateBackwardArgs(meta, args, device.ordinal);
+  if (!shape)
+    return shape.takeError();
+  return backwardWorkspaceLayout(meta, *shape).bytes;
+}
+
+Error Kernel::launchBackward(const BackwardArgs &args, uint64_t workspace,
+                             uint64_t workspaceBytes, CUstream stream) {
+  auto shape = validateBackwardArgs(meta, args, device.ordinal);
+  if (!shape)
+    return shape.takeError();
+  WorkspaceLayout layout = backwardWorkspaceLayout(meta, *shape);
+  if (workspace && (workspaceBytes < layout.bytes || workspace % 256))
+    return makeError(ErrorCode::InvalidArgument,
+                     formatv("invalid launch arguments:\n  workspace of {0} "
+                             "bytes at {1:x}: the launches need {2} bytes, "
+                             "256-byte aligned",
+                             workspaceBytes, workspace, layout.bytes));
+  ScopedContext scope(getContext());
+  const DriverApi &cu = **getDriver();
+  for (unsigned i = 0; i < kNumBackwardTensors; ++i) {
+    const TensorArg &t = args.tensors[i];
+    int ordinal = -1;
+    if (cu.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CUdeviceptr(t.data)) != CUDA_SUCCESS ||
+        ordinal != device.ordinal)
+      return makeError(ErrorCode::InvalidArgument,
+                       formatv("invalid launch arguments:\n  {0} data "
+                               "pointer {1:x} is not memory of device {2}",
+                               tensorName(TensorId(i)), t.data,
+                               device.ordinal));
+  }
+  CUdeviceptr owned = 0;
+  if (!workspace && layout.bytes) {
+    if (!cu.cuMemAllocAsync || !cu.cuMemFreeAsync)
+      return makeError(ErrorCode::NoDriver,
+                       "the CUDA driver has no cuMemAllocAsync: pass the "
+                       "backward launches a workspace");
+    if (Error err = checkCu(cu.cuMemAllocAsync(&owned, layout.bytes, stream),
+                            "cuMemAllocAsync(backward workspace)"))
+      return err;
+    workspace = uint64_t(owned);
+  }
+  auto encode = [&](const TensorMapRequest &r, void *out) {
+    return encodeTensorMap(r, out);
+  };
+  Error result = Error::success();
+  for (auto [launch, fn] : llvm::zip_equal(meta.launches, launchFunctions)) {
+    unsigned grid[3];
+    backwardGrid(launch, *shape, grid);
+    if (!grid[0] || !grid[1])
+      continue;
+    auto params =
+        packBackwardParams(meta, launch, args, *shape, workspace, encode);
+    if (!params) {
+      result = params.takeError();
+      break;
+    }
+    if (Error err =
+            checkCu(cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2],
+                                      launch.block[0], launch.block[1],
+                                      launch.block[2], launch.sharedMemoryBytes,
+                                      stream, (*params)->pointers(), nullptr),
+                    "cuLaunchKernel(" + launch.kernel + ")")) {
+      result = std::move(err);
+      break;
+    }
+  }
+  if (owned)
+    if (Error err = checkCu(cu.cuMemFreeAsync(owned, stream),
+                            "cuMemFreeAsync(backward workspace)"))
+      result = joinErrors(std::move(result), std::move(err));
+  return result;
+}
+
 Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
+  if (meta.backward)
+    return makeError(ErrorCode::InvalidArgument,
+                     "kernel " + meta.kernel +
+                         " is a backward pass: launch it with its gradients "
+                         "(flashrt_launch_backward)");
   auto shape = validateLaunchArgs(meta, args, device.ordinal);
   if (!shape)
     return shape.takeError();

@@ -37,8 +37,14 @@ unsigned dtypeSize(DType dtype) {
 }
 
 StringRef tensorName(TensorId id) {
-  static const char *names[] = {"q", "k", "v", "o", "lse"};
+  static const char *names[] = {"q",  "k",  "v",  "o", "lse",
+                                "do", "dq", "dk", "dv"};
   return names[unsigned(id)];
+}
+
+StringRef workspaceName(Workspace w) {
+  static const char *names[] = {"delta", "dq_accum", "dq_turns"};
+  return names[unsigned(w)];
 }
 
 bool parseArch(StringRef arch, unsigned &sm, bool &archSpecific) {
@@ -87,9 +93,15 @@ bool KernelMetadata::assumesDenseLayout(TensorId id) const {
 }
 
 SmallVector<unsigned, 32> KernelMetadata::paramSizes() const {
+  return paramSizes(params);
+}
+
+SmallVector<unsigned, 32>
+KernelMetadata::paramSizes(ArrayRef<ParamSpec> params) {
   SmallVector<unsigned, 32> sizes;
   for (const ParamSpec &p : params) {
     switch (p.kind) {
+    case ParamSpec::Kind::Workspace:
     case ParamSpec::Kind::Ptr:
     case ParamSpec::Kind::I64:
     case ParamSpec::Kind::TmaPtr:
@@ -180,6 +192,8 @@ public:
 
   Error parseParam(const json::Object &obj, unsigned index, ParamSpec &p);
   Expected<KernelMetadata> parse();
+  /// A backward kernel's "launches": pre, main and post.
+  Expected<KernelMetadata> parseLaunches(KernelMetadata &m);
 
 private:
   const json::Object &root;
@@ -192,6 +206,10 @@ std::optional<TensorId> parseTensor(StringRef name) {
       .Case("v", TensorId::V)
       .Case("o", TensorId::O)
       .Case("lse", TensorId::LSE)
+      .Case("do", TensorId::DO)
+      .Case("dq", TensorId::DQ)
+      .Case("dk", TensorId::DK)
+      .Case("dv", TensorId::DV)
       .Default(std::nullopt);
 }
 
@@ -210,13 +228,28 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                .Case("tma", ParamSpec::Kind::Tma)
                .Case("tma_ptr", ParamSpec::Kind::TmaPtr)
                .Case("tile_counter", ParamSpec::Kind::TileCounter)
+               .Case("workspace", ParamSpec::Kind::Workspace)
                .Default(std::nullopt);
   if (!k)
     return fail(field + ".kind",
                 "unknown kind '" + kind +
                     "' (ptr, i32, i64, f32, memref, tma, tma_ptr, "
-                    "tile_counter)");
+                    "tile_counter, workspace)");
   p.kind = *k;
+  if (p.kind == ParamSpec::Kind::Workspace) {
+    if (Error err = getString(obj, "name", p.text, field))
+      return err;
+    auto w = StringSwitch<std::optional<Workspace>>(p.text)
+                 .Case("delta", Workspace::Delta)
+                 .Case("dq_accum", Workspace::DqAccum)
+                 .Case("dq_turns", Workspace::DqTurns)
+                 .Default(std::nullopt);
+    if (!w)
+      return fail(field + ".name", "unknown workspace '" + p.text +
+                                       "' (delta, dq_accum, dq_turns)");
+    p.workspace = *w;
+    return Error::success();
+  }
   if (p.kind == ParamSpec::Kind::TileCounter) {
     p.text = "tile_counter";
     return Error::success();
@@ -253,10 +286,11 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
       }
     }
     if (!s)
-      return fail(field + ".value",
-                  "unknown value '" + p.text +
-                      "' (batch, heads, seq_q, seq_k, head_dim, scale, "
-                      "scale_log2, stride_<q|k|v|o|lse>_<b|h|n|d>)");
+      return fail(
+          field + ".value",
+          "unknown value '" + p.text +
+              "' (batch, heads, seq_q, seq_k, head_dim, scale, "
+              "scale_log2, stride_<q|k|v|o|lse|do|dq|dk|dv>_<b|h|n|d>)");
     p.scalar = *s;
     bool isFloat =
         p.scalar == ScalarKind::Scale || p.scalar == ScalarKind::ScaleLog2;
@@ -275,8 +309,8 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
   }
   auto tensor = parseTensor(p.text);
   if (!tensor)
-    return fail(field + ".tensor",
-                "unknown tensor '" + p.text + "' (q, k, v, o, lse)");
+    return fail(field + ".tensor", "unknown tensor '" + p.text +
+                                       "' (q, k, v, o, lse, do, dq, dk, dv)");
   p.tensor = *tensor;
   if (p.kind == ParamSpec::Kind::Memref) {
     int64_t rank;
@@ -449,6 +483,18 @@ Expected<KernelMetadata> Parser::parse() {
     return fail("shared_memory_bytes", formatv("{0} is out of range", smem));
   m.sharedMemoryBytes = unsigned(smem);
 
+  if (root.get("pass")) {
+    if (Error err = getString(root, "pass", s))
+      return std::move(err);
+    if (s != "forward" && s != "backward")
+      return fail("pass",
+                  "must be \"forward\" or \"backward\", got \"" + s + "\"");
+    m.backward = s == "backward";
+  }
+  if (m.backward)
+    if (Error err = getBool("deterministic", m.deterministic))
+      return std::move(err);
+
   auto grid = get(root, "grid", "");
   if (!grid)
     return grid.takeError();
@@ -480,6 +526,8 @@ Expected<KernelMetadata> Parser::parse() {
     }
   } else if (s == "persistent") {
     m.gridKind = GridKind::Persistent;
+  } else if (s == "key_tiles" && m.backward) {
+    m.gridKind = GridKind::KeyTiles;
   } else {
     return fail("grid.kind", "must be \"tiles\", \"sections\", "
                              "\"persistent\" or \"packed\", got \"" +
@@ -504,7 +552,7 @@ Expected<KernelMetadata> Parser::parse() {
   const json::Array *pa = (*params)->getAsArray();
   if (!pa || pa->empty())
     return fail("params", "must be a non-empty array");
-  bool tensorSeen[kNumTensors] = {};
+  bool tensorSeen[kNumBackwardTensors] = {};
   for (unsigned i = 0; i < pa->size(); ++i) {
     const json::Object *po = (*pa)[i].getAsObject();
     if (!po)
@@ -516,6 +564,19 @@ Expected<KernelMetadata> Parser::parse() {
         p.isTma())
       tensorSeen[unsigned(p.tensor)] = true;
     m.params.push_back(std::move(p));
+  }
+  if (m.backward)
+    return parseLaunches(m);
+  for (const ParamSpec &p : m.params) {
+    bool namesTensor =
+        p.kind == ParamSpec::Kind::Ptr || p.kind == ParamSpec::Kind::Memref ||
+        p.isTma() ||
+        (p.kind == ParamSpec::Kind::I64 && p.scalar == ScalarKind::Stride);
+    if ((namesTensor && unsigned(p.tensor) >= kNumTensors) ||
+        p.kind == ParamSpec::Kind::Workspace)
+      return fail("params", "'" + p.text +
+                                "' is a parameter of the backward pass "
+                                "(\"pass\": \"backward\")");
   }
   if (m.hasLse != tensorSeen[unsigned(TensorId::LSE)])
     return fail("has_lse", m.hasLse ? "is true but no parameter passes lse"
@@ -556,6 +617,101 @@ Expected<KernelMetadata> Parser::parse() {
   }
   return m;
 }
+Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
+  auto launches = get(root, "launches", "");
+  if (!launches)
+    return launches.takeError();
+  const json::Array *la = (*launches)->getAsArray();
+  static const char *roles[] = {"pre", "main", "post"};
+  if (!la || la->size() != 3)
+    return fail("launches", "must be an array of 3 launches (pre, main, "
+                            "post)");
+  bool tensorSeen[kNumBackwardTensors] = {};
+  for (unsigned i = 0; i < 3; ++i) {
+    std::string field = formatv("launches[{0}]", i);
+    const json::Object *lo = (*la)[i].getAsObject();
+    if (!lo)
+      return fail(field, "must be an object");
+    LaunchSpec l;
+    if (Error err = getString(*lo, "role", l.role, field))
+      return std::move(err);
+    if (l.role != roles[i])
+      return fail(field + ".role",
+                  formatv("must be \"{0}\", got \"{1}\"", roles[i], l.role));
+    if (Error err = getString(*lo, "kernel", l.kernel, field))
+      return std::move(err);
+    if (l.kernel.empty())
+      return fail(field + ".kernel", "empty symbol name");
+    if (i == 1 && l.kernel != m.kernel)
+      return fail(field + ".kernel",
+                  "the main launch's kernel must be \"" + m.kernel + "\"");
+    const json::Value *block = lo->get("block");
+    const json::Array *ba = block ? block->getAsArray() : nullptr;
+    if (!ba || ba->size() != 3)
+      return fail(field + ".block", "must be an array of 3 integers");
+    for (unsigned d = 0; d < 3; ++d) {
+      auto v = (*ba)[d].getAsInteger();
+      if (!v || *v < 1 || *v > 1024)
+        return fail(field + ".block", "each dimension must be in [1, 1024]");
+      l.block[d] = unsigned(*v);
+    }
+    int64_t smem = 0;
+    if (Error err = getInt(*lo, "shared_memory_bytes", smem, field))
+      return std::move(err);
+    if (smem < 0 || smem > (1 << 20))
+      return fail(field + ".shared_memory_bytes",
+                  formatv("{0} is out of range", smem));
+    l.sharedMemoryBytes = unsigned(smem);
+    const json::Value *grid = lo->get("grid");
+    const json::Object *g = grid ? grid->getAsObject() : nullptr;
+    if (!g)
+      return fail(field + ".grid", "must be an object");
+    std::string kind;
+    if (Error err = getString(*g, "kind", kind, field + ".grid"))
+      return std::move(err);
+    StringRef sizeKey = i == 1 ? "block_n" : "block_m";
+    if (kind != (i == 1 ? "key_tiles" : "tiles"))
+      return fail(field + ".grid.kind",
+                  formatv("must be \"{0}\", got \"{1}\"",
+                          i == 1 ? "key_tiles" : "tiles", kind));
+    l.gridKind = i == 1 ? GridKind::KeyTiles : GridKind::Tiles;
+    if (Error err = getInt(*g, sizeKey, l.gridBlock, field + ".grid"))
+      return std::move(err);
+    if (l.gridBlock < 1)
+      return fail(field + ".grid." + sizeKey.str(), "must be positive");
+    const json::Value *params = lo->get("params");
+    const json::Array *pa = params ? params->getAsArray() : nullptr;
+    if (!pa || pa->empty())
+      return fail(field + ".params", "must be a non-empty array");
+    for (unsigned j = 0; j < pa->size(); ++j) {
+      const json::Object *po = (*pa)[j].getAsObject();
+      if (!po)
+        return fail(formatv("{0}.params[{1}]", field, j).str(),
+                    "must be an object");
+      ParamSpec p;
+      if (Error err = parseParam(*po, j, p))
+        return std::move(err);
+      if (p.kind == ParamSpec::Kind::Memref ||
+          p.kind == ParamSpec::Kind::TmaPtr ||
+          p.kind == ParamSpec::Kind::TileCounter ||
+          p.kind == ParamSpec::Kind::Seqlens ||
+          (p.kind == ParamSpec::Kind::Tma && p.rank != 4))
+        return fail(formatv("{0}.params[{1}]", field, j).str(),
+                    "a backward launch takes pointers, workspaces, scalars "
+                    "and rank-4 tma descriptors only");
+      if (p.kind == ParamSpec::Kind::Ptr || p.isTma())
+        tensorSeen[unsigned(p.tensor)] = true;
+      l.params.push_back(std::move(p));
+    }
+    m.launches.push_back(std::move(l));
+  }
+  for (unsigned t = 0; t < kNumBackwardTensors; ++t)
+    if (!tensorSeen[t])
+      return fail("launches",
+                  "no launch passes tensor " + tensorName(TensorId(t)));
+  return std::move(m);
+}
+
 } // namespace
 
 Expected<KernelMetadata> parseKernelMetadata(StringRef text) {

@@ -19,12 +19,7 @@ using namespace llvm;
 
 namespace flashc::rt {
 
-Expected<std::unique_ptr<ParamBuffer>>
-packParams(const KernelMetadata &meta, const LaunchArgs &args,
-           const ProblemShape &shape, TmaEncoder encodeTma,
-           TmaPtrProvider provideTmaPtr, TileCounterProvider provideTileCounter,
-           TensorMapEncoder encodeTensorMap) {
-  SmallVector<unsigned, 32> sizes = meta.paramSizes();
+std::unique_ptr<ParamBuffer> ParamBuffer::allocate(ArrayRef<unsigned> sizes) {
   // Offsets: each parameter aligned to its size (16-byte cap), TMA to 64.
   SmallVector<size_t, 32> offsets;
   size_t total = 0;
@@ -44,11 +39,19 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
     buf->pointerArray.push_back(base + offsets[i]);
     buf->sizes.push_back(sizes[i]);
   }
+  return buf;
+}
 
+Expected<std::unique_ptr<ParamBuffer>>
+packParams(const KernelMetadata &meta, const LaunchArgs &args,
+           const ProblemShape &shape, TmaEncoder encodeTma,
+           TmaPtrProvider provideTmaPtr, TileCounterProvider provideTileCounter,
+           TensorMapEncoder encodeTensorMap) {
+  std::unique_ptr<ParamBuffer> buf = ParamBuffer::allocate(meta.paramSizes());
   unsigned slot = 0;
-  auto put64 = [&](int64_t v) { std::memcpy(base + offsets[slot++], &v, 8); };
-  auto put32 = [&](int32_t v) { std::memcpy(base + offsets[slot++], &v, 4); };
-  auto putF = [&](float v) { std::memcpy(base + offsets[slot++], &v, 4); };
+  auto put64 = [&](int64_t v) { std::memcpy(buf->slot(slot++), &v, 8); };
+  auto put32 = [&](int32_t v) { std::memcpy(buf->slot(slot++), &v, 4); };
+  auto putF = [&](float v) { std::memcpy(buf->slot(slot++), &v, 4); };
   auto scalar = [&](const ParamSpec &p) -> int64_t {
     switch (p.scalar) {
     case ScalarKind::Batch:
@@ -105,8 +108,8 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
                            formatv("kernel {0} takes a 3-D tma descriptor of "
                                    "{1} but no encoder of them was given",
                                    meta.kernel, tensorName(p.tensor)));
-        if (Error err = encodeTensorMap(makeTensorMapRequest(p, t),
-                                        base + offsets[slot++]))
+        if (Error err =
+                encodeTensorMap(makeTensorMapRequest(p, t), buf->slot(slot++)))
           return std::move(err);
         break;
       }
@@ -130,7 +133,7 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
                          formatv("{0}: {1} rows (B*H*N) are beyond the TMA "
                                  "limit of 2^32",
                                  tensorName(p.tensor), req.rows));
-      if (Error err = encodeTma(req, base + offsets[slot++]))
+      if (Error err = encodeTma(req, buf->slot(slot++)))
         return std::move(err);
       break;
     }
@@ -152,6 +155,11 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
       put64(int64_t(*ptr));
       break;
     }
+    case ParamSpec::Kind::Workspace:
+      return makeError(ErrorCode::InvalidKernel,
+                       formatv("kernel {0}: a workspace parameter belongs to "
+                               "a backward launch",
+                               meta.kernel));
     case ParamSpec::Kind::TileCounter: {
       if (!provideTileCounter)
         return makeError(ErrorCode::InvalidKernel,

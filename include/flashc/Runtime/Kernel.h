@@ -9,6 +9,7 @@
 #define FLASHC_RUNTIME_KERNEL_H
 
 #include "flashc/Runtime/ArgValidation.h"
+#include "flashc/Runtime/Backward.h"
 #include "flashc/Runtime/Driver.h"
 #include "flashc/Runtime/KernelMetadata.h"
 #include "flashc/Runtime/ParamPacking.h"
@@ -51,6 +52,15 @@ public:
   /// for the counter's zeroing).
   llvm::Error launch(const LaunchArgs &args, CUstream stream);
 
+  /// A backward kernel's three launches on `stream`, after validating
+  /// `args`. `workspace` (device memory of at least workspaceBytes(args)
+  /// bytes, 256-byte aligned) holds their scratch; without one (0) it is
+  /// allocated and freed in stream order (cuMemAllocAsync). Asynchronous.
+  llvm::Error launchBackward(const BackwardArgs &args, uint64_t workspace,
+                             uint64_t workspaceBytes, CUstream stream);
+  /// The workspace bytes launchBackward needs for `args`.
+  llvm::Expected<uint64_t> backwardWorkspaceBytes(const BackwardArgs &args);
+
   /// Device tensor maps this kernel holds (tma_ptr parameters), for tests.
   size_t numCachedTmaPtrs();
 
@@ -78,6 +88,8 @@ private:
   std::optional<PrimaryContext> context;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
+  /// A backward kernel's launches, in meta.launches' order.
+  llvm::SmallVector<CUfunction, 3> launchFunctions;
   unsigned numTmaPtrParams = 0;
   bool hasTileCounter = false;
   /// Serialises launches of this kernel: from the first lookup in tmaPtrs to

@@ -24,9 +24,20 @@ llvm::StringRef dtypeName(DType dtype);
 unsigned dtypeSize(DType dtype);
 
 /// The tensors a kernel sees, all B x H x N x D except LSE (B x H x Nq, f32).
-enum class TensorId { Q = 0, K, V, O, LSE };
+/// A forward kernel sees the first kNumTensors; the backward pass's kernels
+/// (kernel.json's "pass": "backward") also dO, dQ, dK and dV.
+enum class TensorId { Q = 0, K, V, O, LSE, DO, DQ, DK, DV };
 constexpr unsigned kNumTensors = 5;
+constexpr unsigned kNumBackwardTensors = 9;
 llvm::StringRef tensorName(TensorId id);
+
+/// Scratch the backward pass's launches share, which the runtime provides
+/// (sizes in backwardWorkspaceLayout): delta (f32, B x H x Nq), the dQ
+/// accumulator (f32, B x H x Nq x D, cleared by the first launch) and, for
+/// the deterministic mode, the dQ turns (i32, B x H x ceil(Nq / 64)).
+enum class Workspace { Delta = 0, DqAccum, DqTurns };
+constexpr unsigned kNumWorkspaces = 3;
+llvm::StringRef workspaceName(Workspace w);
 
 /// A scalar a kernel parameter carries; strides name a tensor and dimension.
 enum class ScalarKind {
@@ -51,6 +62,8 @@ struct ParamSpec {
   /// uses; the kernel claims work from it and leaves it zero.
   /// Seqlens: the 8-byte device address of cu_seqlens_q or cu_seqlens_k
   /// (int32 prefix sums of the packed sequences' lengths).
+  /// Workspace: the 8-byte device address of one of the backward pass's
+  /// workspaces.
   enum class Kind {
     Ptr,
     I32,
@@ -60,7 +73,8 @@ struct ParamSpec {
     Tma,
     TmaPtr,
     TileCounter,
-    Seqlens
+    Seqlens,
+    Workspace
   };
   Kind kind;
   std::string text; ///< value name or tensor name as written, for messages
@@ -68,6 +82,7 @@ struct ParamSpec {
   ScalarKind scalar = ScalarKind::Batch; ///< I32, I64, F32
   unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
   bool keys = false; ///< Seqlens: cu_seqlens_k (else cu_seqlens_q)
+  Workspace workspace = Workspace::Delta; ///< Workspace
   unsigned rank = 0; ///< Memref; Tma (2, 3 or 4); TmaPtr (3)
   int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
   unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
@@ -83,7 +98,21 @@ struct ParamSpec {
 enum class BinaryFormat { Cubin, Ptx };
 /// How the launch grid follows from the problem shape
 /// (docs/kernel-metadata.md).
-enum class GridKind { Tiles, Sections, Persistent, Packed };
+/// KeyTiles: the backward pass's main launch, x the key tiles
+/// (ceil(seq_k / block_n)), y B x H_kv.
+enum class GridKind { Tiles, Sections, Persistent, Packed, KeyTiles };
+
+/// One launch of a kernel made of several (the backward pass: "pre",
+/// "main" and "post", in that order).
+struct LaunchSpec {
+  std::string role;
+  std::string kernel; ///< symbol
+  unsigned block[3] = {1, 1, 1};
+  unsigned sharedMemoryBytes = 0;
+  GridKind gridKind = GridKind::Tiles;
+  int64_t gridBlock = 0; ///< Tiles: block_m; KeyTiles: block_n
+  llvm::SmallVector<ParamSpec, 24> params;
+};
 
 struct KernelMetadata {
   int formatVersion = 0;
@@ -107,6 +136,12 @@ struct KernelMetadata {
   int64_t gridSectionKeys = 0; ///< Sections
   std::map<std::string, int64_t> config;
   llvm::SmallVector<ParamSpec, 16> params;
+  /// The backward pass: dQ, dK and dV from Q, K, V, O, dO and LSE in the
+  /// three launches of `launches`; `deterministic` orders dQ's additions.
+  /// The fields above are the main launch's.
+  bool backward = false;
+  bool deterministic = false;
+  llvm::SmallVector<LaunchSpec, 3> launches;
 
   /// Packed sequences: the kernel takes cu_seqlens_q / cu_seqlens_k and
   /// launches a packed grid (x: the longest sequence's query blocks, y:
@@ -127,6 +162,9 @@ struct KernelMetadata {
   bool assumesDenseLayout(TensorId id) const;
   /// Bytes each kernel parameter occupies, after memref expansion.
   llvm::SmallVector<unsigned, 32> paramSizes() const;
+  /// The same for any parameter list (a backward launch's).
+  static llvm::SmallVector<unsigned, 32>
+  paramSizes(llvm::ArrayRef<ParamSpec> params);
 };
 
 /// Parses and checks a metadata document; errors name the field.

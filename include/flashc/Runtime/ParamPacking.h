@@ -122,6 +122,11 @@ private:
 /// The kernel parameters of one launch; keeps its storage alive.
 class ParamBuffer {
 public:
+  /// Zeroed storage for parameters of `sizes` bytes, each aligned to its
+  /// size (16-byte cap) and tensor maps to 64.
+  static std::unique_ptr<ParamBuffer> allocate(llvm::ArrayRef<unsigned> sizes);
+  /// Where parameter `i` goes.
+  uint8_t *slot(size_t i) { return static_cast<uint8_t *>(pointerArray[i]); }
   void **pointers() { return pointerArray.data(); }
   size_t size() const { return pointerArray.size(); }
   /// Bytes of parameter `i`, for tests.
@@ -130,9 +135,6 @@ public:
   }
 
 private:
-  friend llvm::Expected<std::unique_ptr<ParamBuffer>>
-  packParams(const KernelMetadata &, const LaunchArgs &, const ProblemShape &,
-             TmaEncoder, TmaPtrProvider, TileCounterProvider, TensorMapEncoder);
   std::unique_ptr<uint8_t[]> storage;
   llvm::SmallVector<void *, 32> pointerArray;
   llvm::SmallVector<size_t, 32> sizes;

@@ -21,7 +21,7 @@ extern "C" {
 #define FLASHRT_API
 #endif
 
-#define FLASHRT_ABI_VERSION 2
+#define FLASHRT_ABI_VERSION 3
 
 typedef enum flashrt_status {
   FLASHRT_OK = 0,
@@ -60,6 +60,8 @@ typedef struct flashrt_kernel_info {
   int32_t device;
   char kernel[128]; /* symbol, truncated */
   char arch[16];
+  int32_t backward;      /* 1: the backward pass (flashrt_launch_backward) */
+  int32_t deterministic; /* backward: dQ added in a fixed order */
 } flashrt_kernel_info;
 
 typedef struct flashrt_kernel flashrt_kernel;
@@ -119,6 +121,28 @@ typedef struct flashrt_varlen_args {
 
 FLASHRT_API flashrt_status
 flashrt_launch_varlen(flashrt_kernel *kernel, const flashrt_varlen_args *args);
+
+/* The backward pass (a kernel whose kernel.json says "pass": "backward"):
+ * dq, dk and dv from q, k, v, the forward's o and lse, and dout (dO), with
+ * q, o, dout, dq B x H x Nq x D, k, v, dk, dv B x H_kv x Nk x D (any strides
+ * along B, H and N, 16-byte aligned), lse dense f32 B x H x Nq. Three
+ * launches on `stream` share `workspace` (device memory of at least
+ * flashrt_backward_workspace_bytes, 256-byte aligned); with workspace NULL
+ * the runtime allocates it in stream order. Asynchronous. */
+typedef struct flashrt_backward_args {
+  const flashrt_tensor *q, *k, *v, *o, *dout, *lse, *dq, *dk, *dv;
+  void *workspace;
+  uint64_t workspace_bytes;
+  void *stream;
+} flashrt_backward_args;
+
+FLASHRT_API flashrt_status flashrt_launch_backward(
+    flashrt_kernel *kernel, const flashrt_backward_args *args);
+
+/* The workspace bytes flashrt_launch_backward needs for args's tensors
+ * (args->workspace and args->stream are not used). */
+FLASHRT_API flashrt_status flashrt_backward_workspace_bytes(
+    flashrt_kernel *kernel, const flashrt_backward_args *args, uint64_t *bytes);
 
 /* Checks arguments against a metadata file only: no driver, no GPU. */
 FLASHRT_API flashrt_status flashrt_validate(const char *metadata_path,

@@ -1,0 +1,219 @@
+//===- Backward.cpp - the backward pass's arguments, workspace, params ----===//
+
+#include "flashc/Runtime/Backward.h"
+#include "Checker.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace llvm;
+
+namespace flashc::rt {
+
+namespace {
+
+/// The query tiles the pre and post launches and the dQ turns count.
+int64_t queryTiles(const ProblemShape &shape) { return (shape.seqQ + 63) / 64; }
+
+std::string sizesString(const TensorArg &t) {
+  std::string s = "[";
+  for (unsigned i = 0; i < t.rank && i < 4; ++i)
+    s += (i ? ", " : "") + std::to_string(t.sizes[i]);
+  return s + "]";
+}
+
+} // namespace
+
+WorkspaceLayout backwardWorkspaceLayout(const KernelMetadata &meta,
+                                        const ProblemShape &shape) {
+  uint64_t rows = uint64_t(shape.batch * shape.heads * shape.seqQ);
+  uint64_t bytes[kNumWorkspaces] = {
+      rows * 4, rows * uint64_t(shape.headDim) * 4,
+      meta.deterministic
+          ? uint64_t(shape.batch * shape.heads * queryTiles(shape)) * 4
+          : 0};
+  WorkspaceLayout layout;
+  for (unsigned w = 0; w < kNumWorkspaces; ++w) {
+    layout.offset[w] = layout.bytes;
+    layout.bytes = alignTo(layout.bytes + bytes[w], 256);
+  }
+  return layout;
+}
+
+Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
+                                            const BackwardArgs &args,
+                                            int device) {
+  Checker c;
+  if (!meta.backward)
+    return makeError(ErrorCode::InvalidKernel,
+                     "kernel " + meta.kernel +
+                         " is a forward kernel: it has no backward launches");
+  bool usable[kNumBackwardTensors] = {};
+  for (unsigned i = 0; i < kNumBackwardTensors; ++i) {
+    TensorId id = TensorId(i);
+    const TensorArg &t = args[id];
+    if (!t.present()) {
+      c.add(tensorName(id) + " is missing (null data pointer)");
+      continue;
+    }
+    usable[i] = checkTensorArg(c, meta, id, t, device);
+    if (device < 0 && t.device != args[TensorId::Q].device)
+      c.add(formatv("{0} is on device {1} but q is on device {2}: all tensors "
+                    "must be on one device",
+                    tensorName(id), t.device, args[TensorId::Q].device));
+  }
+  ProblemShape shape;
+  const TensorArg &q = args[TensorId::Q], &k = args[TensorId::K];
+  if (usable[unsigned(TensorId::Q)]) {
+    shape.batch = q.sizes[0];
+    shape.heads = q.sizes[1];
+    shape.seqQ = q.sizes[2];
+    shape.headDim = q.sizes[3];
+    if (shape.headDim != meta.headDim)
+      c.add(formatv("q has head_dim {0}; kernel {1} is compiled for {2}",
+                    shape.headDim, meta.kernel, meta.headDim));
+  }
+  if (usable[unsigned(TensorId::K)]) {
+    shape.kvHeads = k.sizes[1];
+    shape.seqK = k.sizes[2];
+    if (usable[unsigned(TensorId::Q)]) {
+      if (k.sizes[0] != shape.batch || k.sizes[3] != shape.headDim)
+        c.add(formatv("k has shape {0}; expected [{1}, H_kv, Nk, {2}] (q's "
+                      "batch and head_dim)",
+                      sizesString(k), shape.batch, shape.headDim));
+      if (shape.kvHeads < 1 || shape.heads % shape.kvHeads)
+        c.add(formatv("k has {0} heads, which does not divide q's {1}",
+                      shape.kvHeads, shape.heads));
+    }
+  }
+  // O, dO and dQ are Q's shape; V, dK and dV K's.
+  for (auto [id, like] : {std::pair{TensorId::O, TensorId::Q},
+                          {TensorId::DO, TensorId::Q},
+                          {TensorId::DQ, TensorId::Q},
+                          {TensorId::V, TensorId::K},
+                          {TensorId::DK, TensorId::K},
+                          {TensorId::DV, TensorId::K}}) {
+    const TensorArg &t = args[id], &ref = args[like];
+    if (!usable[unsigned(id)] || !usable[unsigned(like)])
+      continue;
+    if (!std::equal(t.sizes, t.sizes + 4, ref.sizes))
+      c.add(formatv("{0} has shape {1}; expected {2}, the shape of {3}",
+                    tensorName(id), sizesString(t), sizesString(ref),
+                    tensorName(like)));
+  }
+  const TensorArg &lse = args[TensorId::LSE];
+  if (usable[unsigned(TensorId::LSE)] && usable[unsigned(TensorId::Q)]) {
+    if (lse.sizes[0] != shape.batch || lse.sizes[1] != shape.heads ||
+        lse.sizes[2] != shape.seqQ)
+      c.add(formatv("lse has shape {0}; expected [{1}, {2}, {3}] (B x H x "
+                    "Nq)",
+                    sizesString(lse), shape.batch, shape.heads, shape.seqQ));
+    // The kernel reads row (b * H + h) * Nq + q.
+    int64_t dense[3] = {shape.heads * shape.seqQ, shape.seqQ, 1};
+    for (unsigned d = 0; d < 3; ++d)
+      if (lse.sizes[d] > 1 && lse.strides[d] != dense[d]) {
+        c.add(formatv("lse has strides ({0}, {1}, {2}); the backward kernels "
+                      "read it dense, ({3}, {4}, 1)",
+                      lse.strides[0], lse.strides[1], lse.strides[2], dense[0],
+                      dense[1]));
+        break;
+      }
+  }
+  if (!c.ok())
+    return c.take();
+  int64_t keyTiles = (shape.seqK + 63) / 64;
+  if (keyTiles > kMaxGridX || queryTiles(shape) > kMaxGridX)
+    c.add(formatv("seq_q = {0} or seq_k = {1} needs more than {2} blocks",
+                  shape.seqQ, shape.seqK, kMaxGridX));
+  if (shape.batch * shape.heads > kMaxGridYZ)
+    c.add(formatv("batch x heads = {0} is more than the grid's {1} rows",
+                  shape.batch * shape.heads, kMaxGridYZ));
+  if (!c.ok())
+    return c.take();
+  return shape;
+}
+
+void backwardGrid(const LaunchSpec &launch, const ProblemShape &shape,
+                  unsigned grid[3]) {
+  bool keys = launch.gridKind == GridKind::KeyTiles;
+  int64_t rows = keys ? shape.seqK : shape.seqQ;
+  grid[0] = unsigned((rows + launch.gridBlock - 1) / launch.gridBlock);
+  grid[1] = unsigned(shape.batch * (keys ? shape.kvHeads : shape.heads));
+  grid[2] = 1;
+}
+
+Expected<std::unique_ptr<ParamBuffer>>
+packBackwardParams(const KernelMetadata &meta, const LaunchSpec &launch,
+                   const BackwardArgs &args, const ProblemShape &shape,
+                   uint64_t workspace, TensorMapEncoder encodeTensorMap) {
+  std::unique_ptr<ParamBuffer> buf =
+      ParamBuffer::allocate(KernelMetadata::paramSizes(launch.params));
+  WorkspaceLayout layout = backwardWorkspaceLayout(meta, shape);
+  for (auto [i, p] : enumerate(launch.params)) {
+    uint8_t *slot = buf->slot(i);
+    auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
+    switch (p.kind) {
+    case ParamSpec::Kind::Ptr:
+      put(uint64_t(args[p.tensor].data));
+      break;
+    case ParamSpec::Kind::Workspace:
+      put(workspace + layout.offset[unsigned(p.workspace)]);
+      break;
+    case ParamSpec::Kind::Tma:
+      if (Error err =
+              encodeTensorMap(makeTensorMapRequest(p, args[p.tensor]), slot))
+        return std::move(err);
+      break;
+    case ParamSpec::Kind::F32:
+      put(p.scalar == ScalarKind::ScaleLog2 ? float(meta.scale * M_LOG2E)
+                                            : float(meta.scale));
+      break;
+    case ParamSpec::Kind::I32:
+    case ParamSpec::Kind::I64: {
+      int64_t v = 0;
+      switch (p.scalar) {
+      case ScalarKind::Batch:
+        v = shape.batch;
+        break;
+      case ScalarKind::Heads:
+        v = shape.heads;
+        break;
+      case ScalarKind::SeqQ:
+        v = shape.seqQ;
+        break;
+      case ScalarKind::SeqK:
+        v = shape.seqK;
+        break;
+      case ScalarKind::HeadDim:
+        v = shape.headDim;
+        break;
+      case ScalarKind::KvGroup:
+        v = shape.kvGroup();
+        break;
+      case ScalarKind::Stride:
+        v = args[p.tensor].strides[p.strideDim];
+        break;
+      case ScalarKind::Scale:
+      case ScalarKind::ScaleLog2:
+        break;
+      }
+      if (p.kind == ParamSpec::Kind::I32)
+        put(int32_t(v));
+      else
+        put(v);
+      break;
+    }
+    default:
+      return makeError(ErrorCode::InvalidKernel,
+                       formatv("backward launch {0}: parameter {1} ('{2}') "
+                               "has a kind these launches do not take",
+                               launch.kernel, i, p.text));
+    }
+  }
+  return std::move(buf);
+}
+
+} // namespace flashc::rt

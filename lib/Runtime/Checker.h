@@ -1,0 +1,44 @@
+//===- Checker.h - launch argument problems, gathered -----------*- C++ -*-===//
+//
+// The runtime's argument checks add one line per violated rule and return
+// them together as one InvalidArgument error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_LIB_RUNTIME_CHECKER_H
+#define FLASHC_LIB_RUNTIME_CHECKER_H
+
+#include "flashc/Runtime/ArgValidation.h"
+#include "flashc/Runtime/Error.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <string>
+#include <vector>
+
+namespace flashc::rt {
+
+class Checker {
+public:
+  void add(const llvm::Twine &msg) { problems.push_back(msg.str()); }
+  bool ok() const { return problems.empty(); }
+  llvm::Error take() {
+    std::string all = "invalid launch arguments:";
+    for (const std::string &p : problems)
+      all += "\n  " + p;
+    return makeError(ErrorCode::InvalidArgument, all);
+  }
+
+private:
+  std::vector<std::string> problems;
+};
+
+/// The checks of one tensor on its own (rank, dtype, sizes, strides,
+/// alignment, device) against `meta`; false if it is unusable for the
+/// shape checks that follow.
+bool checkTensorArg(Checker &c, const KernelMetadata &meta, TensorId id,
+                    const TensorArg &t, int device);
+
+} // namespace flashc::rt
+
+#endif // FLASHC_LIB_RUNTIME_CHECKER_H
