@@ -55,11 +55,13 @@ other error of the runtime is raised as FlashcError too, with the runtime's
 message. (Other kernels' kernel.json may ask for other layouts; the runtime
 checks each against its own.)
 
-Forward only: flashc has no backward pass yet. Where q, k or v requires grad
-(and grad mode is on) the forward runs as usual, but O (and LSE) carry a
-backward that raises FlashcError, so that loss.backward() fails instead of
-silently dropping attention's gradients. Detach q, k, v for inference, or
-train with torch.nn.functional.scaled_dot_product_attention.
+Gradients. flashc.attention is differentiable: loss.backward() runs the
+variant's backward kernels (compiled on first use like the forward's;
+deterministic=True adds dQ's partials in a fixed order, so that gradients
+are bitwise the same run to run). A kernel loaded by hand (flashc.load) and
+packed sequences on CUDA are forward only: where q, k or v requires grad
+their O (and LSE) carry a backward that raises FlashcError, so that
+loss.backward() fails instead of silently dropping attention's gradients.
 """
 
 import ctypes
@@ -103,11 +105,19 @@ class _VarlenArgs(ctypes.Structure):
                 ("max_seqlen_q", ctypes.c_int64), ("stream", ctypes.c_void_p)]
 
 
+class _BackwardArgs(ctypes.Structure):
+    _fields_ = [(n, ctypes.POINTER(_Tensor)) for n in
+                ("q", "k", "v", "o", "dout", "lse", "dq", "dk", "dv")] + [
+        ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_uint64),
+        ("stream", ctypes.c_void_p)]
+
+
 class _Info(ctypes.Structure):
     _fields_ = [("dtype", ctypes.c_int32), ("head_dim", ctypes.c_int32),
                 ("causal", ctypes.c_int32), ("has_lse", ctypes.c_int32),
                 ("scale", ctypes.c_double), ("device", ctypes.c_int32),
-                ("kernel", ctypes.c_char * 128), ("arch", ctypes.c_char * 16)]
+                ("kernel", ctypes.c_char * 128), ("arch", ctypes.c_char * 16),
+                ("backward", ctypes.c_int32), ("deterministic", ctypes.c_int32)]
 
 
 _lib = None
@@ -166,9 +176,13 @@ def runtime_library():
         lib.flashrt_validate_varlen.argtypes = [ctypes.c_char_p,
                                                 P(_VarlenArgs)]
         lib.flashrt_device_count.argtypes = [P(ctypes.c_int)]
-        if lib.flashrt_abi_version() != 2:
+        lib.flashrt_launch_backward.argtypes = [ctypes.c_void_p,
+                                                P(_BackwardArgs)]
+        lib.flashrt_backward_workspace_bytes.argtypes = [
+            ctypes.c_void_p, P(_BackwardArgs), P(ctypes.c_uint64)]
+        if lib.flashrt_abi_version() != 3:
             raise FlashcError(6, f"libflashrt ABI {lib.flashrt_abi_version()}"
-                              " is not the 2 this wrapper speaks")
+                              " is not the 3 this wrapper speaks")
         _lib = lib
         return lib
 
@@ -276,6 +290,8 @@ class Kernel:
         self.scale = info.scale
         self._dtype_code = info.dtype
         self.packed = _grid_kind(self.path) == "packed"
+        self.backward_pass = bool(info.backward)
+        self.deterministic = bool(info.deterministic)
 
     @property
     def dtype(self):
@@ -296,9 +312,10 @@ class Kernel:
     def __call__(self, q, k, v, out=None, lse=None):
         """Returns O (B x H x Nq x D), or (O, LSE) if the kernel writes LSE.
 
-        Forward only. Where q, k or v requires grad (and grad mode is on),
-        the outputs come from a torch.autograd.Function whose backward
-        raises FlashcError ("flashc has no backward pass yet"), so that a
+        Forward only (flashc.attention is the differentiable call). Where
+        q, k or v requires grad (and grad mode is on), the outputs come
+        from a torch.autograd.Function whose backward raises FlashcError
+        ("flashc has no backward pass for this call"), so that a
         loss.backward() through them fails instead of silently dropping
         attention's gradients; the forward runs as usual. Otherwise no
         autograd node is made.
@@ -467,6 +484,42 @@ class Kernel:
             return o, lse
         return run
 
+    def backward(self, q, k, v, o, lse, do, dq=None, dk=None, dv=None):
+        """A backward kernel's gradients: (dq, dk, dv) of attention(q, k,
+        v) (the forward this kernel was compiled for: mask, scale) from the
+        forward's O and LSE (float32 B x H x Nq, dense) and do, the loss's
+        gradient with respect to O. q, o, do and dq are B x H x Nq x D, k,
+        v, dk and dv B x Hkv x Nk x D, with any strides along B, H and N
+        (stride 1 along D, 16-byte aligned); dq, dk, dv are new contiguous
+        tensors unless given. The scratch the three launches share comes
+        from torch's allocator on the current stream. Not differentiable
+        itself."""
+        import torch
+        if not self.backward_pass:
+            raise FlashcError(4, f"kernel {self.name} is a forward kernel: "
+                              "it has no backward launches")
+        dq = torch.empty(q.shape, dtype=q.dtype, device=q.device) \
+            if dq is None else dq
+        dk = torch.empty(k.shape, dtype=k.dtype, device=k.device) \
+            if dk is None else dk
+        dv = torch.empty(v.shape, dtype=v.dtype, device=v.device) \
+            if dv is None else dv
+        descs = [_describe(n, t) for n, t in (
+            ("q", q), ("k", k), ("v", v), ("o", o), ("do", do), ("lse", lse),
+            ("dq", dq), ("dk", dk), ("dv", dv))]
+        lib = runtime_library()
+        handle = self._handle(q.device.index)
+        args = _BackwardArgs(*(ctypes.pointer(d) for d in descs))
+        need = ctypes.c_uint64()
+        _check(lib.flashrt_backward_workspace_bytes(
+            handle, ctypes.byref(args), ctypes.byref(need)))
+        workspace = torch.empty(need.value, dtype=torch.uint8, device=q.device)
+        args.workspace = workspace.data_ptr()
+        args.workspace_bytes = need.value
+        args.stream = torch.cuda.current_stream(q.device).cuda_stream
+        _check(lib.flashrt_launch_backward(handle, ctypes.byref(args)))
+        return dq, dk, dv
+
     def __repr__(self):
         return (f"flashc.Kernel({self.name!r}, {self.arch}, D={self.head_dim}"
                 f", causal={self.causal}, lse={self.has_lse})")
@@ -479,10 +532,12 @@ class Kernel:
 
 
 _NO_BACKWARD = (
-    "flashc has no backward pass yet: the attention output was computed from "
-    "q, k or v that require grad, and flashc cannot compute their gradients; "
-    "detach q, k, v (or run under torch.no_grad()) for inference, or use "
-    "torch.nn.functional.scaled_dot_product_attention for training")
+    "flashc has no backward pass for this call: the attention output was "
+    "computed from q, k or v that require grad by a kernel loaded by hand "
+    "(flashc.load) or over packed sequences, whose gradients flashc does not "
+    "compute; use flashc.attention (differentiable), detach q, k, v (or run "
+    "under torch.no_grad()) for inference, or use "
+    "torch.nn.functional.scaled_dot_product_attention")
 
 _forward_only_class = None
 
@@ -523,7 +578,7 @@ def load(path, device=None):
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              out=None):
+              out=None, deterministic=False):
     """Attention on CUDA or CPU tensors, compiled on first use and cached.
 
     q is B x H x Nq x D, k and v B x Hkv x Nk x D (Nq may differ from Nk;
@@ -552,15 +607,20 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     contiguous ones where they are not).
 
     The call is the custom op torch.ops.flashc.attention where
-    torch.compile traces it or an input requires grad (whose backward
-    raises FlashcError: no backward pass yet), and a direct launch
-    otherwise.
+    torch.compile traces it or an input requires grad, and a direct launch
+    otherwise. Its gradients (loss.backward()) come from the variant's
+    backward kernels (torch.ops.flashc.attention_backward; on CPU tensors
+    the CPU path's), compiled or found the same way; `deterministic` makes
+    them bitwise reproducible (dQ's partials added in key order). A loss
+    through the returned LSE has no gradient flashc computes: that raises
+    FlashcError.
     """
     global _ops
     if _ops is None:
         from . import ops as _ops
     return _ops.attention(q, k, v, causal=causal, scale=scale,
-                          return_lse=return_lse, out=out)
+                          return_lse=return_lse, out=out,
+                          deterministic=deterministic)
 
 
 _ops = None  # flashc.ops, imported (with torch) on the first attention call
@@ -608,7 +668,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     runtime's bounds on CUDA), a FlashcError naming the argument otherwise.
 
     Forward only: where q, k or v requires grad, O and LSE carry a backward
-    that raises FlashcError (no backward pass yet).
+    that raises FlashcError (no backward pass for packed sequences yet).
     """
     global _ops
     if _ops is None:

@@ -491,3 +491,23 @@ def torch_attention(q, k, v, causal, scale, out):
         out.copy_(o)
         o = out
     return o, lse
+
+
+def torch_attention_backward(q, k, v, o, lse, do, causal, scale):
+    """flashc.attention's CPU gradients: (dq, dk, dv) for CPU torch tensors
+    that ops._check accepted, from the forward's O and LSE and do. Inputs
+    are made contiguous (copies where they are not)."""
+    import torch
+    dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[q.dtype]
+    for n, t in (("k", k), ("v", v), ("o", o), ("lse", lse), ("do", do)):
+        if t.device.type != "cpu":
+            raise FlashcError(4, f"{n} is on {t.device} but q is on the CPU")
+    q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))
+    lse = lse.to(torch.float32).contiguous()
+    b, h, nq, d = q.shape
+    dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype) for t in (q, k, v))
+    kern = backward_kernel_for(dtype, d, causal, scale)
+    kern.run_backward(*(t.data_ptr() for t in (q, k, v, o, do, lse, dq, dk,
+                                                dv)),
+                      b, h, nq, k.shape[2], kv_heads=k.shape[1])
+    return dq, dk, dv

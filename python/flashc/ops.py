@@ -1,14 +1,15 @@
 """flashc.attention and the torch.library ops behind it (imports torch);
 flashc.varlen_attention (packed sequences).
 
-torch.ops.flashc.attention(q, k, v, causal, scale) -> (o, lse) is a custom
-op with a fake (meta) implementation, so torch.compile traces through it
-without a graph break; torch.ops.flashc.attention_out writes a caller's
-out. Its autograd formula calls torch.ops.flashc.no_backward, whose fake
-gives shapes (so a training graph still compiles) and whose kernel raises
-FlashcError ("flashc has no backward pass yet"): loss.backward() fails
-instead of silently dropping attention's gradients, as flashc.load's
-kernels do.
+torch.ops.flashc.attention(q, k, v, causal, scale, deterministic) -> (o,
+lse) is a custom op with a fake (meta) implementation, so torch.compile
+traces through it without a graph break; torch.ops.flashc.attention_out
+writes a caller's out. Its autograd formula is the custom op
+torch.ops.flashc.attention_backward(grad_o, q, k, v, o, lse, causal, scale,
+deterministic) -> (dq, dk, dv): the variant's backward kernels on CUDA (the
+variant "<forward>-backward[-deterministic]", compiled on first use or taken
+from FLASHC_LIBRARY as the forward's), the CPU path's tiled backward on CPU
+tensors. A gradient through LSE is not implemented and raises FlashcError.
 """
 
 import operator
@@ -17,7 +18,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import FlashcError, Kernel, _NO_BACKWARD, _forward_only
+from . import FlashcError, Kernel, _forward_only
 from . import library as _library
 from .variants import HEAD_DIMS, Variant, VariantError, bucket_of
 
@@ -95,6 +96,27 @@ def kernel_for(q, k, causal, scale):
         arch, gpu = _device_info(dev)
         variant = Variant(_DTYPES[q.dtype], d, causal, scale)
         return _library.kernel_binary(variant, arch, gpu, bucket)
+    return _cached_kernel(_kernels, memo, dev, binary)
+
+
+def backward_kernel_for(q, k, causal, scale, deterministic):
+    """The loaded backward Kernel of these inputs' variant (dtype, head dim,
+    causal, scale; dQ in a fixed order when deterministic)."""
+    b, h, nq, d = q.shape
+    nk = k.shape[2]
+    dev = _device_of(q)
+    memo = ("backward", q.dtype, d, bool(causal), scale, bool(deterministic),
+            dev)
+
+    def binary():
+        arch, gpu = _device_info(dev)
+        try:
+            variant = Variant(_DTYPES[q.dtype], d, causal, scale,
+                              backward=True, deterministic=deterministic)
+        except VariantError as e:
+            raise FlashcError(4, str(e)) from None
+        return _library.kernel_binary(variant, arch, gpu,
+                                      bucket_of(b, h, max(nq, nk), d))
     return _cached_kernel(_kernels, memo, dev, binary)
 
 
@@ -182,13 +204,15 @@ _TAGS = ((torch.Tag.cudagraph_unsafe,)
 @torch.library.custom_op("flashc::attention", mutates_args=(),
                          device_types=("cuda", "cpu"), tags=_TAGS)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                  causal: bool, scale: Optional[float]
+                  causal: bool, scale: Optional[float],
+                  deterministic: bool = False
                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+    # `deterministic` is the backward pass's (kept for its autograd node).
     return _launch(q, k, v, causal, scale, None)
 
 
 @_attention_op.register_fake
-def _(q, k, v, causal, scale):
+def _(q, k, v, causal, scale, deterministic=False):
     return _fake(q, k, v)
 
 
@@ -205,48 +229,80 @@ def _(q, k, v, out, causal, scale):
     return _fake(q, k, v)[1]
 
 
-# It takes the incoming gradient so that a compiled training graph's
-# partitioner keeps it in the backward graph (on q, k, v alone it could be
-# computed, and raise, in the forward).
-@torch.library.custom_op("flashc::no_backward", mutates_args=())
-def _no_backward_op(grad_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
-                    v: torch.Tensor
-                    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    raise FlashcError(None, _NO_BACKWARD)
+def _launch_backward(grad_o, q, k, v, o, lse, causal, scale, deterministic):
+    """(dq, dk, dv) of attention(q, k, v) from its O and LSE."""
+    _check(q, k, v)
+    if q.device.type == "cpu":
+        from . import cpu
+        return cpu.torch_attention_backward(q, k, v, o, lse, grad_o, causal,
+                                            scale)
+    kern = backward_kernel_for(q, k, causal, scale, deterministic)
+    # The kernels read LSE dense (B x H x Nq); O and dO as they are.
+    return kern.backward(q, k, v, o, lse.contiguous(), grad_o)
 
 
-@_no_backward_op.register_fake
-def _(grad_o, q, k, v):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+@torch.library.custom_op("flashc::attention_backward", mutates_args=(),
+                         device_types=("cuda", "cpu"), tags=_TAGS)
+def _attention_backward_op(grad_o: torch.Tensor, q: torch.Tensor,
+                           k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                           lse: torch.Tensor, causal: bool,
+                           scale: Optional[float], deterministic: bool
+                           ) -> Tuple[torch.Tensor, torch.Tensor,
+                                      torch.Tensor]:
+    return _launch_backward(grad_o, q, k, v, o, lse, causal, scale,
+                            deterministic)
+
+
+@_attention_backward_op.register_fake
+def _(grad_o, q, k, v, o, lse, causal, scale, deterministic):
+    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
+            torch.empty(k.shape, dtype=k.dtype, device=k.device),
+            torch.empty(v.shape, dtype=v.dtype, device=v.device))
+
+
+_NO_LSE_GRAD = (
+    "flashc's backward pass takes the gradient of O only: a loss that "
+    "depends on the LSE flashc.attention returned (return_lse=True) has a "
+    "gradient through it that flashc does not compute; detach the LSE")
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v = inputs[:3]
-    ctx.save_for_backward(q, k, v)
+    q, k, v, causal, scale = inputs[:5]
+    deterministic = inputs[5] if len(inputs) > 5 else False
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
+    # Outputs the loss does not use get None, not zeros: so a gradient
+    # through LSE is told apart from an unused LSE.
+    ctx.set_materialize_grads(False)
 
 
 def _backward(ctx, grad_o, grad_lse):
-    q, k, v = ctx.saved_tensors
-    if grad_o is None:  # only LSE was used
-        grad_o = grad_lse
-    dq, dk, dv = torch.ops.flashc.no_backward(grad_o, q, k, v)
-    return dq, dk, dv, None, None
+    if grad_lse is not None:
+        raise FlashcError(None, _NO_LSE_GRAD)
+    q, k, v, o, lse = ctx.saved_tensors
+    if grad_o is None:
+        return None, None, None, None, None, None
+    dq, dk, dv = torch.ops.flashc.attention_backward(
+        grad_o, q, k, v, o, lse, ctx.causal, ctx.scale, ctx.deterministic)
+    return dq, dk, dv, None, None, None
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              out=None):
+              out=None, deterministic=False):
     """See flashc.attention."""
     needs_grad = torch.is_grad_enabled() and any(
         getattr(t, "requires_grad", False) for t in (q, k, v))
     compiling = torch.compiler.is_compiling()
     if needs_grad or (compiling and out is None):
-        o, lse = torch.ops.flashc.attention(q, k, v, causal, scale)
+        o, lse = torch.ops.flashc.attention(q, k, v, causal, scale,
+                                            deterministic)
         if out is not None:
-            # Through the functional op, whose backward raises; the copy
-            # carries it to out.
+            # Through the functional op; the copy carries its gradient to
+            # out.
             o = out.copy_(o)
     elif compiling:
         lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale)

@@ -67,10 +67,14 @@ def normalize_scale(scale, head_dim):
 
 
 class Variant:
-    __slots__ = ("dtype", "head_dim", "causal", "scale", "varlen")
+    """A kernel to compile: dtype, head dim, mask, scale, packed sequences
+    (varlen), and whether it is the forward's backward pass (backward, with
+    dQ added in a fixed order when deterministic)."""
+    __slots__ = ("dtype", "head_dim", "causal", "scale", "varlen", "backward",
+                 "deterministic")
 
     def __init__(self, dtype, head_dim, causal=False, scale=None,
-                 varlen=False):
+                 varlen=False, backward=False, deterministic=False):
         if dtype not in DTYPES:
             raise VariantError(f"dtype {dtype!r}: flashc kernels take "
                                f"{' or '.join(DTYPES)}")
@@ -80,10 +84,17 @@ class Variant:
         self.dtype, self.head_dim, self.causal = dtype, int(head_dim), bool(causal)
         self.scale = normalize_scale(scale, head_dim)
         self.varlen = bool(varlen)
+        self.backward = bool(backward)
+        self.deterministic = bool(deterministic)
+        if self.deterministic and not self.backward:
+            raise VariantError("deterministic is a mode of the backward pass")
+        if self.backward and self.varlen:
+            raise VariantError("the backward pass of packed sequences runs on "
+                               "the CPU only so far")
 
     def _tuple(self):
         return (self.dtype, self.head_dim, self.causal, self.scale,
-                self.varlen)
+                self.varlen, self.backward, self.deterministic)
 
     def __eq__(self, other):
         return isinstance(other, Variant) and self._tuple() == other._tuple()
@@ -100,6 +111,10 @@ class Variant:
             s += f"-scale{self.scale!r}"
         if self.varlen:
             s += "-varlen"
+        if self.backward:
+            s += "-backward"
+        if self.deterministic:
+            s += "-deterministic"
         return s
 
     def __repr__(self):
@@ -108,7 +123,7 @@ class Variant:
     @property
     def kernel_name(self):
         """The shipped kernel's (and its tuning entries') name."""
-        s = "attention"
+        s = "attention_backward" if self.backward else "attention"
         if self.dtype == "f16":
             s += "_f16"
         if self.head_dim != 128:
@@ -117,24 +132,37 @@ class Variant:
             s += "_varlen"
         if self.causal:
             s += "_causal"
+        if self.deterministic:
+            s += "_deterministic"
         return s
 
     def default_config(self):
+        if self.backward:
+            return dict(BACKWARD_CONFIG)
         return dict(DEFAULT_CONFIGS[self.dtype, self.head_dim])
 
     def source(self, config=None):
         """The kernel's MLIR, as kernels/*.mlir writes it, with `config`
         (default: the shipped kernel's) and the scale attribute."""
+        if self.backward:
+            return generate_backward_source(self, config)
         return generate_source(self, config or self.default_config())
+
+    def forward(self):
+        """The forward variant whose gradients this backward variant gives."""
+        return Variant(self.dtype, self.head_dim, self.causal, self.scale,
+                       self.varlen)
 
 
 _NAME = re.compile(
-    r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+?))?(-varlen)?")
+    r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+?))?(-varlen)?"
+    r"(-backward)?(-deterministic)?")
 
 
 def parse_variant(name):
     """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
-    way Python's float() reads, 1e-05 included); "-varlen" last."""
+    way Python's float() reads, 1e-05 included); then "-varlen", or
+    "-backward" and "-deterministic"."""
     m = _NAME.fullmatch(name.strip())
     try:
         if m is None:
@@ -143,9 +171,10 @@ def parse_variant(name):
     except ValueError:
         raise VariantError(
             f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
-            "[-scale<x>][-varlen], e.g. bf16-d128-causal") from None
+            "[-scale<x>][-varlen][-backward[-deterministic]], e.g. "
+            "bf16-d128-causal") from None
     return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale,
-                   bool(m.group(5)))
+                   bool(m.group(5)), bool(m.group(6)), bool(m.group(7)))
 
 
 def mlir_float(x):
@@ -213,6 +242,8 @@ def generate_source(variant, config):
     attrs = []
     if variant.causal:
         attrs.append("causal")
+    if variant.deterministic:
+        attrs.append("deterministic")
     if variant.scale is not None:
         attrs.append(f"scale = {mlir_float(variant.scale)} : f32")
     attrs.append("config = " + config_text(config))
@@ -255,10 +286,13 @@ def generate_backward_source(variant, config=None):
     attrs = []
     if variant.causal:
         attrs.append("causal")
+    if variant.deterministic:
+        attrs.append("deterministic")
     if variant.scale is not None:
         attrs.append(f"scale = {mlir_float(variant.scale)} : f32")
     attrs.append("config = " + config_text(config or BACKWARD_CONFIG))
-    fn = variant.kernel_name.replace("attention", "attention_backward", 1)
+    fn = variant.kernel_name.replace("attention_backward", "attention", 1)
+    fn = fn.replace("attention", "attention_backward", 1)
     return (
         f"// Generated by python/flashc: the backward pass of variant "
         f"{variant.name}.\n"
