@@ -97,6 +97,30 @@ bool checkTensorArg(Checker &c, const KernelMetadata &meta, TensorId id,
   return good;
 }
 
+int64_t integerParamValue(const ParamSpec &p, const ProblemShape &shape,
+                          const TensorArg &tensor) {
+  switch (p.scalar) {
+  case ScalarKind::Batch:
+    return shape.batch;
+  case ScalarKind::Heads:
+    return shape.heads;
+  case ScalarKind::SeqQ:
+    return shape.seqQ;
+  case ScalarKind::SeqK:
+    return shape.seqK;
+  case ScalarKind::HeadDim:
+    return shape.headDim;
+  case ScalarKind::KvGroup:
+    return shape.kvGroup();
+  case ScalarKind::Stride:
+    return tensor.rank > p.strideDim ? tensor.strides[p.strideDim] : 0;
+  case ScalarKind::Scale:
+  case ScalarKind::ScaleLog2:
+    break;
+  }
+  return 0;
+}
+
 /// cu_seqlens_q, cu_seqlens_k and max_seqlen_q of a packed launch. Their
 /// contents live on the device and are not read here: the kernel clamps
 /// each sequence's rows into the tensors, so bad prefix sums give wrong
@@ -278,34 +302,7 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
   for (const ParamSpec &p : meta.params) {
     if (p.kind != ParamSpec::Kind::I32)
       continue;
-    int64_t value = 0;
-    switch (p.scalar) {
-    case ScalarKind::Batch:
-      value = shape.batch;
-      break;
-    case ScalarKind::Heads:
-      value = shape.heads;
-      break;
-    case ScalarKind::SeqQ:
-      value = shape.seqQ;
-      break;
-    case ScalarKind::SeqK:
-      value = shape.seqK;
-      break;
-    case ScalarKind::HeadDim:
-      value = shape.headDim;
-      break;
-    case ScalarKind::KvGroup:
-      value = shape.kvGroup();
-      break;
-    case ScalarKind::Stride: {
-      const TensorArg &t = args[p.tensor];
-      value = t.rank > p.strideDim ? t.strides[p.strideDim] : 0;
-      break;
-    }
-    default:
-      break;
-    }
+    int64_t value = integerParamValue(p, shape, args[p.tensor]);
     if (value > INT32_MAX)
       c.add(formatv("{0} = {1} does not fit the kernel's 32-bit parameter",
                     p.text, value));

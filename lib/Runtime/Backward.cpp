@@ -124,6 +124,10 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
   }
   if (!c.ok())
     return c.take();
+  if (shape.seqQ > INT32_MAX || shape.seqK > INT32_MAX)
+    c.add(formatv("seq_q = {0} and seq_k = {1} must fit the kernels' 32-bit "
+                  "parameters",
+                  shape.seqQ, shape.seqK));
   int64_t keyTiles = (shape.seqK + 63) / 64;
   if (keyTiles > kMaxGridX || queryTiles(shape) > kMaxGridX)
     c.add(formatv("seq_q = {0} or seq_k = {1} needs more than {2} blocks",
@@ -173,33 +177,7 @@ packBackwardParams(const KernelMetadata &meta, const LaunchSpec &launch,
       break;
     case ParamSpec::Kind::I32:
     case ParamSpec::Kind::I64: {
-      int64_t v = 0;
-      switch (p.scalar) {
-      case ScalarKind::Batch:
-        v = shape.batch;
-        break;
-      case ScalarKind::Heads:
-        v = shape.heads;
-        break;
-      case ScalarKind::SeqQ:
-        v = shape.seqQ;
-        break;
-      case ScalarKind::SeqK:
-        v = shape.seqK;
-        break;
-      case ScalarKind::HeadDim:
-        v = shape.headDim;
-        break;
-      case ScalarKind::KvGroup:
-        v = shape.kvGroup();
-        break;
-      case ScalarKind::Stride:
-        v = args[p.tensor].strides[p.strideDim];
-        break;
-      case ScalarKind::Scale:
-      case ScalarKind::ScaleLog2:
-        break;
-      }
+      int64_t v = integerParamValue(p, shape, args[p.tensor]);
       if (p.kind == ParamSpec::Kind::I32)
         put(int32_t(v));
       else

@@ -52,25 +52,8 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
   auto put64 = [&](int64_t v) { std::memcpy(buf->slot(slot++), &v, 8); };
   auto put32 = [&](int32_t v) { std::memcpy(buf->slot(slot++), &v, 4); };
   auto putF = [&](float v) { std::memcpy(buf->slot(slot++), &v, 4); };
-  auto scalar = [&](const ParamSpec &p) -> int64_t {
-    switch (p.scalar) {
-    case ScalarKind::Batch:
-      return shape.batch;
-    case ScalarKind::Heads:
-      return shape.heads;
-    case ScalarKind::SeqQ:
-      return shape.seqQ;
-    case ScalarKind::SeqK:
-      return shape.seqK;
-    case ScalarKind::HeadDim:
-      return shape.headDim;
-    case ScalarKind::KvGroup:
-      return shape.kvGroup();
-    case ScalarKind::Stride:
-      return args[p.tensor].strides[p.strideDim];
-    default:
-      return 0;
-    }
+  auto scalar = [&](const ParamSpec &p) {
+    return integerParamValue(p, shape, args[p.tensor]);
   };
 
   for (const ParamSpec &p : meta.params) {

@@ -54,18 +54,23 @@ import flashc  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def reference(q, k, v, scale, causal):
-    """float64 softmax(scale q k^T) v and LSE, causal bottom-right aligned."""
-    q, k, v = q.double(), k.double(), v.double()
-    s = torch.einsum("bhid,bhjd->bhij", q, k) * scale
+def probabilities(q, k, scale, causal):
+    """float64 softmax(scale q k^T) and its LSE, causal bottom-right
+    aligned (rows that see no key: P = 0, LSE = -inf)."""
+    s = torch.einsum("bhid,bhjd->bhij", q.double(), k.double()) * scale
     nq, nk = q.shape[2], k.shape[2]
     if causal:
         i = torch.arange(nq, device=q.device)[:, None]
         j = torch.arange(nk, device=q.device)[None, :]
         s = s.masked_fill(j > i + nk - nq, float("-inf"))
     lse = torch.logsumexp(s, dim=-1)
-    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
-    return p @ v, lse
+    return torch.exp(s - lse[..., None]).nan_to_num(0.0), lse
+
+
+def reference(q, k, v, scale, causal):
+    """float64 softmax(scale q k^T) v and LSE, causal bottom-right aligned."""
+    p, lse = probabilities(q, k, scale, causal)
+    return p @ v.double(), lse
 
 
 def rel_err(a, b):
@@ -490,14 +495,8 @@ def reference_gradients(q, k, v, o, do, scale, causal):
     g = q.shape[1] // k.shape[1]
     q64, k64, v64 = (t.double() for t in (q, k, v))
     k64, v64 = k64.repeat_interleave(g, 1), v64.repeat_interleave(g, 1)
-    s = torch.einsum("bhid,bhjd->bhij", q64, k64) * scale
-    nq, nk = q.shape[2], k.shape[2]
-    if causal:
-        i = torch.arange(nq, device=q.device)[:, None]
-        j = torch.arange(nk, device=q.device)[None, :]
-        s = s.masked_fill(j > i + nk - nq, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    p, _ = probabilities(q64, k64, scale, causal)
+    nk = k.shape[2]
     do64 = do.double()
     dv = torch.einsum("bhij,bhid->bhjd", p, do64)
     dp = torch.einsum("bhid,bhjd->bhij", do64, v64)

@@ -69,6 +69,11 @@ constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 /// Checks every argument against the kernel's contract. `device` is the
 /// device the kernel was loaded on (-1: don't check). All violations are
 /// reported, one per line.
+/// The integer an i32 or i64 parameter receives: the problem's value it
+/// names, or (a stride) `tensor`'s stride along the dimension it names.
+int64_t integerParamValue(const ParamSpec &p, const ProblemShape &shape,
+                          const TensorArg &tensor);
+
 llvm::Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                                                 const LaunchArgs &args,
                                                 int device = -1);

@@ -130,6 +130,15 @@ private:
   int64_t rowsPerPass() const { return kThreads / threadsPerRow(); }
   /// Sums `v` over the threadsPerRow() lanes that share a row.
   Value sumOverRow(Value v);
+  /// A SIMT kernel's block, (query tile, batch x head), and the first of
+  /// this thread's 8 columns.
+  struct TileRows {
+    Value tile, bh, batch, head, tid, col;
+  };
+  /// Calls `row(t, q)` for each of this thread's rows q of the block's 64
+  /// (rows past seq_q included: `row` checks q).
+  TileRows forEachTileRow(Value heads,
+                          function_ref<void(const TileRows &, Value)> row);
 
   FragmentType accumulatorType(int64_t n) {
     return FragmentType::get(ctx, {64, n}, f32,
@@ -269,6 +278,26 @@ SmallVector<BackwardBuilder::Param> BackwardBuilder::postParams() {
 // The SIMT kernels: delta and the cleared accumulator, dQ's rounding
 //===----------------------------------------------------------------------===//
 
+BackwardBuilder::TileRows BackwardBuilder::forEachTileRow(
+    Value heads, function_ref<void(const TileRows &, Value)> row) {
+  TileRows t;
+  t.tile = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  t.bh = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  t.batch = arith::DivUIOp::create(b, t.bh, heads);
+  t.head = arith::RemUIOp::create(b, t.bh, heads);
+  t.tid = arith::IndexCastOp::create(
+      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value rowInPass = arith::DivUIOp::create(b, t.tid, cI32(threadsPerRow()));
+  t.col = mul(arith::RemUIOp::create(b, t.tid, cI32(threadsPerRow())),
+              cI32(8));
+  for (int64_t pass = 0; pass < 64 / rowsPerPass(); ++pass)
+    row(t, add(add(mul(t.tile, cI32(64)), cI32(pass * rowsPerPass())),
+               rowInPass));
+  return t;
+}
+
 Value BackwardBuilder::sumOverRow(Value v) {
   for (int64_t lanes = 1; lanes < threadsPerRow(); lanes *= 2)
     v = arith::AddFOp::create(b, v,
@@ -291,22 +320,11 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
   SmallVector<Value> oStrides = {arg(next), arg(next + 1), arg(next + 2)};
   SmallVector<Value> doStrides = {arg(next + 3), arg(next + 4), arg(next + 5)};
 
-  Value tile = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value bh = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
-  Value batch = arith::DivUIOp::create(b, bh, heads);
-  Value head = arith::RemUIOp::create(b, bh, heads);
-  Value tid = arith::IndexCastOp::create(
-      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
-  Value rowInPass = arith::DivUIOp::create(b, tid, cI32(threadsPerRow()));
-  Value col =
-      mul(arith::RemUIOp::create(b, tid, cI32(threadsPerRow())), cI32(8));
   auto vecType = VectorType::get({8}, spec.elementType);
   auto quadF32 = VectorType::get({4}, f32);
-  for (int64_t pass = 0; pass < 64 / rowsPerPass(); ++pass) {
-    Value q =
-        add(add(mul(tile, cI32(64)), cI32(pass * rowsPerPass())), rowInPass);
+  TileRows rows = forEachTileRow(heads, [&](const TileRows &t,
+                                                  Value q) {
+    Value batch = t.batch, head = t.head, col = t.col, bh = t.bh;
     Value inside = cmp(arith::CmpIPredicate::slt, q, seqQ);
     // Rows past seq_q add 0; every lane takes part in the shuffles.
     Value partial =
@@ -345,12 +363,12 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
       LLVM::StoreOp::create(b, zeros, gep(accum, f32, at), 16);
       LLVM::StoreOp::create(b, zeros, gep(accum, f32, add(at, cI64(4))), 16);
     });
-  }
+  });
   if (turns) {
     // The key tiles take turns on each query tile's dQ rows from 0.
     Value tiles = arith::CeilDivUIOp::create(b, seqQ, cI32(64));
-    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-      Value at = add(mul(toI64(bh), toI64(tiles)), toI64(tile));
+    ifThen(cmp(arith::CmpIPredicate::eq, rows.tid, cI32(0)), [&] {
+      Value at = add(mul(toI64(rows.bh), toI64(tiles)), toI64(rows.tile));
       LLVM::StoreOp::create(b, cI32(0), gep(turns, i32, at), 4);
     });
   }
@@ -365,22 +383,10 @@ void BackwardBuilder::emitPost(gpu::GPUFuncOp func) {
         scale = arg(4);
   SmallVector<Value> strides = {arg(5), arg(6), arg(7)};
 
-  Value tile = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value bh = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
-  Value batch = arith::DivUIOp::create(b, bh, heads);
-  Value head = arith::RemUIOp::create(b, bh, heads);
-  Value tid = arith::IndexCastOp::create(
-      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
-  Value rowInPass = arith::DivUIOp::create(b, tid, cI32(threadsPerRow()));
-  Value col =
-      mul(arith::RemUIOp::create(b, tid, cI32(threadsPerRow())), cI32(8));
   auto quadF32 = VectorType::get({4}, f32);
   auto vecType = VectorType::get({8}, spec.elementType);
-  for (int64_t pass = 0; pass < 64 / rowsPerPass(); ++pass) {
-    Value q =
-        add(add(mul(tile, cI32(64)), cI32(pass * rowsPerPass())), rowInPass);
+  forEachTileRow(heads, [&](const TileRows &t, Value q) {
+    Value batch = t.batch, head = t.head, col = t.col, bh = t.bh;
     ifThen(cmp(arith::CmpIPredicate::slt, q, seqQ), [&] {
       Value row = add(mul(toI64(bh), toI64(seqQ)), toI64(q));
       Value at = add(mul(row, cI64(spec.headDim)), toI64(col));
@@ -399,7 +405,7 @@ void BackwardBuilder::emitPost(gpu::GPUFuncOp func) {
       Value off = add(rowOffset(batch, head, q, strides), toI64(col));
       LLVM::StoreOp::create(b, rounded, gep(dq, spec.elementType, off), 16);
     });
-  }
+  });
   gpu::ReturnOp::create(b);
 }
 

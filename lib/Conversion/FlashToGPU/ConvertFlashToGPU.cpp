@@ -190,19 +190,23 @@ struct ConvertFlashToGPUPass
       if (holdsFlashOps(func))
         funcs.push_back(func);
     bool failedAny = false;
+    // The function's kernel module replaces it, lowered to NVVM unless
+    // lower-warpgroup-ops=0.
+    auto replace = [&](func::FuncOp func,
+                       FailureOr<gpu::GPUModuleOp> kernelModule) {
+      if (failed(kernelModule)) {
+        failedAny = true;
+        return;
+      }
+      func.erase();
+      if (lowerWarpgroupOps && failed(lowerFlashWarpgroupOps(*kernelModule)))
+        failedAny = true;
+    };
     for (func::FuncOp func : funcs) {
       if (isBackwardTileProgram(func)) {
         FailureOr<BackwardSpec> spec = matchBackwardTileProgram(func);
-        FailureOr<gpu::GPUModuleOp> kernelModule =
-            succeeded(spec) ? buildBackwardKernelModule(func, *spec)
-                            : FailureOr<gpu::GPUModuleOp>(failure());
-        if (failed(kernelModule)) {
-          failedAny = true;
-          continue;
-        }
-        func.erase();
-        if (lowerWarpgroupOps && failed(lowerFlashWarpgroupOps(*kernelModule)))
-          failedAny = true;
+        replace(func, succeeded(spec) ? buildBackwardKernelModule(func, *spec)
+                                      : FailureOr<gpu::GPUModuleOp>(failure()));
         continue;
       }
       FailureOr<KernelSpec> spec = matchAttentionTileProgram(func);
@@ -222,15 +226,7 @@ struct ConvertFlashToGPUPass
         failedAny = true;
         continue;
       }
-      FailureOr<gpu::GPUModuleOp> kernelModule =
-          buildKernelModule(func, *spec, schedule);
-      if (failed(kernelModule)) {
-        failedAny = true;
-        continue;
-      }
-      func.erase();
-      if (lowerWarpgroupOps && failed(lowerFlashWarpgroupOps(*kernelModule)))
-        failedAny = true;
+      replace(func, buildKernelModule(func, *spec, schedule));
     }
     if (failedAny)
       return signalPassFailure();
