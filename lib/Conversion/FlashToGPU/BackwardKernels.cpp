@@ -290,11 +290,10 @@ BackwardBuilder::TileRows BackwardBuilder::forEachTileRow(
   t.tid = arith::IndexCastOp::create(
       b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
   Value rowInPass = arith::DivUIOp::create(b, t.tid, cI32(threadsPerRow()));
-  t.col = mul(arith::RemUIOp::create(b, t.tid, cI32(threadsPerRow())),
-              cI32(8));
+  t.col = mul(arith::RemUIOp::create(b, t.tid, cI32(threadsPerRow())), cI32(8));
   for (int64_t pass = 0; pass < 64 / rowsPerPass(); ++pass)
-    row(t, add(add(mul(t.tile, cI32(64)), cI32(pass * rowsPerPass())),
-               rowInPass));
+    row(t,
+        add(add(mul(t.tile, cI32(64)), cI32(pass * rowsPerPass())), rowInPass));
   return t;
 }
 
@@ -322,8 +321,7 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
 
   auto vecType = VectorType::get({8}, spec.elementType);
   auto quadF32 = VectorType::get({4}, f32);
-  TileRows rows = forEachTileRow(heads, [&](const TileRows &t,
-                                                  Value q) {
+  TileRows rows = forEachTileRow(heads, [&](const TileRows &t, Value q) {
     Value batch = t.batch, head = t.head, col = t.col, bh = t.bh;
     Value inside = cmp(arith::CmpIPredicate::slt, q, seqQ);
     // Rows past seq_q add 0; every lane takes part in the shuffles.
