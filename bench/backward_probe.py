@@ -125,6 +125,8 @@ class Launches:
             grid = launch["grid"]
             if grid["kind"] == "key_tiles":
                 gx, gy = (NK + 63) // 64, B * k.shape[1]
+                if grid.get("heads_fastest"):
+                    gx, gy = gy, gx
             else:
                 gx, gy = tiles_q, B * H
             check(cuda.cuLaunchKernel(

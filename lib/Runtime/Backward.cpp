@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 using namespace llvm;
 
@@ -135,6 +136,11 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
   if (shape.batch * shape.heads > kMaxGridYZ)
     c.add(formatv("batch x heads = {0} is more than the grid's {1} rows",
                   shape.batch * shape.heads, kMaxGridYZ));
+  if (meta.launches.size() == 3 && meta.launches[1].headsFastest &&
+      keyTiles > kMaxGridYZ)
+    c.add(formatv("seq_k = {0}: {1} key tiles are more than the "
+                  "deterministic grid's {2} rows",
+                  shape.seqK, keyTiles, kMaxGridYZ));
   if (!c.ok())
     return c.take();
   return shape;
@@ -147,6 +153,8 @@ void backwardGrid(const LaunchSpec &launch, const ProblemShape &shape,
   grid[0] = unsigned((rows + launch.gridBlock - 1) / launch.gridBlock);
   grid[1] = unsigned(shape.batch * (keys ? shape.kvHeads : shape.heads));
   grid[2] = 1;
+  if (launch.headsFastest)
+    std::swap(grid[0], grid[1]);
 }
 
 Expected<std::unique_ptr<ParamBuffer>>

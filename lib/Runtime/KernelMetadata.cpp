@@ -679,6 +679,13 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
       return std::move(err);
     if (l.gridBlock < 1)
       return fail(field + ".grid." + sizeKey.str(), "must be positive");
+    if (const json::Value *order = g->get("heads_fastest")) {
+      std::optional<bool> fastest = order->getAsBoolean();
+      if (!fastest || i != 1)
+        return fail(field + ".grid.heads_fastest",
+                    "is a key_tiles grid's, true or false");
+      l.headsFastest = *fastest;
+    }
     const json::Value *params = lo->get("params");
     const json::Array *pa = params ? params->getAsArray() : nullptr;
     if (!pa || pa->empty())

@@ -97,8 +97,12 @@ func.func @backward_causal(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t,
 // CHECK-LABEL: gpu.func @backward_deterministic_pre(
 // CHECK-SAME: deterministic = true
 // CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<1>
+// The grid runs heads fastest: the key tile is block y.
 // CHECK-LABEL: gpu.func @backward_deterministic(
+// CHECK-SAME: grid = {block_n = 64 : i64, heads_fastest = true, kind = "key_tiles"}
 // CHECK-SAME: kind = "workspace", name = "dq_turns"
+// CHECK: %[[KT:.*]] = gpu.block_id  y
+// CHECK: arith.index_cast %[[KT]]
 // CHECK: scf.while
 // CHECK: ld.acquire.gpu.global.u32
 // CHECK: arith.cmpi ne

@@ -38,14 +38,17 @@ void append(json::Array &to, json::Array more) {
 }
 
 json::Object launch(StringRef role, StringRef kernel, StringRef gridKind,
-                    StringRef sizeKey, int64_t smem, json::Array params) {
-  return json::Object{
-      {"role", role.str()},
-      {"kernel", kernel.str()},
-      {"block", json::Array{128, 1, 1}},
-      {"shared_memory_bytes", smem},
-      {"grid", json::Object{{"kind", gridKind.str()}, {sizeKey.str(), 64}}},
-      {"params", std::move(params)}};
+                    StringRef sizeKey, int64_t smem, json::Array params,
+                    bool headsFastest = false) {
+  json::Object grid{{"kind", gridKind.str()}, {sizeKey.str(), 64}};
+  if (headsFastest)
+    grid["heads_fastest"] = true;
+  return json::Object{{"role", role.str()},
+                      {"kernel", kernel.str()},
+                      {"block", json::Array{128, 1, 1}},
+                      {"shared_memory_bytes", smem},
+                      {"grid", std::move(grid)},
+                      {"params", std::move(params)}};
 }
 
 /// What flashc writes for a bf16 D = 128 backward (deterministic: with the
@@ -98,12 +101,13 @@ json::Object backwardMetadataJson(bool deterministic) {
   m["shared_memory_bytes"] = 107520;
   m["grid"] = json::Object{{"kind", "key_tiles"}, {"block_n", 64}};
   m["params"] = json::Array(main);
-  m["launches"] = json::Array{launch("pre", "attention_backward_pre", "tiles",
-                                     "block_m", 0, std::move(pre)),
-                              launch("main", "attention_backward", "key_tiles",
-                                     "block_n", 107520, std::move(main)),
-                              launch("post", "attention_backward_post", "tiles",
-                                     "block_m", 0, std::move(post))};
+  m["launches"] =
+      json::Array{launch("pre", "attention_backward_pre", "tiles", "block_m", 0,
+                         std::move(pre)),
+                  launch("main", "attention_backward", "key_tiles", "block_n",
+                         107520, std::move(main), deterministic),
+                  launch("post", "attention_backward_post", "tiles", "block_m",
+                         0, std::move(post))};
   return m;
 }
 
@@ -237,6 +241,12 @@ TEST(Backward, ValidArgsGiveTheShape) {
   backwardGrid(m.launches[1], *shape, grid);
   EXPECT_EQ(grid[0], 11u); // ceil(700 / 64) key tiles
   EXPECT_EQ(grid[1], 4u);  // B x H_kv
+  // The deterministic kernel's grid runs heads fastest.
+  KernelMetadata det = backwardMetadata(true);
+  EXPECT_TRUE(det.launches[1].headsFastest);
+  backwardGrid(det.launches[1], *shape, grid);
+  EXPECT_EQ(grid[0], 4u);
+  EXPECT_EQ(grid[1], 11u);
 }
 
 TEST(Backward, BadArgsAreNamed) {

@@ -99,7 +99,8 @@ enum class BinaryFormat { Cubin, Ptx };
 /// How the launch grid follows from the problem shape
 /// (docs/kernel-metadata.md).
 /// KeyTiles: the backward pass's main launch, x the key tiles
-/// (ceil(seq_k / block_n)), y B x H_kv.
+/// (ceil(seq_k / block_n)), y B x H_kv (or, heads_fastest, the other way
+/// round).
 enum class GridKind { Tiles, Sections, Persistent, Packed, KeyTiles };
 
 /// One launch of a kernel made of several (the backward pass: "pre",
@@ -111,6 +112,8 @@ struct LaunchSpec {
   unsigned sharedMemoryBytes = 0;
   GridKind gridKind = GridKind::Tiles;
   int64_t gridBlock = 0; ///< Tiles: block_m; KeyTiles: block_n
+  /// KeyTiles: x = B x H_kv and y = the key tiles instead.
+  bool headsFastest = false;
   llvm::SmallVector<ParamSpec, 24> params;
 };
 

@@ -453,10 +453,18 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
 
   Value tid = arith::IndexCastOp::create(b, i32, tidIdx);
   Value isThread0 = cmp(arith::CmpIPredicate::eq, tid, cI32(0));
-  Value keyTile = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value bhkv = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  // Deterministic: the grid runs heads fastest (x = B x H_kv, y = key
+  // tiles), so the blocks resident at once take their turns on many heads'
+  // query tiles in parallel rather than queueing down one head's chain of
+  // key tiles; otherwise key tiles fastest, whose blocks share one head's
+  // Q and dO in L2.
+  auto blockIndex = [&](gpu::Dimension d) -> Value {
+    return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));
+  };
+  Value keyTile =
+      blockIndex(spec.deterministic ? gpu::Dimension::y : gpu::Dimension::x);
+  Value bhkv =
+      blockIndex(spec.deterministic ? gpu::Dimension::x : gpu::Dimension::y);
   Value kvHeads = arith::DivUIOp::create(b, heads, group);
   Value batch = arith::DivUIOp::create(b, bhkv, kvHeads);
   Value kvHead = arith::RemUIOp::create(b, bhkv, kvHeads);
@@ -812,10 +820,15 @@ mlir::flash::gpu_lowering::buildBackwardKernelModule(func::FuncOp func,
   b.setInsertionPointToStart(module.getBody());
   BackwardBuilder builder(b, spec);
   Builder attrs(ctx);
-  auto grid = [&](StringRef kind, StringRef sizeKey, int64_t size) {
-    return attrs.getDictionaryAttr(
-        {attrs.getNamedAttr("kind", attrs.getStringAttr(kind)),
-         attrs.getNamedAttr(sizeKey, attrs.getI64IntegerAttr(size))});
+  auto grid = [&](StringRef kind, StringRef sizeKey, int64_t size,
+                  bool headsFastest = false) {
+    SmallVector<NamedAttribute> entries = {
+        attrs.getNamedAttr("kind", attrs.getStringAttr(kind)),
+        attrs.getNamedAttr(sizeKey, attrs.getI64IntegerAttr(size))};
+    if (headsFastest)
+      entries.push_back(
+          attrs.getNamedAttr("heads_fastest", attrs.getBoolAttr(true)));
+    return attrs.getDictionaryAttr(entries);
   };
 
   struct Kernel {
@@ -830,8 +843,8 @@ mlir::flash::gpu_lowering::buildBackwardKernelModule(func::FuncOp func,
       {spec.name + "_pre", "pre", builder.preParams(),
        grid("tiles", "block_m", 64), 0, &BackwardBuilder::emitPre},
       {spec.name, "main", builder.mainParams(),
-       grid("key_tiles", "block_n", spec.blockN), spec.sharedMemoryBytes(),
-       &BackwardBuilder::emitMain},
+       grid("key_tiles", "block_n", spec.blockN, spec.deterministic),
+       spec.sharedMemoryBytes(), &BackwardBuilder::emitMain},
       {spec.name + "_post", "post", builder.postParams(),
        grid("tiles", "block_m", 64), 0, &BackwardBuilder::emitPost}};
   for (Kernel &kernel : kernels) {
