@@ -176,6 +176,10 @@ def case(launches, B, H, HKV, NQ, NK, hot=False, seed=0):
     keep = launches.run(q, k, v, o, do, lse, dq, dk, dv)
     torch.cuda.synchronize()
     errs = [rel(dq, dq64), rel(dk, dk64), rel(dv, dv64)]
+    # Where the exact gradient is 0 (one key: O = V, so dS = 0), a relative
+    # error only measures rounding residue: take the absolute one there.
+    absmax = [(x.double() - r).abs().max().item()
+              for x, r in ((dq, dq64), (dk, dk64), (dv, dv64))]
     finite = all(torch.isfinite(x).all().item() for x in (dq, dk, dv))
     # cuDNN's backward on the same bf16 inputs, where SDPA offers it.
     cudnn = None
@@ -192,7 +196,8 @@ def case(launches, B, H, HKV, NQ, NK, hot=False, seed=0):
         except RuntimeError as e:
             cudnn = str(e).splitlines()[0][:60]
     return {"B": B, "H": H, "HKV": HKV, "NQ": NQ, "NK": NK, "hot": hot,
-            "finite": finite, "rel_dq_dk_dv": errs, "cudnn": cudnn,
+            "finite": finite, "rel_dq_dk_dv": errs, "abs_dq_dk_dv": absmax,
+            "cudnn": cudnn,
             "tensors": (q, k, v, o, do, lse, dq, dk, dv)}
 
 
@@ -264,7 +269,9 @@ def main():
         for B, H, HKV, NQ, NK, hot in shapes:
             r = case(launches, B, H, HKV, NQ, NK, hot)
             tensors = r.pop("tensors")
-            ok = r["finite"] and max(r["rel_dq_dk_dv"]) < 2e-2
+            ok = r["finite"] and all(
+                e < 2e-2 or a < 1e-4
+                for e, a in zip(r["rel_dq_dk_dv"], r["abs_dq_dk_dv"]))
             if args.repeat and meta["deterministic"]:
                 dq0 = tensors[6].clone()
                 same = 0
