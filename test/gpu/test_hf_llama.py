@@ -52,12 +52,17 @@ def timed(fn, reps=10):
     return statistics.median(times)
 
 
+def llama_config(layers):
+    """The Llama of these tests: 16 query heads over 4 K/V heads, D 128."""
+    return LlamaConfig(hidden_size=2048, intermediate_size=5632,
+                       num_hidden_layers=layers, num_attention_heads=16,
+                       num_key_value_heads=4, head_dim=128,
+                       vocab_size=32000, max_position_embeddings=4096)
+
+
 def main():
     name = flashc.hf.register()
-    config = LlamaConfig(hidden_size=2048, intermediate_size=5632,
-                         num_hidden_layers=4, num_attention_heads=16,
-                         num_key_value_heads=4, head_dim=128,
-                         vocab_size=32000, max_position_embeddings=4096)
+    config = llama_config(layers=4)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).cuda().eval()
     ids = torch.randint(0, config.vocab_size, (2, 2048), device="cuda")
@@ -105,10 +110,7 @@ def training_step(name):
     (relative error of all gradients together, and the worst parameter's),
     and the step times (forward + backward, median)."""
     import copy
-    config = LlamaConfig(hidden_size=2048, intermediate_size=5632,
-                         num_hidden_layers=2, num_attention_heads=16,
-                         num_key_value_heads=4, head_dim=128,
-                         vocab_size=32000, max_position_embeddings=4096)
+    config = llama_config(layers=2)
     torch.manual_seed(1)
     base = LlamaForCausalLM(config).bfloat16().eval()
     ids = torch.randint(0, config.vocab_size, (1, 2048), device="cuda")
