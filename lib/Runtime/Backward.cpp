@@ -76,10 +76,17 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
     if (shape.headDim != meta.headDim)
       c.add(formatv("q has head_dim {0}; kernel {1} is compiled for {2}",
                     shape.headDim, meta.kernel, meta.headDim));
+    // As the forward: an empty problem is refused, not launched (the
+    // tensor maps of an empty tensor do not encode).
+    if (shape.batch == 0 || shape.heads == 0 || shape.seqQ == 0)
+      c.add("q " + sizesString(q) +
+            " is empty (batch, heads and seq_q must be at least 1)");
   }
   if (usable[unsigned(TensorId::K)]) {
     shape.kvHeads = k.sizes[1];
     shape.seqK = k.sizes[2];
+    if (shape.seqK == 0)
+      c.add("k " + sizesString(k) + " has seq_k = 0 (N must be at least 1)");
     if (usable[unsigned(TensorId::Q)]) {
       if (k.sizes[0] != shape.batch || k.sizes[3] != shape.headDim)
         c.add(formatv("k has shape {0}; expected [{1}, H_kv, Nk, {2}] (q's "

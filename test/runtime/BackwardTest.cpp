@@ -292,6 +292,14 @@ TEST(Backward, BadArgsAreNamed) {
   EXPECT_NE(errorOf(args).find("q has head_dim 64"), std::string::npos)
       << errorOf(args);
 
+  args = backwardArgs(1, 4, 4, 0, 128);
+  EXPECT_NE(errorOf(args).find("q [1, 4, 0, 128] is empty"), std::string::npos)
+      << errorOf(args);
+  args = backwardArgs(1, 4, 4, 128, 0);
+  EXPECT_NE(errorOf(args).find("k [1, 4, 0, 128] has seq_k = 0"),
+            std::string::npos)
+      << errorOf(args);
+
   // A forward kernel has no backward launches.
   auto shape =
       validateBackwardArgs(validMetadata(), backwardArgs(1, 4, 4, 8, 8));
