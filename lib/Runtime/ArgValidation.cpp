@@ -22,13 +22,14 @@ using namespace llvm;
 
 namespace flashc::rt {
 
-namespace {
 std::string shapeString(const TensorArg &t) {
   std::string s = "[";
   for (unsigned i = 0; i < t.rank && i < 4; ++i)
     s += (i ? ", " : "") + std::to_string(t.sizes[i]);
   return s + "]";
 }
+
+namespace {
 
 std::string stridesString(const TensorArg &t) {
   std::string s = "(";

@@ -19,13 +19,6 @@ namespace {
 /// The query tiles the pre and post launches and the dQ turns count.
 int64_t queryTiles(const ProblemShape &shape) { return (shape.seqQ + 63) / 64; }
 
-std::string sizesString(const TensorArg &t) {
-  std::string s = "[";
-  for (unsigned i = 0; i < t.rank && i < 4; ++i)
-    s += (i ? ", " : "") + std::to_string(t.sizes[i]);
-  return s + "]";
-}
-
 } // namespace
 
 WorkspaceLayout backwardWorkspaceLayout(const KernelMetadata &meta,
@@ -79,19 +72,19 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
     // As the forward: an empty problem is refused, not launched (the
     // tensor maps of an empty tensor do not encode).
     if (shape.batch == 0 || shape.heads == 0 || shape.seqQ == 0)
-      c.add("q " + sizesString(q) +
+      c.add("q " + shapeString(q) +
             " is empty (batch, heads and seq_q must be at least 1)");
   }
   if (usable[unsigned(TensorId::K)]) {
     shape.kvHeads = k.sizes[1];
     shape.seqK = k.sizes[2];
     if (shape.seqK == 0)
-      c.add("k " + sizesString(k) + " has seq_k = 0 (N must be at least 1)");
+      c.add("k " + shapeString(k) + " has seq_k = 0 (N must be at least 1)");
     if (usable[unsigned(TensorId::Q)]) {
       if (k.sizes[0] != shape.batch || k.sizes[3] != shape.headDim)
         c.add(formatv("k has shape {0}; expected [{1}, H_kv, Nk, {2}] (q's "
                       "batch and head_dim)",
-                      sizesString(k), shape.batch, shape.headDim));
+                      shapeString(k), shape.batch, shape.headDim));
       if (shape.kvHeads < 1 || shape.heads % shape.kvHeads)
         c.add(formatv("k has {0} heads, which does not divide q's {1}",
                       shape.kvHeads, shape.heads));
@@ -109,7 +102,7 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
       continue;
     if (!std::equal(t.sizes, t.sizes + 4, ref.sizes))
       c.add(formatv("{0} has shape {1}; expected {2}, the shape of {3}",
-                    tensorName(id), sizesString(t), sizesString(ref),
+                    tensorName(id), shapeString(t), shapeString(ref),
                     tensorName(like)));
   }
   const TensorArg &lse = args[TensorId::LSE];
@@ -118,7 +111,7 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
         lse.sizes[2] != shape.seqQ)
       c.add(formatv("lse has shape {0}; expected [{1}, {2}, {3}] (B x H x "
                     "Nq)",
-                    sizesString(lse), shape.batch, shape.heads, shape.seqQ));
+                    shapeString(lse), shape.batch, shape.heads, shape.seqQ));
     // The kernel reads row (b * H + h) * Nq + q.
     int64_t dense[3] = {shape.heads * shape.seqQ, shape.seqQ, 1};
     for (unsigned d = 0; d < 3; ++d)

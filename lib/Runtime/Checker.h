@@ -33,6 +33,9 @@ private:
   std::vector<std::string> problems;
 };
 
+/// A tensor's sizes as "[B, H, N, D]", for messages.
+std::string shapeString(const TensorArg &t);
+
 /// The checks of one tensor on its own (rank, dtype, sizes, strides,
 /// alignment, device) against `meta`; false if it is unusable for the
 /// shape checks that follow.

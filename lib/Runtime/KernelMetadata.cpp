@@ -174,16 +174,21 @@ public:
   }
 
   Error getDims(StringRef key, unsigned out[3]) {
-    auto v = get(root, key, "");
+    return getDims(root, key, out, "");
+  }
+  Error getDims(const json::Object &obj, StringRef key, unsigned out[3],
+                const Twine &path) {
+    auto v = get(obj, key, path);
     if (!v)
       return v.takeError();
+    std::string field = fieldPath(path, key);
     const json::Array *a = (*v)->getAsArray();
     if (!a || a->size() != 3)
-      return fail(key, "must be an array of 3 integers");
+      return fail(field, "must be an array of 3 integers");
     for (unsigned i = 0; i < 3; ++i) {
       auto d = (*a)[i].getAsInteger();
       if (!d || *d < 1 || *d > 65535)
-        return fail(key,
+        return fail(field,
                     formatv("element {0} must be an integer in [1, 65535]", i));
       out[i] = unsigned(*d);
     }
@@ -645,16 +650,10 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
     if (i == 1 && l.kernel != m.kernel)
       return fail(field + ".kernel",
                   "the main launch's kernel must be \"" + m.kernel + "\"");
-    const json::Value *block = lo->get("block");
-    const json::Array *ba = block ? block->getAsArray() : nullptr;
-    if (!ba || ba->size() != 3)
-      return fail(field + ".block", "must be an array of 3 integers");
-    for (unsigned d = 0; d < 3; ++d) {
-      auto v = (*ba)[d].getAsInteger();
-      if (!v || *v < 1 || *v > 1024)
-        return fail(field + ".block", "each dimension must be in [1, 1024]");
-      l.block[d] = unsigned(*v);
-    }
+    if (Error err = getDims(*lo, "block", l.block, field))
+      return std::move(err);
+    if (uint64_t(l.block[0]) * l.block[1] * l.block[2] > 1024)
+      return fail(field + ".block", "more than 1024 threads per block");
     int64_t smem = 0;
     if (Error err = getInt(*lo, "shared_memory_bytes", smem, field))
       return std::move(err);
