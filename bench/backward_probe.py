@@ -18,11 +18,13 @@ import glob
 import json
 import math
 import os
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402  (the timing every bench script shares)
 
 cuda = ctypes.CDLL("libcuda.so.1")
 
@@ -201,18 +203,10 @@ def case(launches, B, H, HKV, NQ, NK, hot=False, seed=0):
             "tensors": (q, k, v, o, do, lse, dq, dk, dv)}
 
 
-def timed(fn, warmup=3, reps=10):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+def timed(fn):
+    """Median milliseconds of fn: compare.py's (triton's do_bench, or CUDA
+    events after a warm-up)."""
+    return compare.bench_fn(fn, rep_ms=100)
 
 
 def bench(launches, B, H, N):
