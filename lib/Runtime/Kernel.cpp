@@ -222,34 +222,35 @@ Kernel::~Kernel() {
     cu.cuModuleUnload(module);
 }
 
-Error Kernel::checkPointers(const LaunchArgs &args) {
-  const DriverApi &cu = **getDriver();
-  auto check = [&](StringRef name, const TensorArg &t) -> Error {
-    if (!t.present())
-      return Error::success();
-    int ordinal = -1;
-    CUresult r = cu.cuPointerGetAttribute(
-        &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(t.data));
-    if (r != CUDA_SUCCESS)
-      return makeError(ErrorCode::InvalidArgument,
-                       formatv("invalid launch arguments:\n  {0} data pointer "
-                               "{1:x} is not memory the CUDA driver knows "
-                               "(host memory?)",
-                               name, t.data));
-    if (ordinal != device.ordinal)
-      return makeError(ErrorCode::InvalidArgument,
-                       formatv("invalid launch arguments:\n  {0} lives on "
-                               "device {1} but the kernel was loaded on "
-                               "device {2}",
-                               name, ordinal, device.ordinal));
+Error Kernel::checkPointer(StringRef name, const TensorArg &t) {
+  if (!t.present())
     return Error::success();
-  };
+  const DriverApi &cu = **getDriver();
+  int ordinal = -1;
+  CUresult r = cu.cuPointerGetAttribute(
+      &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CUdeviceptr(t.data));
+  if (r != CUDA_SUCCESS)
+    return makeError(ErrorCode::InvalidArgument,
+                     formatv("invalid launch arguments:\n  {0} data pointer "
+                             "{1:x} is not memory the CUDA driver knows "
+                             "(host memory?)",
+                             name, t.data));
+  if (ordinal != device.ordinal)
+    return makeError(ErrorCode::InvalidArgument,
+                     formatv("invalid launch arguments:\n  {0} lives on "
+                             "device {1} but the kernel was loaded on "
+                             "device {2}",
+                             name, ordinal, device.ordinal));
+  return Error::success();
+}
+
+Error Kernel::checkPointers(const LaunchArgs &args) {
   for (unsigned i = 0; i < kNumTensors; ++i)
-    if (Error err = check(tensorName(TensorId(i)), args.tensors[i]))
+    if (Error err = checkPointer(tensorName(TensorId(i)), args.tensors[i]))
       return err;
-  if (Error err = check("cu_seqlens_q", args.cuSeqlensQ))
+  if (Error err = checkPointer("cu_seqlens_q", args.cuSeqlensQ))
     return err;
-  return check("cu_seqlens_k", args.cuSeqlensK);
+  return checkPointer("cu_seqlens_k", args.cuSeqlensK);
 }
 
 static CUtensorMapDataType tmaType(DType t) {
@@ -408,18 +409,9 @@ Error Kernel::launchBackward(const BackwardArgs &args, uint64_t workspace,
                              workspaceBytes, workspace, layout.bytes));
   ScopedContext scope(getContext());
   const DriverApi &cu = **getDriver();
-  for (unsigned i = 0; i < kNumBackwardTensors; ++i) {
-    const TensorArg &t = args.tensors[i];
-    int ordinal = -1;
-    if (cu.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                 CUdeviceptr(t.data)) != CUDA_SUCCESS ||
-        ordinal != device.ordinal)
-      return makeError(ErrorCode::InvalidArgument,
-                       formatv("invalid launch arguments:\n  {0} data "
-                               "pointer {1:x} is not memory of device {2}",
-                               tensorName(TensorId(i)), t.data,
-                               device.ordinal));
-  }
+  for (unsigned i = 0; i < kNumBackwardTensors; ++i)
+    if (Error err = checkPointer(tensorName(TensorId(i)), args.tensors[i]))
+      return err;
   CUdeviceptr owned = 0;
   if (!workspace && layout.bytes) {
     if (!cu.cuMemAllocAsync || !cu.cuMemFreeAsync)

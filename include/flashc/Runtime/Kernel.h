@@ -69,6 +69,9 @@ private:
       : meta(std::move(meta)), device(std::move(device)),
         context(std::move(context)) {}
   llvm::Error checkPointers(const LaunchArgs &args);
+  /// `t` (when present) is device memory of this kernel's device; the
+  /// error names it `name`.
+  llvm::Error checkPointer(llvm::StringRef name, const TensorArg &t);
   /// Encodes `r` into the CUtensorMap at `out` (a parameter by value).
   llvm::Error encodeTensorMap(const TensorMapRequest &r, void *out);
   /// Encodes `r` and copies it to a new device allocation (cache miss).
