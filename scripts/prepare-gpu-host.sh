@@ -81,7 +81,8 @@ cp "$B/lib/libflashrt.so" "$DEST/python/flashc/"
 find "$DEST/python" -name __pycache__ -prune -exec rm -rf {} +
 mkdir -p "$DEST/bench"
 cp "$ROOT/bench/compare.py" "$ROOT/bench/ab.py" "$ROOT/bench/varlen.py" "$ROOT/bench/stamps.py" \
-  "$ROOT/bench/power.py" "$ROOT/bench/sass.py" "$DEST/bench/"
+  "$ROOT/bench/power.py" "$ROOT/bench/sass.py" "$ROOT/bench/training.py" \
+  "$ROOT/bench/backward_probe.py" "$DEST/bench/"
 cp "$ROOT/test/gpu/test_flashc.py" "$ROOT/test/gpu/test_hf_llama.py" \
   "$DEST/tests/"
 cat >"$DEST/run-all.sh" <<'RUNALL'

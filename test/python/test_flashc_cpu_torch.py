@@ -70,11 +70,12 @@ class CpuTensorTest(unittest.TestCase):
             else:
                 os.environ[k] = v
 
-    def inputs(self, nq, nk, d, dtype, seed):
+    def inputs(self, nq, nk, d, dtype, seed, hot=True):
         g = torch.Generator().manual_seed(seed)
         q, k, v = (torch.empty(2, 2, n, d).uniform_(-1, 1, generator=g)
                    for n in (nq, nk, nk))
-        q[:, :, ::3] *= 1000.0  # logits near 1e3 on every third row
+        if hot:
+            q[:, :, ::3] *= 1000.0  # logits near 1e3 on every third row
         return [t.to(dtype) for t in (q, k, v)]
 
     def check(self, o, lse, ref_o, ref_lse, dtype):
@@ -118,23 +119,54 @@ class CpuTensorTest(unittest.TestCase):
         self.check(o, lse, ref_o, ref_lse, torch.bfloat16)
 
     def test_autograd_runs_the_kernel_and_its_backward(self):
-        q, k, v = self.inputs(40, 70, 64, torch.bfloat16, 9)
-        for t in (q, k, v):
-            t.requires_grad_()
-        o, lse = flashc.attention(q, k, v, causal=True, return_lse=True)
-        self.assertTrue(o.requires_grad)
-        ref_o, ref_lse = reference(q.detach(), k.detach(), v.detach(), True,
-                                   0.125)
-        self.check(o.detach(), lse.detach(), ref_o, ref_lse, torch.bfloat16)
-        g = torch.randn(o.shape).to(o.dtype)
-        o.backward(g)
-        q64, k64, v64 = (t.detach().double().requires_grad_()
-                         for t in (q, k, v))
-        ro, _ = reference(q64, k64, v64, True, 0.125)
-        want = torch.autograd.grad(ro, (q64, k64, v64), g.double())
-        for n, t, w in zip("qkv", (q, k, v), want):
-            err = ((t.grad.double() - w).norm() / w.norm()).item()
-            self.assertLess(err, 1e-2, n)
+        """Gradients against float64 autograd. Rows with logits near 1e3
+        have a one-hot P, where the true dS = P (dP - delta) is ~0 and
+        delta = rowsum(dO * O) takes O as stored (bf16): its rounding,
+        times Q's 1e3, sets dK's error whatever the kernel does. There the
+        bar is float64 run on the same stored O (the method's own error),
+        not float64 autograd alone."""
+        for hot in (False, True):
+            q, k, v = self.inputs(40, 70, 64, torch.bfloat16, 9, hot=hot)
+            for t in (q, k, v):
+                t.requires_grad_()
+            o, lse = flashc.attention(q, k, v, causal=True, return_lse=True)
+            self.assertTrue(o.requires_grad)
+            ref_o, ref_lse = reference(q.detach(), k.detach(), v.detach(),
+                                       True, 0.125)
+            self.check(o.detach(), lse.detach(), ref_o, ref_lse,
+                       torch.bfloat16)
+            g = torch.randn(o.shape).to(o.dtype)
+            o.backward(g)
+            q64, k64, v64 = (t.detach().double().requires_grad_()
+                             for t in (q, k, v))
+            ro, _ = reference(q64, k64, v64, True, 0.125)
+            want = torch.autograd.grad(ro, (q64, k64, v64), g.double())
+            floor = stored_o_gradients(q, k, v, o.detach(), g, True, 0.125)
+            for n, t, w, f in zip("qkv", (q, k, v), want, floor):
+                err = ((t.grad.double() - w).norm() / w.norm()).item()
+                method = ((f - w).norm() / w.norm()).item()
+                print(f"[ gradients ] hot={hot} d{n} rel err {err:.2e} "
+                      f"(float64 on the stored O: {method:.2e})")
+                self.assertLess(err, 1e-2 + 1.25 * method, n)
+                if not hot:
+                    self.assertLess(err, 1e-2, n)
+
+
+def stored_o_gradients(q, k, v, o, do, causal, scale):
+    """(dq, dk, dv) in float64 by the recomputation the backward kernels
+    run, with delta from O as the forward stored it."""
+    q, k, v, o, do = (t.detach().double() for t in (q, k, v, o, do))
+    s = (q @ k.transpose(-1, -2)) * scale
+    nq, nk = q.shape[2], k.shape[2]
+    if causal:
+        i = torch.arange(nq)[:, None]
+        j = torch.arange(nk)[None, :]
+        s = s.masked_fill(j > i + nk - nq, float("-inf"))
+    p = torch.softmax(s, -1).nan_to_num(0.0)
+    dp = do @ v.transpose(-1, -2)
+    ds = p * (dp - (do * o).sum(-1, keepdim=True))
+    return (scale * ds @ k, scale * ds.transpose(-1, -2) @ q,
+            p.transpose(-1, -2) @ do)
 
 
 def cu_seqlens(lengths):
