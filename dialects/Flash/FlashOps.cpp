@@ -8,8 +8,10 @@
 
 #include "Flash/FlashOps.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -248,6 +250,124 @@ float AttentionOp::getEffectiveScale() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToFloat();
   return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+//===----------------------------------------------------------------------===//
+// Score and mask mods
+//===----------------------------------------------------------------------===//
+
+/// Checks one mod region: one block whose arguments are `leading` then the
+/// captures' types, a body of arith/math ops and memref.load of a capture,
+/// nothing from outside the region, ended by flash.yield of one `result`.
+static LogicalResult verifyModRegion(Operation *op, Region &region,
+                                     StringRef name, ArrayRef<Type> leading,
+                                     StringRef leadingText, Type result,
+                                     ValueRange captures) {
+  if (region.empty())
+    return success();
+  if (!region.hasOneBlock())
+    return op->emitOpError() << "'" << name << "' must have one block";
+  Block &block = region.front();
+  SmallVector<Type> expected(leading);
+  llvm::append_range(expected, captures.getTypes());
+  if (block.getArgumentTypes() != ArrayRef<Type>(expected)) {
+    std::string want = leadingText.str(), got;
+    llvm::raw_string_ostream wantOs(want), gotOs(got);
+    for (Type type : captures.getTypes())
+      wantOs << ", " << type;
+    llvm::interleaveComma(block.getArgumentTypes(), gotOs);
+    return op->emitOpError()
+           << "'" << name << "' must take (" << want << ") ("
+           << (captures.empty() ? "no captures are given"
+                                : "the fixed arguments, then the captures")
+           << "), got (" << got << ")";
+  }
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op->emitOpError() << "'" << name << "' must end in flash.yield";
+  if (yield.getValues().size() != 1 ||
+      yield.getValues().front().getType() != result)
+    return yield.emitOpError()
+           << "in '" << name << "' must yield one " << result;
+  for (Operation &inner : block.without_terminator()) {
+    StringRef dialect = inner.getName().getDialectNamespace();
+    if (auto load = dyn_cast<memref::LoadOp>(inner)) {
+      auto arg = dyn_cast<BlockArgument>(load.getMemRef());
+      if (!arg || arg.getOwner() != &block ||
+          arg.getArgNumber() < leading.size())
+        return load.emitOpError()
+               << "in '" << name << "' may read only the region's captures";
+    } else if (dialect != "arith" && dialect != "math") {
+      return inner.emitOpError()
+             << "cannot be lowered in '" << name
+             << "': its body may hold only arith and math ops and "
+                "memref.load of a capture";
+    }
+    if (inner.getNumRegions() != 0)
+      return inner.emitOpError() << "in '" << name << "' may not have regions";
+    for (Value operand : inner.getOperands())
+      if (operand.getParentRegion() != &region &&
+          !region.isAncestor(operand.getParentRegion()))
+        return inner.emitOpError()
+               << "in '" << name
+               << "' uses a value defined outside the region (pass memrefs "
+                  "as captures)";
+    for (Type type : inner.getResultTypes())
+      if (!type.isIntOrIndexOrFloat())
+        return inner.emitOpError()
+               << "in '" << name << "' must give scalars, got " << type;
+  }
+  for (Value operand : yield.getOperands())
+    if (operand.getParentRegion() != &region)
+      return yield.emitOpError()
+             << "in '" << name << "' yields a value defined outside it";
+  return success();
+}
+
+/// Checks the captures and both mod regions of `op`.
+static LogicalResult verifyMods(Operation *op, Region &scoreMod,
+                                Region &maskMod, ValueRange captures) {
+  for (auto [i, capture] : llvm::enumerate(captures)) {
+    auto type = cast<MemRefType>(capture.getType());
+    if (!type.getElementType().isIntOrIndexOrFloat())
+      return op->emitOpError() << "capture #" << i
+                               << " must be a memref of scalars, got " << type;
+  }
+  if (!captures.empty() && scoreMod.empty() && maskMod.empty())
+    return op->emitOpError()
+           << "has captures but no score_mod or mask_mod reads them";
+  Builder b(op->getContext());
+  Type index = b.getIndexType();
+  if (failed(verifyModRegion(op, scoreMod, "score_mod",
+                             {b.getF32Type(), index, index, index, index},
+                             "f32, index, index, index, index", b.getF32Type(),
+                             captures)))
+    return failure();
+  return verifyModRegion(op, maskMod, "mask_mod", {index, index, index, index},
+                         "index, index, index, index", b.getI1Type(), captures);
+}
+
+Value mlir::flash::inlineModRegion(OpBuilder &b, Region &region,
+                                   ValueRange args) {
+  Block &block = region.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, mapping);
+  return mapping.lookup(cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+LogicalResult AttentionOp::verifyRegions() {
+  return verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures());
+}
+
+LogicalResult ModScoresOp::verifyRegions() {
+  return verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures());
+}
+
+LogicalResult ModScoresOp::verify() {
+  return verifyF32Tile(*this, "scores",
+                       cast<RankedTensorType>(getScores().getType()), 2);
 }
 
 LogicalResult AttentionOp::verify() {

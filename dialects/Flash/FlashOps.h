@@ -41,4 +41,12 @@ LogicalResult verifyRingBarriers(Operation *op, int64_t base, int64_t stages,
 #define GET_OP_CLASSES
 #include "Flash/FlashOps.h.inc"
 
+namespace mlir::flash {
+/// Clones the body of a score or mask mod region (FlashOps.td) at `b`'s
+/// insertion point with its block arguments bound to `args` (the fixed
+/// arguments, then the captures), and gives the value it yields. Every
+/// lowering of the mods, CPU and GPU, inlines them through this.
+Value inlineModRegion(OpBuilder &b, Region &region, ValueRange args);
+} // namespace mlir::flash
+
 #endif // FLASH_FLASHOPS_H

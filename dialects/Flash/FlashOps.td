@@ -75,6 +75,45 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
         : memref<1x?x?x128xbf16>, memref<1x?x?x128xbf16>,
           memref<1x?x?x128xbf16> -> memref<1x?x?x128xbf16>
     ```
+
+    Score and mask mods (FlexAttention's `score_mod` and `mask_mod`): the
+    optional region `score_mod` maps each scaled logit to a new one, and
+    `mask_mod` says whether query `q_idx` may see key `kv_idx`:
+
+        score_mod(score: f32, b, h, q_idx, kv_idx: index) -> f32
+        mask_mod(b, h, q_idx, kv_idx: index) -> i1
+
+    so that `O = softmax(S') V` with `S'[i, j] = score_mod(scale * (Q
+    K^T)[i, j], b, h, i, j)` where `mask_mod(b, h, i, j)` holds (and
+    `causal` allows), -inf elsewhere. `b` is the batch (with packed
+    sequences, the sequence), `h` the query head, `q_idx` and `kv_idx` the
+    rows within the sequence. After these arguments each region takes the
+    `captures`, memrefs it may read with `memref.load` (ALiBi slopes,
+    document ids, a bias); the body is `arith` and `math` ops and such
+    loads, ended by `flash.yield`, and uses nothing defined outside it. The
+    regions are evaluated only for q_idx < seq_q and kv_idx < seq_k, so a
+    capture needs only those rows.
+
+    ```mlir
+    // Logit soft-capping at 30 and a sliding window of 256 keys.
+    flash.attention %q, %k, %v -> %o {causal}
+        : !t, !t, !t -> !t
+      score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):
+        %cap = arith.constant 30.0 : f32
+        %x = arith.divf %s, %cap : f32
+        %t = math.tanh %x : f32
+        %r = arith.mulf %t, %cap : f32
+        flash.yield %r : f32
+      }
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+        %w = arith.constant 256 : index
+        %d = arith.subi %qi, %kv : index
+        %in = arith.cmpi slt, %d, %w : index
+        flash.yield %in : i1
+      }
+    ```
   }];
   let arguments = (ins
     Arg<AnyMemRef, "queries", [MemRead]>:$q,
@@ -85,18 +124,23 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     Arg<Optional<AnyMemRef>, "query sequence starts (packed)", [MemRead]>:$cuSeqlensQ,
     Arg<Optional<AnyMemRef>, "key sequence starts (packed)", [MemRead]>:$cuSeqlensK,
     Optional<Index>:$maxSeqlenQ,
+    Arg<Variadic<AnyMemRef>, "memrefs the score and mask mods read", [MemRead]>:$captures,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Flash_ConfigAttr>:$config
   );
+  let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $o (`,` `lse` $lse^)?
     (`packed` `(` $cuSeqlensQ^ `:` type($cuSeqlensQ) `,` $cuSeqlensK `:`
       type($cuSeqlensK) `,` `max_q` $maxSeqlenQ `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
     attr-dict `:`
     type($q) `,` type($k) `,` type($v) `->` type($o) (`,` type($lse)^)?
+    (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     /// The static head dimension shared by Q, K, V and O.
     int64_t getHeadDim();
@@ -104,6 +148,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     float getEffectiveScale();
     /// Whether Q, K, V and O hold packed sequences (cu_seqlens given).
     bool isPacked() { return static_cast<bool>(getCuSeqlensQ()); }
+    /// Whether a score or a mask mod is given.
+    bool hasMods() { return !getScoreMod().empty() || !getMaskMod().empty(); }
   }];
 }
 
@@ -487,6 +533,67 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
     }]>
   ];
   let hasVerifier = 1;
+}
+
+def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "Scale a logit tile and apply the score and mask mods";
+  let description = [{
+    `scores` is the M x N tile of Q K^T whose row 0 is query `row_start`
+    and column 0 key `col_start`, of batch `batch` and query head `head`.
+    For each element, with `i = row_start + r` and `j = col_start + c`:
+
+        result[r, c] = mask_mod(batch, head, i, j)
+                     ? score_mod(scale * scores[r, c], batch, head, i, j)
+                     : -inf
+
+    (a missing region is the identity / always true). The regions are
+    `flash.attention`'s, with the same arguments and captures. They run
+    only on rows below `seq_q` and keys below `seq_k`: elements past either
+    end are unspecified here, and the `flash.mask` after this op hides the
+    keys past the end.
+
+    Example:
+
+    ```mlir
+    %x = flash.mod_scores %s, %b, %h, %row, %col, %seq_q, %seq_k
+        {scale = 0.0883883461 : f32} : tensor<128x64xf32>
+      mask_mod {
+      ^bb0(%bb: index, %hh: index, %i: index, %j: index):
+        %ok = arith.cmpi uge, %i, %j : index
+        flash.yield %ok : i1
+      }
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$scores, Index:$batch, Index:$head,
+                       Index:$row_start, Index:$col_start, Index:$seq_q,
+                       Index:$seq_k,
+                       Arg<Variadic<AnyMemRef>, "captures", [MemRead]>:$captures,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs AnyRankedTensor:$result);
+  let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
+  let assemblyFormat = [{
+    $scores `,` $batch `,` $head `,` $row_start `,` $col_start `,` $seq_q `,`
+    $seq_k (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:`
+    type($scores) (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Flash_YieldOp : Flash_Op<"yield", [Pure, Terminator,
+    ParentOneOf<["AttentionOp", "ModScoresOp"]>]> {
+  let summary = "The value of a score or mask mod";
+  let description = [{
+    Ends `score_mod` (one f32: the new logit) and `mask_mod` (one i1: the
+    key is seen).
+
+    ```mlir
+    flash.yield %r : f32
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <limits>
@@ -41,11 +42,26 @@ struct ProgramOperands {
 /// The attention of one program at `b`'s insertion point: the query tile
 /// at `row` of (batch, head), K and V of `kvHead`, over sequences of
 /// `seqQ` queries and `seqK` keys.
+/// `op`'s score and mask mods on the scores of the key tile at `col`, as
+/// flash.mod_scores with the regions cloned: the logits scaled and modded.
+/// `sequence` is what the regions see as the batch index.
+static Value buildModScores(ImplicitLocOpBuilder &b, AttentionOp op,
+                            Value scores, Value sequence, Value head, Value row,
+                            Value col, Value seqQ, Value seqK) {
+  auto mod = ModScoresOp::create(b, scores.getType(), scores, sequence, head,
+                                 row, col, seqQ, seqK, op.getCaptures(),
+                                 b.getF32FloatAttr(op.getEffectiveScale()));
+  IRMapping mapping;
+  op.getScoreMod().cloneInto(&mod.getScoreMod(), mapping);
+  op.getMaskMod().cloneInto(&mod.getMaskMod(), mapping);
+  return mod;
+}
+
 static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
-                           const ProgramOperands &mem, Value batch, Value head,
-                           Value kvHead, Value row, Value seqQ, Value seqK,
-                           Value c0, Value cBlockM, Value cBlockN,
-                           ConfigAttr config) {
+                           const ProgramOperands &mem, Value batch,
+                           Value sequence, Value head, Value kvHead, Value row,
+                           Value seqQ, Value seqK, Value c0, Value cBlockM,
+                           Value cBlockN, ConfigAttr config) {
   int64_t blockM = config.getBlockM();
   int64_t blockN = config.getBlockN();
   int64_t headDim = op.getHeadDim();
@@ -82,7 +98,10 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
       b, DenseElementsAttr::get(rowType, b.getF32FloatAttr(0.0f)));
   Value scoreInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(scoreType, b.getF32FloatAttr(0.0f)));
-  FloatAttr scale = b.getF32FloatAttr(op.getEffectiveScale());
+  // With mods the logits are scaled before them (they see what
+  // FlexAttention's score_mod sees), so the softmax takes them as they are.
+  const bool mods = op.hasMods();
+  FloatAttr scale = b.getF32FloatAttr(mods ? 1.0f : op.getEffectiveScale());
   bool causal = op.getCausal();
 
   auto loop = scf::ForOp::create(
@@ -94,6 +113,9 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
         Value v = LoadTileOp::create(lb, kvTileType, mem.v,
                                      ValueRange{batch, kvHead, col});
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
+        if (mods)
+          scores = buildModScores(lb, op, scores, sequence, head, row, col,
+                                  seqQ, seqK);
         Value masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
@@ -135,7 +157,7 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
     Value row = arith::MulIOp::create(b, queryTile, cBlockM);
     buildAttention(b, op,
                    {op.getQ(), op.getK(), op.getV(), op.getO(), op.getLse()},
-                   batch, head, kvHead, row, shape.seqQ, shape.seqK, c0,
+                   batch, batch, head, kvHead, row, shape.seqQ, shape.seqK, c0,
                    cBlockM, cBlockN, config);
     return;
   }
@@ -158,8 +180,8 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
       viewSequenceRows(b, op.getO(), rowsQ, shape.heads),
       op.getLse() ? viewSequenceRows(b, op.getLse(), rowsQ, shape.heads)
                   : Value()};
-  buildAttention(b, op, mem, c0, head, kvHead, row, seqQ, seqK, c0, cBlockM,
-                 cBlockN, config);
+  buildAttention(b, op, mem, c0, batch, head, kvHead, row, seqQ, seqK, c0,
+                 cBlockM, cBlockN, config);
 }
 
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {

@@ -75,48 +75,10 @@ TEST_P(CpuReferenceTest, MatchesFloat64Reference) {
   auto lseView = view3(lse, c);
   kernel(&qView, &kView, &vView, &oView, &lseView);
 
-  double scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
-  double errSq = 0, refSq = 0, lseErrSq = 0, lseRefSq = 0;
-  int64_t maskedRows = 0;
-  std::vector<double> expected(c.headDim), scratch;
-  for (int64_t bh = 0; bh < c.batch * c.heads; ++bh) {
-    // Query head h of batch b reads K/V head h / G of the same batch.
-    int64_t group = c.heads / kvHeads;
-    int64_t kvSlice = (bh / c.heads) * kvHeads + (bh % c.heads) / group;
-    flashc::ref::HeadView head{q.values.data() + bh * c.seqQ * c.headDim,
-                               k.values.data() + kvSlice * c.seqK * c.headDim,
-                               v.values.data() + kvSlice * c.seqK * c.headDim};
-    for (int64_t i = 0; i < c.seqQ; ++i) {
-      double expectedLse =
-          flashc::ref::referenceRow(head, i, c.seqQ, c.seqK, c.headDim, scale,
-                                 c.causal, expected.data(), scratch);
-      float gotLse = lse[bh * c.seqQ + i];
-      const uint16_t *row =
-          o.data() +
-          elementIndex(c, c.heads, c.seqQ, bh / c.heads, bh % c.heads, i, 0);
-      if (std::isinf(expectedLse)) {
-        ++maskedRows;
-        ASSERT_TRUE(std::isinf(gotLse) && gotLse < 0)
-            << "fully masked row " << i << " has LSE " << gotLse;
-        for (int64_t d = 0; d < c.headDim; ++d)
-          ASSERT_EQ(flashc::ref::halfBitsToFloat(row[d], c.dtype), 0.0f)
-              << "fully masked row " << i << " column " << d;
-        continue;
-      }
-      ASSERT_TRUE(std::isfinite(gotLse)) << "row " << i << " LSE " << gotLse;
-      lseErrSq += (gotLse - expectedLse) * (gotLse - expectedLse);
-      lseRefSq += expectedLse * expectedLse;
-      for (int64_t d = 0; d < c.headDim; ++d) {
-        float got = flashc::ref::halfBitsToFloat(row[d], c.dtype);
-        ASSERT_TRUE(std::isfinite(got))
-            << "row " << i << " column " << d << " is " << got;
-        errSq += (got - expected[d]) * (got - expected[d]);
-        refSq += expected[d] * expected[d];
-      }
-    }
-  }
-  double relErr = std::sqrt(errSq / refSq);
-  double lseRelErr = lseRefSq > 0 ? std::sqrt(lseErrSq / lseRefSq) : 0.0;
+  ForwardErrors e = compareForward(c, q, k, v, o, lse);
+  ASSERT_TRUE(e.problem.empty()) << e.problem;
+  double relErr = e.relErr, lseRelErr = e.lseRelErr;
+  int64_t maskedRows = e.maskedRows;
   double tolerance = c.dtype == DType::BF16 ? 1e-2 : 5e-3;
   std::cout << "[ numerics ] " << c.name << ": rel err O " << relErr << ", LSE "
             << lseRelErr << ", fully masked rows " << maskedRows

@@ -13,6 +13,7 @@
 #include "flashc/InitAll.h"
 #include "flashc/Pipeline/Pipelines.h"
 #include "flashc/Reference/HostData.h"
+#include "flashc/Reference/Reference.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -25,9 +26,12 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <ostream>
 #include <random>
+#include <string>
 
 namespace flashc::cputest {
 
@@ -169,6 +173,86 @@ inline _Float16 truncSfBf2(float x) {
   return result;
 }
 
+/// How far O and LSE of a dense case are from the float64 reference.
+struct ForwardErrors {
+  double relErr = 0, lseRelErr = 0;
+  /// The largest relative error of one row of O: a mask off by a few keys
+  /// moves a few rows a lot and the whole tensor little.
+  double worstRowErr = 0;
+  int64_t maskedRows = 0;
+  /// The first thing that is plainly wrong (a NaN, a masked row that is not
+  /// O = 0 and LSE = -inf), or empty.
+  std::string problem;
+};
+
+/// Compares the kernel's O (case storage order) and LSE with
+/// flashc::ref::referenceRow for every row, with the score and mask mods
+/// `modsOf(b, h)` gives (none when empty).
+inline ForwardErrors compareForward(
+    const Case &c, const HostTensor &q, const HostTensor &k,
+    const HostTensor &v, const std::vector<uint16_t> &o,
+    const std::vector<float> &lse,
+    const std::function<flashc::ref::RowMods(int64_t, int64_t)> &modsOf = {}) {
+  ForwardErrors e;
+  const int64_t kvHeads = c.keyValueHeads();
+  const int64_t group = c.heads / kvHeads;
+  double scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
+  double errSq = 0, refSq = 0, lseErrSq = 0, lseRefSq = 0;
+  std::vector<double> expected(c.headDim), scratch;
+  auto fail = [&](std::string what) {
+    if (e.problem.empty())
+      e.problem = std::move(what);
+  };
+  for (int64_t bh = 0; bh < c.batch * c.heads; ++bh) {
+    int64_t b = bh / c.heads, h = bh % c.heads;
+    // Query head h of batch b reads K/V head h / G of the same batch.
+    int64_t kvSlice = b * kvHeads + h / group;
+    flashc::ref::HeadView head{q.values.data() + bh * c.seqQ * c.headDim,
+                               k.values.data() + kvSlice * c.seqK * c.headDim,
+                               v.values.data() + kvSlice * c.seqK * c.headDim};
+    flashc::ref::RowMods mods = modsOf ? modsOf(b, h) : flashc::ref::RowMods();
+    for (int64_t i = 0; i < c.seqQ; ++i) {
+      double expectedLse =
+          flashc::ref::referenceRow(head, i, c.seqQ, c.seqK, c.headDim, scale,
+                                    c.causal, expected.data(), scratch, mods);
+      float gotLse = lse[bh * c.seqQ + i];
+      const uint16_t *row =
+          o.data() + elementIndex(c, c.heads, c.seqQ, b, h, i, 0);
+      std::string where = "b " + std::to_string(b) + " h " + std::to_string(h) +
+                          " row " + std::to_string(i);
+      if (std::isinf(expectedLse)) {
+        ++e.maskedRows;
+        if (!(std::isinf(gotLse) && gotLse < 0))
+          fail("fully masked " + where + " has LSE " + std::to_string(gotLse));
+        for (int64_t d = 0; d < c.headDim; ++d)
+          if (flashc::ref::halfBitsToFloat(row[d], c.dtype) != 0.0f)
+            fail("fully masked " + where + " has a nonzero O");
+        continue;
+      }
+      if (!std::isfinite(gotLse))
+        fail(where + " has LSE " + std::to_string(gotLse));
+      lseErrSq += (gotLse - expectedLse) * (gotLse - expectedLse);
+      lseRefSq += expectedLse * expectedLse;
+      double rowErrSq = 0, rowRefSq = 0;
+      for (int64_t d = 0; d < c.headDim; ++d) {
+        float got = flashc::ref::halfBitsToFloat(row[d], c.dtype);
+        if (!std::isfinite(got))
+          fail(where + " column " + std::to_string(d) + " is " +
+               std::to_string(got));
+        rowErrSq += (got - expected[d]) * (got - expected[d]);
+        rowRefSq += expected[d] * expected[d];
+      }
+      errSq += rowErrSq;
+      refSq += rowRefSq;
+      if (rowRefSq > 0)
+        e.worstRowErr = std::max(e.worstRowErr, std::sqrt(rowErrSq / rowRefSq));
+    }
+  }
+  e.relErr = refSq > 0 ? std::sqrt(errSq / refSq) : 0.0;
+  e.lseRelErr = lseRefSq > 0 ? std::sqrt(lseErrSq / lseRefSq) : 0.0;
+  return e;
+}
+
 /// A context with every dialect flashc uses and their LLVM translations.
 inline std::unique_ptr<mlir::MLIRContext> jitContext() {
   mlir::DialectRegistry registry;
@@ -178,24 +262,21 @@ inline std::unique_ptr<mlir::MLIRContext> jitContext() {
   return std::make_unique<mlir::MLIRContext>(registry);
 }
 
-/// `source` (a func @attention with llvm.emit_c_interface) through the CPU
-/// reference pipeline into the execution engine, bf16 rounding resolved to
-/// truncSfBf2: the kernel is the engine's _mlir_ciface_attention.
+/// `module` through the CPU reference pipeline (with `overrides`) into the
+/// execution engine, bf16 rounding resolved to truncSfBf2: a func @f with
+/// llvm.emit_c_interface is the engine's _mlir_ciface_f.
 inline llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
-jitCompile(mlir::MLIRContext &context, llvm::StringRef source) {
+jitCompileModule(mlir::ModuleOp module,
+                 const flashc::TileOverrides &overrides = {}) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, &context);
-  if (!module)
-    return llvm::createStringError("the kernel's source does not parse");
-  mlir::PassManager pm(&context);
-  flashc::buildCpuReferencePipeline(pm, {});
-  if (mlir::failed(pm.run(*module)))
+  mlir::PassManager pm(module.getContext());
+  flashc::buildCpuReferencePipeline(pm, overrides);
+  if (mlir::failed(pm.run(module)))
     return llvm::createStringError("the CPU reference pipeline failed");
   mlir::ExecutionEngineOptions options;
   options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
-  auto engine = mlir::ExecutionEngine::create(*module, options);
+  auto engine = mlir::ExecutionEngine::create(module, options);
   if (!engine)
     return engine.takeError();
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
@@ -206,6 +287,17 @@ jitCompile(mlir::MLIRContext &context, llvm::StringRef source) {
     return symbols;
   });
   return std::move(*engine);
+}
+
+/// `source` (a func @attention with llvm.emit_c_interface) through
+/// jitCompileModule: the kernel is the engine's _mlir_ciface_attention.
+inline llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+jitCompile(mlir::MLIRContext &context, llvm::StringRef source) {
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  if (!module)
+    return llvm::createStringError("the kernel's source does not parse");
+  return jitCompileModule(*module);
 }
 
 } // namespace flashc::cputest

@@ -38,6 +38,8 @@ void populateTileMemoryToLinalgPatterns(RewritePatternSet &patterns);
 void populateDotToLinalgPatterns(RewritePatternSet &patterns);
 /// mask, softmax_update, rescale and finalize to linalg.generic.
 void populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns);
+/// flash.mod_scores (score and mask mods) -> linalg.generic.
+void populateModScoresToLinalgPatterns(RewritePatternSet &patterns);
 /// row_dot, softmax_recompute and softmax_grad (the backward pass's tile
 /// ops) to linalg.generic.
 void populateBackwardToLinalgPatterns(RewritePatternSet &patterns);

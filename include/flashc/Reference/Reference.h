@@ -10,6 +10,7 @@
 #define FLASHC_REFERENCE_REFERENCE_H
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace flashc::ref {
@@ -21,11 +22,19 @@ struct HeadView {
   const double *v; ///< seqK x D
 };
 
+/// A score mod and a mask mod (flash.attention's regions) for one (b, h):
+/// `score(x, i, j)` is the logit of query i and key j given the scaled one,
+/// `mask(i, j)` whether i sees j. Either may be empty (identity / all).
+struct RowMods {
+  std::function<double(double, int64_t, int64_t)> score;
+  std::function<bool(int64_t, int64_t)> mask;
+};
+
 /// Computes row `i`: writes D values to `out` and returns the LSE
 /// (-inf, with out = 0, if the row sees no key).
 double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
                     int64_t headDim, double scale, bool causal, double *out,
-                    std::vector<double> &scratch);
+                    std::vector<double> &scratch, const RowMods &mods = {});
 
 /// The gradients of one query head's attention in double precision:
 /// O = softmax(scale * Q K^T) V with flashc's causal convention, and dO the

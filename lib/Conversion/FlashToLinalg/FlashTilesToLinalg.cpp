@@ -30,15 +30,16 @@ struct ConvertFlashTilesToLinalgPass
     populateTileMemoryToLinalgPatterns(patterns);
     populateDotToLinalgPatterns(patterns);
     populateSoftmaxToLinalgPatterns(patterns);
+    populateModScoresToLinalgPatterns(patterns);
     populateBackwardToLinalgPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
 
     // Anything left would reach the LLVM lowering and fail far from here.
     WalkResult leftover = getOperation()->walk([](Operation *op) {
-      if (isa<LoadTileOp, StoreTileOp, DotOp, MaskOp, SoftmaxUpdateOp,
-              RescaleOp, FinalizeOp, RowDotOp, SoftmaxRecomputeOp,
-              SoftmaxGradOp>(op)) {
+      if (isa<LoadTileOp, StoreTileOp, DotOp, MaskOp, ModScoresOp,
+              SoftmaxUpdateOp, RescaleOp, FinalizeOp, RowDotOp,
+              SoftmaxRecomputeOp, SoftmaxGradOp>(op)) {
         op->emitOpError("was not lowered to linalg");
         return WalkResult::interrupt();
       }

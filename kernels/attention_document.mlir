@@ -1,0 +1,21 @@
+// Forward attention, bf16, head dim 128, causal, with document masking
+// (FlexAttention's document mask over a packed batch): `document` holds
+// the document id of every row of each batch (B x N, i32), and a query
+// sees only the keys of its own document.
+!t = memref<?x?x?x128xbf16>
+func.func @attention_document(%q: !t, %k: !t, %v: !t, %o: !t,
+                              %lse: memref<?x?x?xf32>,
+                              %document: memref<?x?xi32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse captures(%document : memref<?x?xi32>)
+      {causal, config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>}
+      : !t, !t, !t -> !t, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index,
+         %doc: memref<?x?xi32>):
+      %dq = memref.load %doc[%b, %q_idx] : memref<?x?xi32>
+      %dk = memref.load %doc[%b, %kv_idx] : memref<?x?xi32>
+      %same = arith.cmpi eq, %dq, %dk : i32
+      flash.yield %same : i1
+    }
+  return
+}

@@ -1,0 +1,76 @@
+//===- ModScoresToLinalg.cpp - flash.mod_scores -> linalg.generic ---------===//
+//
+// The score and mask mods on the CPU path: one elementwise generic over the
+// score tile whose body is the regions' own ops, inlined with each
+// element's query and key index.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Flash/FlashOps.h"
+#include "LinalgBuilders.h"
+#include "flashc/Conversion/Passes.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// min(index, limit - 1): the regions see only rows inside the sequence
+/// (the ragged tile's rows and keys past the end read the last one; their
+/// results are masked or never stored), so a capture of seq rows is never
+/// read past its end.
+Value clampIndex(ImplicitLocOpBuilder &b, Value index, Value limit) {
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value last = arith::SubIOp::create(b, limit, one);
+  return arith::MinUIOp::create(b, index, last);
+}
+
+struct ModScoresToLinalg : OpRewritePattern<ModScoresOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ModScoresOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto type = cast<RankedTensorType>(op.getScores().getType());
+    float scale = op.getScale().convertToFloat();
+    Value result = buildTileElementwise(
+        b, type, op.getScores(),
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value query = arith::AddIOp::create(b, op.getRowStart(),
+                                              linalg::IndexOp::create(b, 0));
+          Value key = arith::AddIOp::create(b, op.getColStart(),
+                                            linalg::IndexOp::create(b, 1));
+          query = clampIndex(b, query, op.getSeqQ());
+          key = clampIndex(b, key, op.getSeqK());
+          Value score = arith::MulFOp::create(
+              b, args[0],
+              arith::ConstantOp::create(b, b.getF32FloatAttr(scale)));
+          SmallVector<Value> indices = {op.getBatch(), op.getHead(), query,
+                                        key};
+          if (!op.getScoreMod().empty()) {
+            SmallVector<Value> scoreArgs = {score};
+            llvm::append_range(scoreArgs, indices);
+            llvm::append_range(scoreArgs, op.getCaptures());
+            score = inlineModRegion(b, op.getScoreMod(), scoreArgs);
+          }
+          if (op.getMaskMod().empty())
+            return score;
+          llvm::append_range(indices, op.getCaptures());
+          Value keep = inlineModRegion(b, op.getMaskMod(), indices);
+          Value negInf = arith::ConstantOp::create(
+              b, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          return arith::SelectOp::create(b, keep, score, negInf);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::flash::populateModScoresToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ModScoresToLinalg>(patterns.getContext());
+}
