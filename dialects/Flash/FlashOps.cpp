@@ -324,9 +324,8 @@ static LogicalResult verifyModRegion(Operation *op, Region &region,
   return success();
 }
 
-/// Checks the captures and both mod regions of `op`.
-static LogicalResult verifyMods(Operation *op, Region &scoreMod,
-                                Region &maskMod, ValueRange captures) {
+LogicalResult mlir::flash::verifyMods(Operation *op, Region &scoreMod,
+                                      Region &maskMod, ValueRange captures) {
   for (auto [i, capture] : llvm::enumerate(captures)) {
     auto type = cast<MemRefType>(capture.getType());
     if (!type.getElementType().isIntOrIndexOrFloat())

@@ -47,6 +47,10 @@ namespace mlir::flash {
 /// arguments, then the captures), and gives the value it yields. Every
 /// lowering of the mods, CPU and GPU, inlines them through this.
 Value inlineModRegion(OpBuilder &b, Region &region, ValueRange args);
+/// Verifies `op`'s score and mask mod regions against `captures`
+/// (FlashOps.td's signatures, bodies and terminator).
+LogicalResult verifyMods(Operation *op, Region &scoreMod, Region &maskMod,
+                         ValueRange captures);
 } // namespace mlir::flash
 
 #endif // FLASH_FLASHOPS_H

@@ -582,11 +582,12 @@ def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
 }
 
 def Flash_YieldOp : Flash_Op<"yield", [Pure, Terminator,
-    ParentOneOf<["AttentionOp", "ModScoresOp"]>]> {
+    ParentOneOf<["AttentionOp", "ModScoresOp", "WgModScoresOp"]>]> {
   let summary = "The value of a score or mask mod";
   let description = [{
     Ends `score_mod` (one f32: the new logit) and `mask_mod` (one i1: the
-    key is seen).
+    key is seen), on `flash.attention`, `flash.mod_scores` and
+    `flash.wg.mod_scores`.
 
     ```mlir
     flash.yield %r : f32

@@ -350,6 +350,17 @@ LogicalResult WgMaskColumnsOp::verify() {
                     IntegerType::get(getContext(), 32), "limit");
 }
 
+LogicalResult WgModScoresOp::verify() {
+  if (failed(expectAccumulator(*this, getScores().getType(), "scores")))
+    return failure();
+  return expectRows(*this, getRows().getType(),
+                    IntegerType::get(getContext(), 32), "rows");
+}
+
+LogicalResult WgModScoresOp::verifyRegions() {
+  return verifyMods(*this, getScoreMod(), getMaskMod(), ValueRange());
+}
+
 LogicalResult WgMaskKeysOp::verify() {
   if (failed(expectAccumulator(*this, getScores().getType(), "scores")))
     return failure();

@@ -454,6 +454,48 @@ def Flash_WgMaskColumnsOp : Flash_WgOp<"mask_columns", [Pure,
   let hasVerifier = 1;
 }
 
+def Flash_WgModScoresOp : Flash_WgOp<"mod_scores", [Pure,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "flash.mod_scores on an accumulator fragment";
+  let description = [{
+    The score and mask mods on the scores of a 64 x N tile of keys
+    `first_key`.. for the query rows `rows` (a `#flash.wgmma_rows` vector of
+    i32, as `flash.wg.mask_keys` takes it) of batch `batch` and query head
+    `head`: each score is multiplied by `scale`, then `score_mod` and
+    `mask_mod` (the regions of `flash.attention`, captures excluded) run on
+    it with the register's row and column, a key the mask hides becoming
+    -inf. Rows at or past `seq_q` and keys at or past `seq_k` are clamped
+    to the last one before the regions see them (their scores are masked
+    or never stored). Lowered register by register, the regions' ops
+    inlined.
+
+    Example:
+
+    ```mlir
+    %x = flash.wg.mod_scores %s, %rows, %first_key, %seq_q, %seq_k, %b, %h,
+        %scale : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>,
+        !flash.fragment<64xi32, #flash.wgmma_rows>
+      score_mod {
+      ^bb0(%v: f32, %bb: index, %hh: index, %i: index, %j: index):
+        %t = math.tanh %v : f32
+        flash.yield %t : f32
+      }
+    ```
+  }];
+  let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$rows,
+                   I32:$first_key, I32:$seq_q, I32:$seq_k, I32:$batch,
+                   I32:$head, F32:$scale);
+  let results = (outs Flash_FragmentType:$result);
+  let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
+  let assemblyFormat = [{
+    $scores `,` $rows `,` $first_key `,` $seq_q `,` $seq_k `,` $batch `,`
+    $head `,` $scale attr-dict `:` qualified(type($scores)) `,`
+    qualified(type($rows)) (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
 def Flash_WgMaskKeysOp : Flash_WgOp<"mask_keys", [Pure,
     AllTypesMatch<["scores", "result"]>]> {
   let summary = "flash.mask on an accumulator fragment: keys past the end "

@@ -95,6 +95,20 @@ void mlir::flash::fenceAcqRelGpu(ImplicitLocOpBuilder &b) {
   createAsm(b, Type(), ValueRange(), "fence.acq_rel.gpu;", "");
 }
 
+/// Use: `tanh.approx.f32` for math.tanh in a score mod (ModScoresToLLVM.cpp).
+/// LLVM 22 has no NVVM tanh intrinsic; its llvm.tanh becomes the
+/// instruction only under the afn flag, which math.tanh's lowering does not
+/// set, and otherwise a libdevice call of some twenty instructions.
+Value mlir::flash::tanhApprox(ImplicitLocOpBuilder &b, Value x) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, b.getF32Type(), ValueRange{x}, "tanh.approx.f32 $0, $1;", "=f,f",
+      /*has_side_effects=*/false, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  return op.getResult(0);
+}
+
 Value mlir::flash::exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x) {
   return LLVM::CallIntrinsicOp::create(
              b, x.getType(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),

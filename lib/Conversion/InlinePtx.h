@@ -28,6 +28,10 @@ Value createWgmmaRegA(ImplicitLocOpBuilder &b, Type accType, Type elementType,
 /// flushed inputs lie below 2^-126 of the row max and add nothing to a row
 /// sum.
 Value exp2FlushDenormals(ImplicitLocOpBuilder &b, Value x);
+/// tanh(x) as one MUFU.TANH (`tanh.approx.f32`, sm_75+; relative error
+/// about 2^-11, below bf16's rounding of P): what a score mod's math.tanh
+/// (soft-capping) becomes on the GPU.
+Value tanhApprox(ImplicitLocOpBuilder &b, Value x);
 /// CUTLASS's warpgroup_fence_operand: an empty asm that pins `v` in a
 /// register at this point.
 Value fenceOperand(ImplicitLocOpBuilder &b, Value v);

@@ -78,6 +78,10 @@ struct KernelSpec {
   Operation *qLoad = nullptr;
   double scale;    // natural softmax scale
   float scaleLog2; // scale * log2(e), as the tile program has it
+  /// The key loops apply flash.mod_scores (score and mask mods): the
+  /// logits are scaled there, by the scale_log2 parameter over log2(e),
+  /// and the softmax takes them with log2(e) alone.
+  bool mods = false;
 
   /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
   /// switches of include/flashc/Config/ScheduleSwitches.def as applied,
@@ -526,6 +530,9 @@ public:
   /// flash.wg.mask_keys: the fragment `scores` of key tile j masked on this
   /// thread's query rows.
   Value maskKeys(Value scores, Value j, bool causal);
+  /// flash.wg.mod_scores: `op`'s mods (its regions, cloned) on the
+  /// fragment `scores` of key tile j, for this thread's query rows.
+  Value modScores(Value scores, Value j, ModScoresOp op);
   /// flash.wg.softmax_update of S's fragment `scores` on the running max
   /// `m` (rows) and sums `l` (row partials), with the schedule's rule for
   /// the max. `firstTile`: m is the literal -inf of a tile program's first

@@ -12,6 +12,7 @@
 //                             consumer's turn, waited for; K (and after the
 //                             last tile Q) released
 //   flash.mask             -> flash.wg.mask_keys on the thread's rows
+//   flash.mod_scores       -> flash.wg.mod_scores on the thread's rows
 //   flash.softmax_update   -> flash.wg.softmax_update (the schedule's rule
 //                             for the running max)
 //   flash.rescale          -> flash.wg.scale_rows, guarded by `moved`
@@ -290,6 +291,28 @@ struct MaskToMaskKeys : RolePattern<MaskOp, ConsumerRole> {
     Value masked = role.maskKeys(scores, offset.getLhs(), mask.getCausal());
     rewriter.replaceOp(mask,
                        asTile(role.b, mask.getLoc(), masked, mask.getType()));
+    return success();
+  }
+};
+
+/// flash.mod_scores on key tile j's scores, its key offset j * block_n as
+/// for flash.mask; the row, batch and head operands are the program's and
+/// give way to this consumer's.
+struct ModScoresToWg : RolePattern<ModScoresOp, ConsumerRole> {
+  using RolePattern::RolePattern;
+
+  LogicalResult matchAndRewrite(ModScoresOp op,
+                                PatternRewriter &rewriter) const override {
+    Value scores = fragmentOf(op.getScores());
+    auto offset = op.getColStart().getDefiningOp<arith::MulIOp>();
+    APInt blockN;
+    if (!scores || !offset ||
+        !matchPattern(offset.getRhs(), m_ConstantInt(&blockN)) ||
+        blockN != role.spec.blockN)
+      return failure();
+    BuilderAt at(role.b, rewriter, op);
+    Value modded = role.modScores(scores, offset.getLhs(), op);
+    rewriter.replaceOp(op, asTile(role.b, op.getLoc(), modded, op.getType()));
     return success();
   }
 };
@@ -658,7 +681,8 @@ void mlir::flash::gpu_lowering::populateKeyLoopToWarpgroupPatterns(
     RewritePatternSet &patterns, ConsumerRole &consumer) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<KeyLoopToRingLoop, KeyLoopsToOverlappedRingLoops,
-               ScoresDotToWgMma, MaskToMaskKeys, SoftmaxUpdateToWg,
-               RescaleToScaleRows, OutputDotToWgMma>(ctx, consumer);
+               ScoresDotToWgMma, MaskToMaskKeys, ModScoresToWg,
+               SoftmaxUpdateToWg, RescaleToScaleRows, OutputDotToWgMma>(
+      ctx, consumer);
   patterns.add<KeyLoopStateToRegisters, TileTruncFToWg>(ctx);
 }

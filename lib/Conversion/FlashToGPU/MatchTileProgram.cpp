@@ -12,6 +12,7 @@
 //       scf.for (unmasked keys) { load K, V; dot transpose_b; softmax_update
 //                                 base2; rescale; truncf; dot }
 //       scf.for (masked keys)   { ... flash.mask [causal] ... }
+//       (each key loop may scale and mod S first: flash.mod_scores)
 //       %o, %lse = flash.finalize ... base2
 //       flash.store_tile (truncf %o), %o[...]; [flash.store_tile %lse, ...]
 //     }
@@ -42,6 +43,7 @@ namespace {
 /// base-2 softmax update, rescale, P cast, O += P V.
 struct LoopInfo {
   MaskOp mask;
+  ModScoresOp mods;
   SoftmaxUpdateOp softmax;
 };
 
@@ -69,6 +71,11 @@ static FailureOr<LoopInfo> matchKeyLoop(scf::ForOp loop, Value q, Value k,
         return mask.emitError("flash-to-gpu: more than one flash.mask in a "
                               "key loop");
       info.mask = mask;
+    } else if (auto mods = dyn_cast<ModScoresOp>(op)) {
+      if (info.mods)
+        return mods.emitError("flash-to-gpu: more than one flash.mod_scores "
+                              "in a key loop");
+      info.mods = mods;
     } else if (auto sm = dyn_cast<SoftmaxUpdateOp>(op)) {
       if (info.softmax)
         return sm.emitError("flash-to-gpu: more than one "
@@ -122,6 +129,17 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << grids.size();
   }
   GridOp grid = grids.front();
+  // A capture is one more kernel argument, which the launch contract has
+  // no place for yet: say so before the arguments are counted.
+  WalkResult captures = grid.walk([](ModScoresOp mods) {
+    if (mods.getCaptures().empty())
+      return WalkResult::advance();
+    mods.emitError("flash-to-gpu: score and mask mods that read captures "
+                   "are not lowered to the GPU yet (the CPU path runs them)");
+    return WalkResult::interrupt();
+  });
+  if (captures.wasInterrupted())
+    return failure();
   // -flash-tile guards a packed sequences' program with its sequence's
   // bounds (scf.if) and views its rows (memref.subview); the program proper
   // is the guarded block.
@@ -287,7 +305,8 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
         "load, one or two key loops, flash.finalize and the store of O)");
 
   std::optional<bool> maskCausal;
-  std::optional<float> scaleLog2;
+  std::optional<float> scaleLog2, modScale;
+  std::optional<bool> mods;
   for (auto [index, loop] : llvm::enumerate(loops)) {
     FailureOr<LoopInfo> info = matchKeyLoop(loop, qLoad, k, v, spec);
     if (failed(info))
@@ -306,6 +325,29 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
             "flash-to-gpu: the key loops disagree on causal masking");
       maskCausal = info->mask.getCausal();
     }
+    if (mods && *mods != static_cast<bool>(info->mods))
+      return loop.emitError("flash-to-gpu: the key loops disagree on the "
+                            "score and mask mods");
+    mods = static_cast<bool>(info->mods);
+    if (info->mods) {
+      if (spec.packed)
+        return info->mods.emitError(
+            "flash-to-gpu: score and mask mods with packed sequences are not "
+            "lowered to the GPU yet (the CPU path runs them)");
+      Value modded = info->mods.getResult();
+      bool feedsSoftmax = info->softmax.getScores() == modded;
+      bool feedsMask = info->mask && info->mask.getScores() == modded &&
+                       info->softmax.getScores() == info->mask.getResult();
+      if (!feedsSoftmax && !feedsMask)
+        return info->mods.emitError(
+            "flash-to-gpu: flash.mod_scores must feed the key loop's "
+            "[flash.mask and] flash.softmax_update");
+      float scale = info->mods.getScale().convertToFloat();
+      if (modScale && *modScale != scale)
+        return info->mods.emitError(
+            "flash-to-gpu: the key loops disagree on the logit scale");
+      modScale = scale;
+    }
     float scale = info->softmax.getScale().convertToFloat();
     if (scaleLog2 && *scaleLog2 != scale)
       return info->softmax.emitError(
@@ -318,6 +360,18 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.causal = maskCausal.value_or(false);
   spec.scaleLog2 = *scaleLog2;
   spec.scale = double(spec.scaleLog2) / M_LOG2E;
+  if (mods.value_or(false)) {
+    // The logits are scaled before the mods; the softmax must take them as
+    // they are (log2(e) alone in base 2), as -flash-tile writes it.
+    if (std::abs(spec.scaleLog2 - float(M_LOG2E)) > 1e-6f)
+      return grid.emitError("flash-to-gpu: with flash.mod_scores the "
+                            "softmax's scale must be log2(e) (the logits are "
+                            "scaled by flash.mod_scores), got ")
+             << spec.scaleLog2;
+    spec.mods = true;
+    spec.scale = *modScale;
+    spec.scaleLog2 = static_cast<float>(*modScale * M_LOG2E);
+  }
 
   // O is the finalized output cast to the element type; LSE, if stored, is
   // finalize's second result.

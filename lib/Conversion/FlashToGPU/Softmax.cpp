@@ -5,7 +5,8 @@
 // flash.softmax_update (base2) and flash.rescale: flash.wg.mask_keys on the
 // thread's query rows, flash.wg.softmax_update with the running-max rule the
 // schedule chose (lag_max, speculative), and flash.wg.scale_rows, guarded by
-// the update's `moved` where the rule lets rows keep their reference. Their
+// the update's `moved` where the rule lets rows keep their reference, and
+// flash.wg.mod_scores for flash.mod_scores (the score and mask mods). Their
 // lowering is lib/Conversion/FlashWarpgroupToNVVM/SoftmaxUpdateToRowOps.cpp.
 // The statistics are row vectors: m, in log2 units, a #flash.wgmma_rows
 // vector, l a #flash.wgmma_row_partials one (quad-reduced once, in the
@@ -19,6 +20,9 @@
 #include "Flash/FlashOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -34,6 +38,26 @@ Value ConsumerRole::maskKeys(Value scores, Value j, bool causal) {
                               causal);
 }
 
+Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
+  Value j32 = arith::IndexCastOp::create(b, k.i32, j);
+  Value first = arith::MulIOp::create(b, j32, cI32(spec.blockN));
+  Value rows =
+      WgFragmentFromValuesOp::create(b, k.rowsI32Type, ValueRange{row0, row1});
+  auto [batch, head] = k.batchAndHead(tile.blockY);
+  // The scale the runtime passes (scale_log2) back in natural units, so
+  // that kernel.json's scale stays the one the mods see.
+  Value scale =
+      arith::MulFOp::create(b, k.scaleLog2, cF32(static_cast<float>(M_LN2)));
+  auto mod =
+      WgModScoresOp::create(b, k.sType, scores, rows, first, k.seqQ, k.seqK,
+                            arith::IndexCastOp::create(b, k.i32, batch),
+                            arith::IndexCastOp::create(b, k.i32, head), scale);
+  IRMapping mapping;
+  op.getScoreMod().cloneInto(&mod.getScoreMod(), mapping);
+  op.getMaskMod().cloneInto(&mod.getMaskMod(), mapping);
+  return mod;
+}
+
 WgSoftmaxUpdateOp ConsumerRole::softmaxUpdate(Value scores, Value m, Value l,
                                               bool firstTile) {
   // A tile program's first key tile starts from the literal -inf, so there
@@ -42,9 +66,11 @@ WgSoftmaxUpdateOp ConsumerRole::softmaxUpdate(Value scores, Value m, Value l,
   const bool lagMax = spec.lagMax && !speculative;
   auto pType = FragmentType::get(k.ctx, {64, spec.blockN}, spec.elementType,
                                  WgmmaOperandALayoutAttr::get(k.ctx));
+  // With mods the logits arrive scaled (modScores).
+  Value scaleLog2 = spec.mods ? cF32(static_cast<float>(M_LOG2E)) : k.scaleLog2;
   return WgSoftmaxUpdateOp::create(b, pType, k.rowsF32Type, k.rowPartialsType,
-                                   k.rowsF32Type, k.i1, scores, m, l,
-                                   k.scaleLog2, lagMax, speculative);
+                                   k.rowsF32Type, k.i1, scores, m, l, scaleLog2,
+                                   lagMax, speculative);
 }
 
 Value ConsumerRole::scaleRows(Value o, Value alpha, Value moved) {

@@ -71,6 +71,7 @@ void mlir::flash::populateFlashWarpgroupToNVVMPatterns(
   wg_lowering::populateRowReducePatterns(converter, patterns);
   wg_lowering::populateRowwisePatterns(converter, patterns);
   wg_lowering::populateMaskKeysPatterns(converter, patterns);
+  wg_lowering::populateModScoresPatterns(converter, patterns);
   wg_lowering::populateSoftmaxUpdatePatterns(converter, patterns);
   wg_lowering::populateTruncFPatterns(converter, patterns);
   wg_lowering::populateStoreGlobalPatterns(converter, patterns);

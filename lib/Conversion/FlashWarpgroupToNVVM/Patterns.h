@@ -43,6 +43,9 @@ void populateRowReducePatterns(const TypeConverter &converter,
 /// RowwiseToLLVM.cpp: flash.wg.mask_columns, scaled_exp2 and scale_rows.
 void populateRowwisePatterns(const TypeConverter &converter,
                              RewritePatternSet &patterns);
+/// flash.wg.mod_scores: the score and mask mods register by register.
+void populateModScoresPatterns(const TypeConverter &converter,
+                               RewritePatternSet &patterns);
 /// MaskKeysToMaskColumns.cpp: flash.wg.mask_keys, into mask_columns.
 void populateMaskKeysPatterns(const TypeConverter &converter,
                               RewritePatternSet &patterns);

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The shipped score and mask mod kernels on the GPU: correctness against
+float64 and speed beside FlexAttention.
+
+    python3 bench/mods_probe.py DIR [--bench] [--json OUT]
+
+DIR holds compiled kernels (<name>.cubin + <name>.json) of
+kernels/attention_softcap.mlir (50 tanh(s / 50), causal) and
+kernels/attention_sliding_window.mlir (causal, 1024 keys back); each runs
+through the runtime (flashc.load) on random bf16 inputs with O and LSE
+poisoned (NaN) first, and is compared by relative error with float64
+attention under the same mod, beside FlexAttention (torch.compile of
+flex_attention with the same score_mod or block mask) on the same inputs.
+Cases: ragged lengths, seq_q != seq_k, rows with logits near 1e3, and for
+the window rows it hides entirely (O = 0, LSE = -inf).
+
+--bench times bf16, D 128, 16 heads, N 8k/16k/32k (B = 32k / N): flashc,
+FlexAttention compiled once per shape (dynamic=False, timed after warm-up;
+the script checks that it compiled to the fused kernel, not the eager
+fallback), and flashc's dense causal kernel (flashc.attention, the
+library's). TFLOP/s count only the work the mask leaves (4 D per visible
+(query, key) pair).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+
+import flashc  # noqa: E402
+
+WINDOW = 1024
+CAP = 50.0
+
+
+def visible(kernel, nq, nk, device="cpu"):
+    """The (nq, nk) mask of the kernel's mod with the causal attribute
+    (bottom-right aligned), True where query i sees key j."""
+    i = torch.arange(nq, device=device)[:, None]
+    j = torch.arange(nk, device=device)[None, :]
+    seen = j <= i + nk - nq
+    if kernel == "attention_sliding_window":
+        seen &= j + WINDOW >= i
+    return seen
+
+
+def reference(kernel, q, k, v, scale):
+    s = (q.double() @ k.double().transpose(-1, -2)) * scale
+    if kernel == "attention_softcap":
+        s = CAP * torch.tanh(s / CAP)
+    s = s.masked_fill(~visible(kernel, q.shape[2], k.shape[2], q.device),
+                      float("-inf"))
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    return p @ v.double(), lse
+
+
+def flex_mods(kernel, nq, nk):
+    """(score_mod, mask_mod) for flex_attention, the kernel's meaning."""
+    def softcap(score, b, h, q_idx, kv_idx):
+        return CAP * torch.tanh(score / CAP)
+
+    def mask(b, h, q_idx, kv_idx):
+        seen = kv_idx <= q_idx + nk - nq
+        if kernel == "attention_sliding_window":
+            seen = seen & (kv_idx + WINDOW >= q_idx)
+        return seen
+    return (softcap if kernel == "attention_softcap" else None), mask
+
+
+def flex_call(kernel, nq, nk, device, compiled):
+    from torch.nn.attention.flex_attention import (create_block_mask,
+                                                   flex_attention)
+    score_mod, mask_mod = flex_mods(kernel, nq, nk)
+    block_mask = create_block_mask(mask_mod, None, None, nq, nk,
+                                   device=device)
+    fn = compiled if compiled is not None else flex_attention
+
+    def call(q, k, v):
+        return fn(q, k, v, score_mod=score_mod, block_mask=block_mask)
+    return call
+
+
+def rel(x, ref):
+    return ((x.double() - ref).norm() / ref.norm()).item()
+
+
+def check(kern, kernel, B, H, NQ, NK, hot, with_flex):
+    """One case; FlexAttention (eager: no compile per shape) beside it."""
+    gen = torch.Generator(device="cuda").manual_seed(NQ * 7 + NK)
+    q, k, v = (torch.randn(B, H, n, 128, device="cuda", dtype=torch.bfloat16,
+                           generator=gen) for n in (NQ, NK, NK))
+    if hot:
+        q[:, :, ::3] *= 1000.0  # logits near 1e3 and beyond
+    scale = 1 / math.sqrt(128)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, NQ), float("nan"), device="cuda")
+    kern(q, k, v, out=out, lse=lse)
+    torch.cuda.synchronize()
+    ref_o, ref_lse = reference(kernel, q, k, v, scale)
+    seen = torch.isfinite(ref_lse)
+    row = {"kernel": kernel, "B": B, "H": H, "NQ": NQ, "NK": NK, "hot": hot,
+           "hidden_rows": int((~seen).sum())}
+    row["hidden_ok"] = bool(
+        torch.all(out[~seen] == 0) and torch.all(lse[~seen] == float("-inf")))
+    row["finite"] = bool(torch.isfinite(out[seen]).all()
+                         and torch.isfinite(lse[seen]).all())
+    row["rel_o"] = rel(out[seen], ref_o[seen]) if seen.any() else 0.0
+    row["rel_lse"] = rel(lse[seen], ref_lse[seen]) if seen.any() else 0.0
+    if not with_flex:
+        row["ok"] = (row["hidden_ok"] and row["finite"]
+                     and row["rel_lse"] < 1e-3 and row["rel_o"] < 2e-2)
+        return row
+    try:
+        flex_o = flex_call(kernel, NQ, NK, "cuda", None)(q, k, v)
+        row["flex_rel_o"] = rel(flex_o[seen], ref_o[seen]) if seen.any() else 0.0
+    except Exception as e:  # a shape FlexAttention refuses
+        row["flex_rel_o"] = str(e).splitlines()[0][:80]
+    flex_err = row["flex_rel_o"] if isinstance(row["flex_rel_o"], float) else 0
+    row["ok"] = (row["hidden_ok"] and row["finite"] and row["rel_lse"] < 1e-3
+                 and row["rel_o"] < max(2e-2, 1.5 * flex_err))
+    return row
+
+
+def bench(kern, kernel, N, compiled):
+    B, H, D = 32768 // N, 16, 128
+    q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    pairs = visible(kernel, N, N, "cuda").sum().item()
+    flops = 4 * D * B * H * pairs
+    row = {"kernel": kernel, "B": B, "H": H, "N": N}
+    out = torch.empty_like(q)
+    lse = torch.empty(B, H, N, device="cuda")
+    timed = {
+        "flashc": lambda: kern(q, k, v, out=out, lse=lse),
+        "flex": (lambda f: lambda: f(q, k, v))(
+            flex_call(kernel, N, N, "cuda", compiled)),
+        "flashc_dense_causal": lambda: flashc.attention(q, k, v, causal=True),
+    }
+    for name, fn in timed.items():
+        try:
+            ms = compare.bench_fn(fn, rep_ms=100)
+            row[name + "_ms"] = ms
+            row[name + "_tflops"] = flops / ms / 1e9
+        except Exception as e:
+            row[name + "_why"] = str(e).splitlines()[0][:100]
+    dense = 4 * D * B * H * N * (N + 1) / 2
+    if "flashc_dense_causal_ms" in row:
+        row["flashc_dense_causal_tflops"] = dense / row[
+            "flashc_dense_causal_ms"] / 1e9
+    if "flashc_ms" in row and "flex_ms" in row:
+        row["flashc_over_flex"] = row["flex_ms"] / row["flashc_ms"]
+    if "flashc_ms" in row and "flashc_dense_causal_ms" in row:
+        row["speedup_over_dense_causal"] = (row["flashc_dense_causal_ms"]
+                                            / row["flashc_ms"])
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dir")
+    parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--json")
+    parser.add_argument("--small", action="store_true",
+                        help="one small case per kernel, no FlexAttention "
+                             "(for compute-sanitizer)")
+    args = parser.parse_args()
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    compiled = None
+    if not args.small:
+        from torch.nn.attention.flex_attention import flex_attention
+        compiled = torch.compile(flex_attention, dynamic=False)
+    rows = []
+    for kernel in ("attention_softcap", "attention_sliding_window"):
+        path = os.path.join(args.dir, kernel + ".json")
+        if not os.path.exists(path):
+            print(f"{kernel}: not in {args.dir}")
+            continue
+        kern = flashc.load(path)
+        cases = [(2, 4, 1000, 1000, False), (1, 4, 1000, 1000, True),
+                 (1, 2, 130, 130, False), (1, 2, 300, 700, False),
+                 (1, 2, 700, 300, False), (1, 2, 3000, 3000, True),
+                 (1, 2, 1500, 1000, False), (1, 2, 2500, 1300, False),
+                 (1, 2, 1, 1, False)]
+        if args.small:
+            cases = [(1, 2, 300, 200, True)]
+        for B, H, NQ, NK, hot in cases:
+            row = check(kern, kernel, B, H, NQ, NK, hot, not args.small)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+        if args.bench:
+            for N in (8192, 16384, 32768):
+                row = bench(kern, kernel, N, compiled)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    try:
+        from torch._dynamo.utils import counters
+        fallbacks = {k: v for k, v in counters["inductor"].items()
+                     if "fallback" in k}
+        print("inductor fallbacks:", fallbacks)
+    except Exception:
+        pass
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    bad = [r for r in rows if r.get("ok") is False]
+    print(f"{len(bad)} failing of {sum('ok' in r for r in rows)}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+//===- ModScoresToLLVM.cpp - flash.wg.mod_scores --------------------------===//
+//
+// The score and mask mods register by register: each register's row (one
+// of the thread's two, rowHalf) and column (the tile's first key, the
+// thread's column offset and the register's place in the layout) clamped
+// into the sequences, the score scaled, then the regions' ops inlined with
+// those indices. LLVM folds what depends on the row alone into the two
+// rows. math.tanh becomes one tanh.approx (soft-capping); arith.divf may
+// use the reciprocal (arcp), as Triton's default division does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+#include "RegisterUtils.h"
+
+#include "../InlinePtx.h"
+
+#include "Flash/FlashOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::wg_lowering;
+
+namespace {
+
+/// index = clamp(x, 0, limit - 1) of an i32, as an index.
+Value clampedIndex(ImplicitLocOpBuilder &b, Operation *op, Value x,
+                   Value limit) {
+  Value zero = entryConstant(b, op, b.getI32IntegerAttr(0));
+  Value one = entryConstant(b, op, b.getI32IntegerAttr(1));
+  Value last = arith::SubIOp::create(b, limit, one);
+  Value clamped =
+      arith::MinSIOp::create(b, arith::MaxSIOp::create(b, x, zero), last);
+  return arith::IndexCastOp::create(b, b.getIndexType(), clamped);
+}
+
+/// The mod region's ops, inlined at `b` with `args`, with the GPU's forms
+/// of tanh and division.
+Value inlineForGpu(ImplicitLocOpBuilder &b, Region &region, ValueRange args) {
+  Block *block = b.getInsertionBlock();
+  auto before = b.getInsertionPoint();
+  bool atStart = before == block->begin();
+  Operation *last = atStart ? nullptr : &*std::prev(before);
+  Value result = inlineModRegion(b, region, args);
+  // Rewrite what was just cloned: [first, insertion point).
+  auto first = atStart ? block->begin() : std::next(last->getIterator());
+  SmallVector<Operation *> cloned;
+  for (auto it = first; it != b.getInsertionPoint(); ++it)
+    cloned.push_back(&*it);
+  for (Operation *op : cloned) {
+    if (auto div = dyn_cast<arith::DivFOp>(op)) {
+      div.setFastmath(arith::FastMathFlags::arcp);
+    } else if (auto tanh = dyn_cast<math::TanhOp>(op)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(tanh);
+      b.setLoc(tanh.getLoc());
+      Value t = tanhApprox(b, tanh.getOperand());
+      if (result == tanh.getResult())
+        result = t;
+      tanh.replaceAllUsesWith(t);
+      tanh.erase();
+    }
+  }
+  return result;
+}
+
+struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(WgModScoresOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type structType = getTypeConverter()->convertType(op.getResult().getType());
+    if (!structType)
+      return rewriter.notifyMatchFailure(op, "accumulator not convertible");
+    SmallVector<Value> registers =
+        accumulatorRegisters(b, adaptor.getScores().front());
+    ValueRange rows = adaptor.getRows();
+    if (rows.size() != 2)
+      return rewriter.notifyMatchFailure(op, "rows are not two registers");
+    Value seqQ = adaptor.getSeqQ().front(), seqK = adaptor.getSeqK().front();
+    Value columnBase = arith::AddIOp::create(b, adaptor.getFirstKey().front(),
+                                             threadColumnOffset(b, op));
+    Value batch = arith::IndexCastOp::create(b, b.getIndexType(),
+                                             adaptor.getBatch().front());
+    Value head = arith::IndexCastOp::create(b, b.getIndexType(),
+                                            adaptor.getHead().front());
+    Value scale = adaptor.getScale().front();
+    Value rowIndex[2] = {clampedIndex(b, op, rows[0], seqQ),
+                         clampedIndex(b, op, rows[1], seqQ)};
+    Value negInf = entryConstant(
+        b, op, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+    for (auto [i, x] : llvm::enumerate(registers)) {
+      Value column = arith::AddIOp::create(
+          b, columnBase,
+          entryConstant(b, op, b.getI32IntegerAttr(columnInGroup(i))));
+      Value key = clampedIndex(b, op, column, seqK);
+      Value query = rowIndex[rowHalf(i)];
+      x = arith::MulFOp::create(b, x, scale);
+      if (!op.getScoreMod().empty())
+        x = inlineForGpu(b, op.getScoreMod(),
+                         ValueRange{x, batch, head, query, key});
+      if (!op.getMaskMod().empty()) {
+        Value keep = inlineForGpu(b, op.getMaskMod(),
+                                  ValueRange{batch, head, query, key});
+        x = arith::SelectOp::create(b, keep, x, negInf);
+      }
+    }
+    rewriter.replaceOp(op, accumulatorFromRegisters(b, structType, registers));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::flash::wg_lowering::populateModScoresPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<ModScoresLowering>(converter, patterns.getContext());
+}

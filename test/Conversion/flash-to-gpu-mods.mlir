@@ -1,0 +1,37 @@
+// The score and mask mods on the GPU: flash.mod_scores of each key loop
+// becomes flash.wg.mod_scores on the consumer's S fragment (its regions
+// cloned, the consumer's rows, the key tile's first key), the softmax then
+// scales by log2(e) alone; the regions' ops are inlined register by
+// register, math.tanh as one tanh.approx.f32.
+// RUN: flash-opt %kernels/attention_softcap.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=WG
+// RUN: flash-opt %kernels/attention_sliding_window.mlir -flash-tile -flash-fuse -flash-gpu-schedule="overlap=0" -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=WINDOW
+// RUN: rm -rf %t.dir && mkdir -p %t.dir
+// RUN: flashc %kernels/attention_softcap.mlir --emit=ptx -o %t.dir/softcap.ptx
+// RUN: FileCheck %s --check-prefix=PTX --input-file %t.dir/softcap.ptx
+// RUN: FileCheck %s --check-prefix=JSON --input-file %t.dir/softcap.json
+// RUN: flashc %kernels/attention_sliding_window.mlir --emit=ptx -o %t.dir/window.ptx
+// RUN: FileCheck %s --check-prefix=WINDOWPTX --input-file %t.dir/window.ptx
+
+// WG-LABEL: gpu.func @attention_softcap
+// WG: %[[SCALE:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// WG: flash.wg.mod_scores %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SCALE]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !flash.fragment<64xi32, #flash.wgmma_rows> score_mod {
+// WG: math.tanh
+// WG: flash.yield %{{.*}} : f32
+// WG: flash.wg.softmax_update
+// WG-NOT: flash.mod_scores
+
+// WINDOW-LABEL: gpu.func @attention_sliding_window
+// WINDOW: flash.wg.mod_scores {{.*}} mask_mod {
+// WINDOW: arith.constant 1024 : index
+// WINDOW: flash.yield %{{.*}} : i1
+// WINDOW: flash.wg.mask_keys
+
+// Soft-capping: 64 tanh.approx a thread per S tile of 64 x 128 (two
+// warpgroups' loops, the first tile peeled by the overlap).
+// PTX: .entry attention_softcap(
+// PTX: tanh.approx.f32
+// PTX-NOT: __nv_tanhf
+// JSON: "scale": 0.08838834
+
+// WINDOWPTX: .entry attention_sliding_window(
+// WINDOWPTX: setp
