@@ -30,13 +30,11 @@ namespace {
 enum class LoopOver { Keys, Queries };
 
 /// The mask of `loop`, if the loop is one this step can split: over the
-/// mask's columns from 0 (`Keys`) or its rows (`Queries`), by that tile
-/// size, the mask directly in its body with every other operand defined
-/// outside.
+/// mask's columns (`Keys`; from 0, or from a whole tile a mask_mod's window
+/// lets it skip to) or its rows (`Queries`), by that tile size, the mask
+/// directly in its body with every other operand defined outside.
 MaskOp findSplittableMask(scf::ForOp loop, LoopOver over) {
   bool keys = over == LoopOver::Keys;
-  if (keys && !matchPattern(loop.getLowerBound(), m_Zero()))
-    return {};
   MaskOp found;
   for (auto mask : loop.getBody()->getOps<MaskOp>()) {
     if (found)
@@ -142,6 +140,10 @@ scf::ForOp cloneLoopPart(ImplicitLocOpBuilder &b, scf::ForOp loop, Value start,
 void splitLoop(scf::ForOp loop, MaskOp mask) {
   ImplicitLocOpBuilder b(loop.getLoc(), loop);
   Value split = buildSplitPoint(b, mask, loop.getUpperBound());
+  // A loop that starts past key 0 (a window's first tile) has no unmasked
+  // tiles before its start.
+  if (!matchPattern(loop.getLowerBound(), m_Zero()))
+    split = arith::MaxSIOp::create(b, split, loop.getLowerBound());
 
   scf::ForOp unmasked = cloneLoopPart(b, loop, loop.getLowerBound(), split,
                                       loop.getInitArgs(), /*unmasked=*/true);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TileSteps.h"
+#include "flashc/Transforms/MaskAnalysis.h"
 #include "flashc/Transforms/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -88,6 +89,17 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
     kvEnd = arith::MinSIOp::create(b, clamped, seqK);
   }
 
+  // Block sparsity: a mask_mod that hides every key more than W behind
+  // its query hides the key tiles wholly before row - W from this tile.
+  Value kvBegin = c0;
+  if (std::optional<int64_t> window = keyWindowBehind(op.getMaskMod())) {
+    Value cWindow = arith::ConstantIndexOp::create(b, *window);
+    Value first =
+        arith::MaxSIOp::create(b, arith::SubIOp::create(b, row, cWindow), c0);
+    kvBegin = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, first, cBlockN), cBlockN);
+  }
+
   Value accInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
   Value maxInit = arith::ConstantOp::create(
@@ -105,7 +117,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   bool causal = op.getCausal();
 
   auto loop = scf::ForOp::create(
-      b, c0, kvEnd, cBlockN, ValueRange{accInit, maxInit, sumInit},
+      b, kvBegin, kvEnd, cBlockN, ValueRange{accInit, maxInit, sumInit},
       [&](OpBuilder &nested, Location loc, Value col, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
         Value k = LoadTileOp::create(lb, kvTileType, mem.k,

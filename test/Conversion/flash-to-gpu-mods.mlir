@@ -20,7 +20,18 @@
 // WG: flash.wg.softmax_update
 // WG-NOT: flash.mod_scores
 
+// The window's key tiles start at kLo = max(m0 - 1024, 0) / 128 (block
+// sparsity from the mask_mod): the counts of tiles shrink by it and the
+// producer's loads and the consumers' first keys are kLo + j tiles in.
 // WINDOW-LABEL: gpu.func @attention_sliding_window
+// WINDOW: %[[BACK:.*]] = arith.subi %m0, %c1024_i32 : i32
+// WINDOW: %[[FIRST:.*]] = arith.maxsi %[[BACK]], %c0_i32 : i32
+// WINDOW: %[[KLO:.*]] = arith.divui %[[FIRST]], %c128_i32 : i32
+// WINDOW: arith.subi %{{.*}}, %[[KLO]] : i32
+// WINDOW: %[[KLOIDX:.*]] = arith.index_cast %[[KLO]] : i32 to index
+// WINDOW: %[[TILE:.*]] = arith.addi %[[KLOIDX]], %{{.*}} : index
+// WINDOW: arith.muli %[[TILE]], %c128 : index
+// WINDOW: flash.wg.tma_load_tile
 // WINDOW: flash.wg.mod_scores {{.*}} mask_mod {
 // WINDOW: arith.constant 1024 : index
 // WINDOW: flash.yield %{{.*}} : i1

@@ -27,9 +27,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Support/LLVM.h"
+#include <optional>
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -82,6 +84,10 @@ struct KernelSpec {
   /// logits are scaled there, by the scale_log2 parameter over log2(e),
   /// and the softmax takes them with log2(e) alone.
   bool mods = false;
+  /// The mask_mod hides every key more than this many behind its query
+  /// (MaskAnalysis.h): a tile's key tiles start at kLo (TileValues), the
+  /// tiles before it neither loaded nor computed.
+  std::optional<int64_t> keyWindow;
 
   /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
   /// switches of include/flashc/Config/ScheduleSwitches.def as applied,
@@ -115,7 +121,7 @@ struct KernelSpec {
   /// block_m that happens only for lengths off the tile grid, so those
   /// kernels keep one range (the D64 and D128 causal bm128 bn128 picks
   /// would compile without spills with two; not timed).
-  bool ownKeyRanges() const { return causal && blockN < blockM; }
+  bool ownKeyRanges() const { return causal && blockN < blockM && !keyWindow; }
 
   int64_t threads() const { return 128 * (warpgroups + 1); }
   /// Keys whose K and V fill kSectionBytes: a section holds
@@ -264,9 +270,15 @@ struct TileValues {
   /// row (negative in a causal first block), the key tiles without the mask
   /// and those the block's rows see.
   Value m0, nFull, nHi, m0Idx, nFullIdx, nHiIdx;
+  /// With KernelSpec::keyWindow the first key tile the tile's rows see
+  /// (index; null: 0). The loops count key tiles from it: loop tile j is
+  /// key tile kLo + j, and nFull and nHi above are counts from it.
+  Value kLoIdx;
 
   /// Position of key tile j in the K/V ring: kvBase + j.
   Value ringPosition(ImplicitLocOpBuilder &b, Value j) const;
+  /// The first key of loop tile j: (kLo + j) * block_n (index).
+  Value firstKey(ImplicitLocOpBuilder &b, Value j, Value cBlockN) const;
 };
 
 /// Tile program ops cloned at a builder's insertion point for patterns to

@@ -188,7 +188,7 @@ struct KeyLoopToRingLoop : RolePattern<scf::ForOp, ConsumerRole> {
     ValueRange regs = tiles.getRegionIterArgs();
     SmallVector<Value> replacements(body->getNumArguments());
     replacements[0] =
-        arith::MulIOp::create(role.b, j, role.cIndex(role.spec.blockN));
+        role.tile.firstKey(role.b, j, role.cIndex(role.spec.blockN));
     SmallVector<Value> regVec(regs);
     ArrayRef<Value> r(regVec);
     llvm::copy(stateTiles(role, loop, *roles, r.slice(0, 2), r.slice(2, 2),
@@ -575,7 +575,7 @@ private:
                                IRMapping &map) const {
     Block *body = loop.getBody();
     map.map(loop.getInductionVar(),
-            arith::MulIOp::create(role.b, j, role.cIndex(role.spec.blockN)));
+            role.tile.firstKey(role.b, j, role.cIndex(role.spec.blockN)));
     map.map(body->getArgument(1 + roles.m), m);
     map.map(body->getArgument(1 + roles.l), l);
     SoftmaxUpdateOp update;

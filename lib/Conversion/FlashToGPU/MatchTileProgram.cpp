@@ -24,6 +24,7 @@
 
 #include "Flash/FlashAttrs.h"
 #include "Flash/FlashOps.h"
+#include "flashc/Transforms/MaskAnalysis.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -342,6 +343,11 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
         return info->mods.emitError(
             "flash-to-gpu: flash.mod_scores must feed the key loop's "
             "[flash.mask and] flash.softmax_update");
+      std::optional<int64_t> window = keyWindowBehind(info->mods.getMaskMod());
+      if (modScale && window != spec.keyWindow)
+        return info->mods.emitError(
+            "flash-to-gpu: the key loops disagree on the mask's window");
+      spec.keyWindow = window;
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)
         return info->mods.emitError(

@@ -78,7 +78,7 @@ void ProducerRole::issueKV(Value j, KV which) {
   Value ringSlot =
       WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
   Value slot = WgRingSlotIndexOp::create(b, ringSlot);
-  Value row = arith::MulIOp::create(b, j, k.cIndex(spec.blockN));
+  Value row = tile.firstKey(b, j, k.cIndex(spec.blockN));
   if (tile.kRow0)
     row = arith::AddIOp::create(b, tile.kRow0, row);
   Value slotBytes = arith::MulIOp::create(b, slot, k.cIndex(spec.stageBytes()));

@@ -90,6 +90,20 @@ void KernelContext::emitTileBounds(TileValues &tile) {
   tile.m0 = bounds.getM0();
   tile.nFull = bounds.getNFull();
   tile.nHi = bounds.getNHi();
+  if (spec.keyWindow) {
+    // The block's first row sees no key before m0 - W, and later rows see
+    // fewer: its key tiles start at max(m0 - W, 0) / block_n.
+    Value first = arith::MaxSIOp::create(
+        b, arith::SubIOp::create(b, tile.m0, cI32(*spec.keyWindow)), cI32(0));
+    Value kLo = arith::DivUIOp::create(b, first, cI32(spec.blockN));
+    auto countFrom = [&](Value n) -> Value {
+      return arith::MaxSIOp::create(b, arith::SubIOp::create(b, n, kLo),
+                                    cI32(0));
+    };
+    tile.nFull = countFrom(tile.nFull);
+    tile.nHi = countFrom(tile.nHi);
+    tile.kLoIdx = arith::IndexCastOp::create(b, indexTy, kLo);
+  }
   tile.nFullIdx = arith::IndexCastOp::create(b, indexTy, tile.nFull);
   tile.nHiIdx = arith::IndexCastOp::create(b, indexTy, tile.nHi);
   tile.m0Idx = arith::IndexCastOp::create(b, indexTy, tile.m0);

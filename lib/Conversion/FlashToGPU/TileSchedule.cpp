@@ -68,3 +68,9 @@ void KernelContext::forEachTile(TileValues &tile, bool producer,
 Value TileValues::ringPosition(ImplicitLocOpBuilder &b, Value j) const {
   return kvBase ? arith::AddIOp::create(b, kvBase, j).getResult() : j;
 }
+
+Value TileValues::firstKey(ImplicitLocOpBuilder &b, Value j,
+                           Value cBlockN) const {
+  Value tileIdx = kLoIdx ? arith::AddIOp::create(b, kLoIdx, j).getResult() : j;
+  return arith::MulIOp::create(b, tileIdx, cBlockN);
+}

@@ -1,0 +1,30 @@
+//===- MaskAnalysis.h - key ranges a mask_mod implies -----------*- C++ -*-===//
+//
+// Block sparsity from a mask the compiler can read: the key tiles a
+// mask_mod hides from every row of a query tile need not run. The tiling
+// (-flash-tile) starts each query tile's key loop past them and the GPU
+// kernel's producer and consumers skip them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHC_TRANSFORMS_MASKANALYSIS_H
+#define FLASHC_TRANSFORMS_MASKANALYSIS_H
+
+#include "mlir/IR/Region.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace mlir::flash {
+
+/// The smallest W >= 0 such that `maskMod` (flash.attention's mask_mod
+/// region) holding implies kv_idx >= q_idx - W, whatever the batch, head
+/// and captures: a sliding window W keys back. Read from the yielded i1 as
+/// a tree of arith.andi / arith.ori over comparisons of q_idx with kv_idx
+/// plus a constant (kv + W >= q, q <= kv + W, q - kv <= W, ...), through
+/// index casts; nullopt when nothing in it bounds the keys from below.
+std::optional<int64_t> keyWindowBehind(Region &maskMod);
+
+} // namespace mlir::flash
+
+#endif // FLASHC_TRANSFORMS_MASKANALYSIS_H

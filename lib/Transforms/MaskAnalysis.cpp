@@ -1,0 +1,156 @@
+//===- MaskAnalysis.cpp - key ranges a mask_mod implies -------------------===//
+//
+// Reads a mask_mod's yielded i1 as a formula over linear forms
+// a * q_idx + b * kv_idx + c (a, b in {-1, 0, 1}) and finds the window
+// behind the query it implies. Only what is proven is used: a comparison
+// the reader does not know bounds nothing, so the kernel then walks every
+// key tile (and still applies the mask).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashc/Transforms/MaskAnalysis.h"
+
+#include "Flash/FlashOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+
+/// a * q + b * kv + c.
+struct Linear {
+  int64_t q = 0, kv = 0, c = 0;
+};
+
+/// The region's q_idx and kv_idx block arguments.
+struct Indices {
+  Value q, kv;
+};
+
+std::optional<Linear> linearForm(Value v, const Indices &idx, int depth = 0) {
+  if (depth > 16)
+    return std::nullopt;
+  if (v == idx.q)
+    return Linear{1, 0, 0};
+  if (v == idx.kv)
+    return Linear{0, 1, 0};
+  APInt constant;
+  if (matchPattern(v, m_ConstantInt(&constant)))
+    return Linear{0, 0, constant.getSExtValue()};
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp>(op))
+    return linearForm(op->getOperand(0), idx, depth + 1);
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    auto lhs = linearForm(op->getOperand(0), idx, depth + 1);
+    auto rhs = linearForm(op->getOperand(1), idx, depth + 1);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    int64_t sign = isa<arith::SubIOp>(op) ? -1 : 1;
+    return Linear{lhs->q + sign * rhs->q, lhs->kv + sign * rhs->kv,
+                  lhs->c + sign * rhs->c};
+  }
+  return std::nullopt;
+}
+
+/// The W of `cond => kv >= q - W`, if `cond` proves one.
+std::optional<int64_t> windowOf(Value cond, const Indices &idx, int depth = 0) {
+  if (depth > 16)
+    return std::nullopt;
+  Operation *op = cond.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (auto both = dyn_cast<arith::AndIOp>(op)) {
+    auto lhs = windowOf(both.getLhs(), idx, depth + 1);
+    auto rhs = windowOf(both.getRhs(), idx, depth + 1);
+    if (lhs && rhs)
+      return std::min(*lhs, *rhs);
+    return lhs ? lhs : rhs;
+  }
+  if (auto either = dyn_cast<arith::OrIOp>(op)) {
+    auto lhs = windowOf(either.getLhs(), idx, depth + 1);
+    auto rhs = windowOf(either.getRhs(), idx, depth + 1);
+    if (lhs && rhs)
+      return std::max(*lhs, *rhs);
+    return std::nullopt;
+  }
+  auto cmp = dyn_cast<arith::CmpIOp>(op);
+  if (!cmp)
+    return std::nullopt;
+  auto lhs = linearForm(cmp.getLhs(), idx);
+  auto rhs = linearForm(cmp.getRhs(), idx);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  // lhs P rhs as d = lhs - rhs compared with 0, flipped to d >= 0 or
+  // d > 0 (greater forms) where possible.
+  Linear d{lhs->q - rhs->q, lhs->kv - rhs->kv, lhs->c - rhs->c};
+  using P = arith::CmpIPredicate;
+  P pred = cmp.getPredicate();
+  bool strict;
+  switch (pred) {
+  case P::sge:
+  case P::uge:
+    strict = false;
+    break;
+  case P::sgt:
+  case P::ugt:
+    strict = true;
+    break;
+  case P::sle:
+  case P::ule:
+    d = Linear{-d.q, -d.kv, -d.c};
+    strict = false;
+    break;
+  case P::slt:
+  case P::ult:
+    d = Linear{-d.q, -d.kv, -d.c};
+    strict = true;
+    break;
+  default:
+    return std::nullopt;
+  }
+  // Unsigned compares of a difference that can wrap (q - kv with kv > q)
+  // would make the bound unsound for the values past the wrap; accept an
+  // unsigned form only where no index is subtracted, i.e. kv + c >= q
+  // written with both sides non-negative sums.
+  bool isUnsigned =
+      pred == P::uge || pred == P::ugt || pred == P::ule || pred == P::ult;
+  if (isUnsigned && (lhs->q < 0 || lhs->kv < 0 || rhs->q < 0 || rhs->kv < 0 ||
+                     lhs->c < 0 || rhs->c < 0)) {
+    // q - kv <(=) C unsigned: false whenever kv > q (the difference
+    // wraps), else q - kv <(=) C: still kv >= q - C.
+    bool differenceBelow = (pred == P::ult || pred == P::ule) && lhs->q == 1 &&
+                           lhs->kv == -1 && lhs->c == 0 && rhs->q == 0 &&
+                           rhs->kv == 0 && rhs->c >= 0;
+    if (!differenceBelow)
+      return std::nullopt;
+  }
+  // d = kv - q + c {>=, >} 0, i.e. kv >= q - c (+1 if strict).
+  if (d.kv != 1 || d.q != -1)
+    return std::nullopt;
+  int64_t window = strict ? d.c - 1 : d.c;
+  if (window < 0)
+    return std::nullopt;
+  return window;
+}
+
+} // namespace
+
+std::optional<int64_t> mlir::flash::keyWindowBehind(Region &maskMod) {
+  if (maskMod.empty())
+    return std::nullopt;
+  Block &block = maskMod.front();
+  if (block.getNumArguments() < 4)
+    return std::nullopt;
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValues().size() != 1)
+    return std::nullopt;
+  return windowOf(yield.getValues()[0],
+                  Indices{block.getArgument(2), block.getArgument(3)});
+}
