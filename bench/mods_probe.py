@@ -166,6 +166,8 @@ def main():
     parser.add_argument("dir")
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--seqs", default="8192,16384,32768",
+                        help="the sequence lengths --bench times")
     parser.add_argument("--small", action="store_true",
                         help="one small case per kernel, no FlexAttention "
                              "(for compute-sanitizer)")
@@ -194,7 +196,7 @@ def main():
             print(json.dumps(row), flush=True)
             rows.append(row)
         if args.bench:
-            for N in (8192, 16384, 32768):
+            for N in (int(x) for x in args.seqs.split(",")):
                 row = bench(kern, kernel, N, compiled)
                 print(json.dumps(row), flush=True)
                 rows.append(row)

@@ -578,7 +578,7 @@ def load(path, device=None):
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              out=None, deterministic=False):
+              out=None, deterministic=False, softcap=None, window=None):
     """Attention on CUDA or CPU tensors, compiled on first use and cached.
 
     q is B x H x Nq x D, k and v B x Hkv x Nk x D (Nq may differ from Nk;
@@ -590,10 +590,17 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     1/sqrt(D). `causal` is aligned to the bottom-right corner when Nq != Nk
     (FlashAttention 2.1+; SDPA's is_causal aligns to the top-left): a row
     that sees no key gets O = 0 and LSE = -inf. `out` receives O.
+    `softcap` maps each scaled logit s to softcap * tanh(s / softcap)
+    (Gemma 2's logit soft-capping); `window` hides from each query the keys
+    more than that many behind it (kv_idx + window < q_idx: a sliding
+    window, FlashAttention's window_size=(window, 0) with causal), whose
+    key tiles the kernel skips. Both are score and mask mods of the
+    dialect (kernels/attention_softcap.mlir, attention_sliding_window.mlir)
+    and forward-only so far.
 
-    The variant (dtype, D, causal, scale) and the config (a tuning
-    database's entry for this GPU and shape bucket, else the shipped
-    kernel's) pick a kernel; the first call compiles it by running the
+    The variant (dtype, D, causal, scale, softcap, window) and the config
+    (a tuning database's entry for this GPU and shape bucket, else the
+    shipped kernel's) pick a kernel; the first call compiles it by running the
     flashc binary (FLASHC_COMPILER) into the cache (FLASHC_CACHE_DIR,
     default ~/.cache/flashc), or takes it from a prebuilt library
     (FLASHC_LIBRARY; python -m flashc build-library). Later calls, in this
@@ -620,7 +627,8 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
         from . import ops as _ops
     return _ops.attention(q, k, v, causal=causal, scale=scale,
                           return_lse=return_lse, out=out,
-                          deterministic=deterministic)
+                          deterministic=deterministic, softcap=softcap,
+                          window=window)
 
 
 _ops = None  # flashc.ops, imported (with torch) on the first attention call

@@ -198,13 +198,15 @@ def compile_variant(variant, config=None, toolchain=None):
                            info={"variant": variant.name, "tuning": None})
 
 
-def _cached_kernel(dtype, head_dim, causal, scale, backward):
+def _cached_kernel(dtype, head_dim, causal, scale, backward, softcap=None,
+                   window=None):
     try:
-        variant = Variant(dtype, head_dim, causal, scale)
+        variant = Variant(dtype, head_dim, causal, scale, softcap=softcap,
+                          window=window)
     except VariantError as e:
         raise FlashcError(4, str(e)) from None
     memo = (variant.dtype, variant.head_dim, variant.causal, variant.scale,
-            backward)
+            backward, variant.softcap, variant.window)
     kern = _kernels.get(memo)
     if kern is not None:
         return kern
@@ -229,10 +231,13 @@ def _cached_kernel(dtype, head_dim, causal, scale, backward):
     return kern
 
 
-def kernel_for(dtype, head_dim, causal=False, scale=None):
-    """The CpuKernel of the variant (dtype "bf16" or "f16"), compiled on
-    first use through the cache."""
-    return _cached_kernel(dtype, head_dim, causal, scale, backward=False)
+def kernel_for(dtype, head_dim, causal=False, scale=None, softcap=None,
+               window=None):
+    """The CpuKernel of the variant (dtype "bf16" or "f16", with the
+    soft-capping and sliding window of Variant), compiled on first use
+    through the cache."""
+    return _cached_kernel(dtype, head_dim, causal, scale, backward=False,
+                          softcap=softcap, window=window)
 
 
 def backward_kernel_for(dtype, head_dim, causal=False, scale=None):
@@ -276,14 +281,18 @@ def check_shapes(q_shape, k_shape, v_shape):
 
 
 def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
-              return_lse=False):
+              return_lse=False, softcap=None, window=None):
     """Attention on numpy arrays on the CPU, compiled on first use.
 
     q is B x H x Nq x D, k and v B x Hkv x Nk x D (H a multiple of Hkv:
     grouped-query attention, query head h reading K/V head h / (H / Hkv)),
     all float16, or all uint16 holding bfloat16's bits; D 64, 128 or 256. `causal` is aligned to the
     bottom-right corner when Nq != Nk: a row that sees no key gets O = 0
-    and LSE = -inf. `scale` defaults to 1/sqrt(D). Returns O (q's dtype,
+    and LSE = -inf. `scale` defaults to 1/sqrt(D). `softcap` maps each
+    scaled logit s to softcap * tanh(s / softcap); `window` hides the keys
+    more than that many behind their query (kv_idx + window < q_idx), as
+    kernels/attention_softcap.mlir and attention_sliding_window.mlir do.
+    Returns O (q's dtype,
     B x H x Nq x D), or (O, LSE) with return_lse (float32 B x H x Nq).
     Inputs of any layout are copied to row-major where they are not;
     out= and lse= must be C-contiguous of the right shape and dtype."""
@@ -315,7 +324,7 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
 
     o = buffer(out, "out", q.shape, q.dtype)
     lse_buf = buffer(lse, "lse", (b, h, nq), np.float32)
-    kern = kernel_for(dtype, d, causal, scale)
+    kern = kernel_for(dtype, d, causal, scale, softcap, window)
     kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
              lse_buf.ctypes.data, b, h, nq, nk, kv_heads=k.shape[1])
     return (o, lse_buf) if return_lse else o
@@ -466,7 +475,7 @@ def varlen_attention_backward(q, k, v, o, lse, do, cu_seqlens_q,
 
 # --- torch (flashc.attention on CPU tensors) --------------------------------
 
-def torch_attention(q, k, v, causal, scale, out):
+def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None):
     """flashc.attention's CPU launch: (O, LSE) for CPU torch tensors that
     ops._check accepted. Inputs are made contiguous (copies where they are
     not); a non-contiguous out= receives a copy."""
@@ -481,7 +490,7 @@ def torch_attention(q, k, v, causal, scale, out):
                           f"{tuple(q.shape)}")
     q, k, v = (t.contiguous() for t in (q, k, v))
     b, h, nq, d = q.shape
-    kern = kernel_for(dtype, d, causal, scale)
+    kern = kernel_for(dtype, d, causal, scale, softcap, window)
     o = out if out is not None and out.is_contiguous() else torch.empty(
         q.shape, dtype=q.dtype)
     lse = torch.empty((b, h, nq), dtype=torch.float32)

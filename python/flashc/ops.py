@@ -80,7 +80,7 @@ def _device_info(index):
     return info
 
 
-def kernel_for(q, k, causal, scale):
+def kernel_for(q, k, causal, scale, softcap=None, window=None):
     """The loaded Kernel for these inputs: the variant (dtype, head dim,
     causal, scale) and, where a tuning database has one for the device and
     the shape bucket (max(seq_q, seq_k), batch * heads), its config."""
@@ -89,12 +89,17 @@ def kernel_for(q, k, causal, scale):
     dev = _device_of(q)
     # (n - 1).bit_length() names n's power-of-two bucket, as bucket_of does.
     memo = (q.dtype, d, bool(causal), scale, dev,
-            (max(nq, nk) - 1).bit_length(), (b * h - 1).bit_length())
+            (max(nq, nk) - 1).bit_length(), (b * h - 1).bit_length(),
+            softcap, window)
 
     def binary():
         bucket = bucket_of(b, h, max(nq, nk), d)
         arch, gpu = _device_info(dev)
-        variant = Variant(_DTYPES[q.dtype], d, causal, scale)
+        try:
+            variant = Variant(_DTYPES[q.dtype], d, causal, scale,
+                              softcap=softcap, window=window)
+        except VariantError as e:
+            raise FlashcError(4, str(e)) from None
         return _library.kernel_binary(variant, arch, gpu, bucket)
     return _cached_kernel(_kernels, memo, dev, binary)
 
@@ -149,16 +154,18 @@ def _load(path, dev):
     return kern
 
 
-def _launch(q, k, v, causal, scale, out):
+def _launch(q, k, v, causal, scale, out, softcap=None, window=None):
     if q.device.type == "cpu":
         _check(q, k, v)
         from . import cpu
-        return cpu.torch_attention(q, k, v, causal, scale, out)
+        return cpu.torch_attention(q, k, v, causal, scale, out, softcap,
+                                   window)
     if q.device.type != "cuda":
         raise FlashcError(4, f"q is on {q.device}; flashc kernels take CUDA "
                           "or CPU tensors")
     _check(q, k, v)
-    return kernel_for(q, k, causal, scale)._launch(q, k, v, out, None)
+    return kernel_for(q, k, causal, scale, softcap, window)._launch(
+        q, k, v, out, None)
 
 
 # The prepared launches of this thread's eager CUDA calls (Kernel._prepare),
@@ -169,20 +176,21 @@ _local = threading.local()
 _MAX_PREPARED = 256
 
 
-def _eager_cuda(q, k, v, causal, scale):
+def _eager_cuda(q, k, v, causal, scale, softcap=None, window=None):
     key = (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
            q.dtype, k.dtype, v.dtype, q.device, k.device, v.device, causal,
-           scale)
+           scale, softcap, window)
     prepared = getattr(_local, "prepared", None)
     if prepared is None:
         prepared = _local.prepared = {}
     run = prepared.get(key)
     if run is not None:
         return run(q, k, v)
-    o, lse = _launch(q, k, v, causal, scale, None)
+    o, lse = _launch(q, k, v, causal, scale, None, softcap, window)
     if len(prepared) >= _MAX_PREPARED:
         prepared.clear()
-    prepared[key] = kernel_for(q, k, causal, scale)._prepare(q, k, v)
+    prepared[key] = kernel_for(q, k, causal, scale, softcap,
+                               window)._prepare(q, k, v)
     return o, lse
 
 
@@ -205,27 +213,29 @@ _TAGS = ((torch.Tag.cudagraph_unsafe,)
                          device_types=("cuda", "cpu"), tags=_TAGS)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   causal: bool, scale: Optional[float],
-                  deterministic: bool = False
+                  deterministic: bool = False, softcap: Optional[float] = None,
+                  window: Optional[int] = None
                   ) -> Tuple[torch.Tensor, torch.Tensor]:
     # `deterministic` is the backward pass's (kept for its autograd node).
-    return _launch(q, k, v, causal, scale, None)
+    return _launch(q, k, v, causal, scale, None, softcap, window)
 
 
 @_attention_op.register_fake
-def _(q, k, v, causal, scale, deterministic=False):
+def _(q, k, v, causal, scale, deterministic=False, softcap=None, window=None):
     return _fake(q, k, v)
 
 
 @torch.library.custom_op("flashc::attention_out", mutates_args=("out",),
                          device_types=("cuda", "cpu"), tags=_TAGS)
 def _attention_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                      out: torch.Tensor, causal: bool, scale: Optional[float]
-                      ) -> torch.Tensor:
-    return _launch(q, k, v, causal, scale, out)[1]
+                      out: torch.Tensor, causal: bool, scale: Optional[float],
+                      softcap: Optional[float] = None,
+                      window: Optional[int] = None) -> torch.Tensor:
+    return _launch(q, k, v, causal, scale, out, softcap, window)[1]
 
 
 @_attention_out_op.register_fake
-def _(q, k, v, out, causal, scale):
+def _(q, k, v, out, causal, scale, softcap=None, window=None):
     return _fake(q, k, v)[1]
 
 
@@ -282,37 +292,46 @@ def _backward(ctx, grad_o, grad_lse):
         raise FlashcError(None, _NO_LSE_GRAD)
     q, k, v, o, lse = ctx.saved_tensors
     if grad_o is None:
-        return None, None, None, None, None, None
+        return None, None, None, None, None, None, None, None
     dq, dk, dv = torch.ops.flashc.attention_backward(
         grad_o, q, k, v, o, lse, ctx.causal, ctx.scale, ctx.deterministic)
-    return dq, dk, dv, None, None, None
+    return dq, dk, dv, None, None, None, None, None
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
+_NO_MODS_GRAD = (
+    "flashc.attention with softcap or window is forward-only so far: its "
+    "backward pass does not apply the mods yet (call it under "
+    "torch.no_grad() or on inputs that do not require grad)")
+
+
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              out=None, deterministic=False):
+              out=None, deterministic=False, softcap=None, window=None):
     """See flashc.attention."""
     needs_grad = torch.is_grad_enabled() and any(
         getattr(t, "requires_grad", False) for t in (q, k, v))
+    if needs_grad and (softcap is not None or window is not None):
+        raise FlashcError(4, _NO_MODS_GRAD)
     compiling = torch.compiler.is_compiling()
     if needs_grad or (compiling and out is None):
         o, lse = torch.ops.flashc.attention(q, k, v, causal, scale,
-                                            deterministic)
+                                            deterministic, softcap, window)
         if out is not None:
             # Through the functional op; the copy carries its gradient to
             # out.
             o = out.copy_(o)
     elif compiling:
-        lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale)
+        lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale,
+                                             softcap, window)
         o = out
     elif out is None and isinstance(q, torch.Tensor) and q.is_cuda:
         # Eager without grad: the launch itself, without the dispatcher,
         # prepared once per signature.
-        o, lse = _eager_cuda(q, k, v, causal, scale)
+        o, lse = _eager_cuda(q, k, v, causal, scale, softcap, window)
     else:
-        o, lse = _launch(q, k, v, causal, scale, out)
+        o, lse = _launch(q, k, v, causal, scale, out, softcap, window)
     return (o, lse) if return_lse else o
 
 

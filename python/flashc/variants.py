@@ -3,7 +3,9 @@
 Pure Python (no torch). A variant is what changes the kernel's source:
 dtype, head dim, causal, scale, and varlen (packed sequences:
 FlashAttention's varlen form, `packed(cu_seqlens_q, cu_seqlens_k, max_q)`).
-Its name is "<dtype>-d<D>[-causal][-scale<f32>][-varlen]", e.g.
+Its name is "<dtype>-d<D>[-causal][-scale<f32>][-softcap<f32>][-window<N>]
+[-varlen]" (softcap: each scaled logit s becomes softcap * tanh(s /
+softcap); window: a query sees no key more than N behind it), e.g.
 "bf16-d128-causal", "f16-d64-scale0.125" or "bf16-d128-causal-varlen"; the
 scale is the float32 the kernel multiplies by, printed so that it reads back
 exactly, and omitted when it is 1/sqrt(D) (the kernel's default). The
@@ -71,10 +73,11 @@ class Variant:
     (varlen), and whether it is the forward's backward pass (backward, with
     dQ added in a fixed order when deterministic)."""
     __slots__ = ("dtype", "head_dim", "causal", "scale", "varlen", "backward",
-                 "deterministic")
+                 "deterministic", "softcap", "window")
 
     def __init__(self, dtype, head_dim, causal=False, scale=None,
-                 varlen=False, backward=False, deterministic=False):
+                 varlen=False, backward=False, deterministic=False, *,
+                 softcap=None, window=None):
         if dtype not in DTYPES:
             raise VariantError(f"dtype {dtype!r}: flashc kernels take "
                                f"{' or '.join(DTYPES)}")
@@ -91,10 +94,35 @@ class Variant:
         if self.backward and self.varlen:
             raise VariantError("the backward pass of packed sequences runs on "
                                "the CPU only so far")
+        # Score and mask mods (kernels/attention_softcap.mlir and
+        # attention_sliding_window.mlir): softcap * tanh(s / softcap), and
+        # keys at most `window` behind the query.
+        self.softcap = None
+        if softcap is not None:
+            c = f32(softcap)
+            if not math.isfinite(c) or c <= 0:
+                raise VariantError(f"softcap must be a positive finite number, "
+                                   f"got {softcap}")
+            self.softcap = c
+        self.window = None
+        if window is not None:
+            if int(window) != window or int(window) < 0:
+                raise VariantError(f"window must be a number of keys >= 0, "
+                                   f"got {window}")
+            self.window = int(window)
+        if self.has_mods and (self.backward or self.varlen):
+            raise VariantError(
+                "softcap and window are forward-only and dense so far (their "
+                "backward pass and packed sequences are not generated yet)")
+
+    @property
+    def has_mods(self):
+        return self.softcap is not None or self.window is not None
 
     def _tuple(self):
         return (self.dtype, self.head_dim, self.causal, self.scale,
-                self.varlen, self.backward, self.deterministic)
+                self.varlen, self.backward, self.deterministic, self.softcap,
+                self.window)
 
     def __eq__(self, other):
         return isinstance(other, Variant) and self._tuple() == other._tuple()
@@ -109,6 +137,10 @@ class Variant:
             s += "-causal"
         if self.scale is not None:
             s += f"-scale{self.scale!r}"
+        if self.softcap is not None:
+            s += f"-softcap{self.softcap!r}"
+        if self.window is not None:
+            s += f"-window{self.window}"
         if self.varlen:
             s += "-varlen"
         if self.backward:
@@ -132,6 +164,10 @@ class Variant:
             s += "_varlen"
         if self.causal:
             s += "_causal"
+        if self.softcap is not None:
+            s += "_softcap"
+        if self.window is not None:
+            s += "_window"
         if self.deterministic:
             s += "_deterministic"
         return s
@@ -155,26 +191,29 @@ class Variant:
 
 
 _NAME = re.compile(
-    r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+?))?(-varlen)?"
-    r"(-backward)?(-deterministic)?")
+    r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+?))?(?:-softcap(.+?))?"
+    r"(?:-window([0-9]+))?(-varlen)?(-backward)?(-deterministic)?")
 
 
 def parse_variant(name):
     """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
-    way Python's float() reads, 1e-05 included); then "-varlen", or
-    "-backward" and "-deterministic"."""
+    way Python's float() reads, 1e-05 included); then "-softcap<x>" and
+    "-window<keys>", then "-varlen", or "-backward" and "-deterministic"."""
     m = _NAME.fullmatch(name.strip())
     try:
         if m is None:
             raise ValueError
         scale = None if m.group(4) is None else float(m.group(4))
+        softcap = None if m.group(5) is None else float(m.group(5))
     except ValueError:
         raise VariantError(
             f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
-            "[-scale<x>][-varlen][-backward[-deterministic]], e.g. "
-            "bf16-d128-causal") from None
+            "[-scale<x>][-softcap<x>][-window<keys>][-varlen]"
+            "[-backward[-deterministic]], e.g. bf16-d128-causal") from None
+    window = None if m.group(6) is None else int(m.group(6))
     return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale,
-                   bool(m.group(5)), bool(m.group(6)), bool(m.group(7)))
+                   bool(m.group(7)), bool(m.group(8)), bool(m.group(9)),
+                   softcap=softcap, window=window)
 
 
 def mlir_float(x):
@@ -272,8 +311,37 @@ def generate_source(variant, config):
         f"      {{{', '.join(attrs)}}}\n"
         f"      : {ty}, {ty}, {ty}\n"
         f"      -> {ty}, {lse_ty}\n"
+        f"{mod_regions(variant)}"
         f"  return\n"
         f"}}\n")
+
+
+def mod_regions(variant):
+    """The variant's score_mod (soft-capping, as
+    kernels/attention_softcap.mlir writes it) and mask_mod (the sliding
+    window of kernels/attention_sliding_window.mlir), or ""."""
+    text = ""
+    if variant.softcap is not None:
+        text += (
+            "    score_mod {\n"
+            "    ^bb0(%s: f32, %b: index, %h: index, %q_idx: index,"
+            " %kv_idx: index):\n"
+            f"      %cap = arith.constant {mlir_float(variant.softcap)} : f32\n"
+            "      %x = arith.divf %s, %cap : f32\n"
+            "      %t = math.tanh %x : f32\n"
+            "      %capped = arith.mulf %t, %cap : f32\n"
+            "      flash.yield %capped : f32\n"
+            "    }\n")
+    if variant.window is not None:
+        text += (
+            "    mask_mod {\n"
+            "    ^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index):\n"
+            f"      %window = arith.constant {variant.window} : index\n"
+            "      %reach = arith.addi %kv_idx, %window : index\n"
+            "      %inside = arith.cmpi uge, %reach, %q_idx : index\n"
+            "      flash.yield %inside : i1\n"
+            "    }\n")
+    return text
 
 
 # The backward pass's tile sizes: a query tile of 64 rows passes a key tile

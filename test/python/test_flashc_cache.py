@@ -128,6 +128,35 @@ class VariantTest(unittest.TestCase):
             self.assertRegex(lit, r"^[0-9]+\.[0-9]*(e[-+]?[0-9]+)?$")
             self.assertEqual(variants.f32(float(lit)), v.scale)
 
+    def test_mods_in_names_and_sources(self):
+        """softcap and window: in the name after the scale, and as the
+        score_mod / mask_mod regions of the shipped kernels in the source;
+        forward and dense only."""
+        v = Variant("bf16", 128, True, 0.1, softcap=50, window=1024)
+        self.assertEqual(v.name, "bf16-d128-causal-scale0.10000000149011612"
+                                 "-softcap50.0-window1024")
+        self.assertEqual(parse_variant(v.name), v)
+        self.assertNotEqual(v, Variant("bf16", 128, True, 0.1, softcap=50))
+        src = v.source()
+        self.assertIn("score_mod {", src)
+        self.assertIn("%cap = arith.constant 50.0 : f32", src)
+        self.assertIn("math.tanh", src)
+        self.assertIn("mask_mod {", src)
+        self.assertIn("%window = arith.constant 1024 : index", src)
+        self.assertIn("arith.cmpi uge, %reach, %q_idx", src)
+        w = parse_variant("f16-d64-window0")
+        self.assertEqual((w.window, w.softcap, w.causal), (0, None, False))
+        self.assertNotIn("score_mod", w.source())
+        self.assertNotIn("_mod", Variant("bf16", 64).source())
+        for bad in (dict(softcap=0.0), dict(softcap=-1), dict(window=-3),
+                    dict(window=2.5), dict(softcap=float("inf"))):
+            with self.assertRaises(variants.VariantError, msg=str(bad)):
+                Variant("bf16", 128, **bad)
+        with self.assertRaisesRegex(variants.VariantError, "forward-only"):
+            Variant("bf16", 128, backward=True, softcap=30.0)
+        with self.assertRaisesRegex(variants.VariantError, "forward-only"):
+            Variant("bf16", 128, varlen=True, window=8)
+
     def test_default_scale_is_no_scale(self):
         self.assertEqual(Variant("bf16", 128, False, 128 ** -0.5),
                          Variant("bf16", 128))

@@ -55,18 +55,24 @@ def from_bf16_bits(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
-def reference(q, k, v, causal, scale):
+def reference(q, k, v, causal, scale, softcap=None, window=None):
     """float64 attention, causal aligned bottom-right; (O, LSE), with O = 0
     and LSE = -inf on rows that see no key. K and V may have fewer heads
-    (grouped-query attention): query head h reads K/V head h / G."""
+    (grouped-query attention): query head h reads K/V head h / G. softcap:
+    each scaled logit s becomes softcap * tanh(s / softcap); window: query i
+    sees no key j with j + window < i."""
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     s = np.einsum("bhid,bhjd->bhij", q, k) * scale
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
     nq, nk = q.shape[2], k.shape[2]
+    i = np.arange(nq)[:, None]
+    j = np.arange(nk)[None, :]
     if causal:
-        i = np.arange(nq)[:, None]
-        j = np.arange(nk)[None, :]
         s = np.where(j > i + nk - nq, -np.inf, s)
+    if window is not None:
+        s = np.where(j + window < i, -np.inf, s)
     m = s.max(axis=-1, keepdims=True)
     seen = np.isfinite(m)
     m_safe = np.where(seen, m, 0.0)
@@ -79,10 +85,15 @@ def reference(q, k, v, causal, scale):
 
 class Case:
     def __init__(self, name, b, h, nq, nk, d, dtype, causal=False, scale=None,
-                 hot=1.0, hkv=None):
+                 hot=1.0, hkv=None, softcap=None, window=None, masked=None):
         self.name, self.shape = name, (b, h, nq, nk, d)
         self.dtype, self.causal, self.scale, self.hot = dtype, causal, scale, hot
         self.hkv = hkv or h
+        self.softcap, self.window = softcap, window
+        # Rows (over every batch and head) that see no key.
+        if masked is None:
+            masked = b * h * (nq - nk) if causal and nq > nk else 0
+        self.masked = masked
 
 
 CASES = [
@@ -106,6 +117,17 @@ CASES = [
     Case("bf16_d64_causal_gqa_32_over_8", 2, 32, 70, 129, 64, "bf16",
          causal=True, hot=3000.0, hkv=8),
     Case("f16_d128_mqa_32_over_1", 1, 32, 129, 65, 128, "f16", hkv=1),
+    # The score and mask mods of flashc.attention's softcap and window
+    # (the dialect's score_mod and mask_mod regions): soft-capping of
+    # logits near 1e3, a window of 40 keys with causal (the loop skips the
+    # key tiles before each query tile's window), and a window without
+    # causal over fewer keys than queries: rows past key 76 + 30 see no key.
+    Case("bf16_d64_causal_softcap_window_logits_1e3", 1, 2, 150, 150, 64,
+         "bf16", causal=True, hot=3000.0, softcap=20.0, window=40),
+    Case("f16_d128_window_hides_rows", 1, 2, 200, 77, 128, "f16", window=30,
+         masked=2 * (200 - 107)),
+    Case("bf16_d64_softcap_gqa", 2, 4, 90, 130, 64, "bf16", softcap=30.0,
+         hkv=2),
 ]
 
 
@@ -173,13 +195,11 @@ class CpuKernelTest(FreshCacheTest):
     def check(self, case, o, lse, exact):
         b, h, nq, nk, d = case.shape
         scale = case.scale if case.scale is not None else d ** -0.5
-        ref_o, ref_lse = reference(*exact, case.causal, scale)
+        ref_o, ref_lse = reference(*exact, case.causal, scale, case.softcap,
+                                   case.window)
         got_o = output_values(o, case.dtype)
         masked = np.isinf(ref_lse)
-        if case.causal and nq > nk:
-            self.assertEqual(int(masked.sum()), b * h * (nq - nk))
-        else:
-            self.assertFalse(masked.any())
+        self.assertEqual(int(masked.sum()), case.masked, case.name)
         # Rows that see no key: exactly O = 0 and LSE = -inf.
         self.assertTrue(np.all(got_o[masked] == 0.0), case.name)
         self.assertTrue(np.all(np.isneginf(lse[masked])), case.name)
@@ -212,7 +232,8 @@ class CpuKernelTest(FreshCacheTest):
                 o, lse = poisoned_outputs(case)
                 got_o, got_lse = cpu.attention(
                     q, k, v, causal=case.causal, scale=case.scale, out=o,
-                    lse=lse, return_lse=True)
+                    lse=lse, return_lse=True, softcap=case.softcap,
+                    window=case.window)
                 self.assertIs(got_o, o)
                 self.assertIs(got_lse, lse)
                 self.check(case, o, lse, exact)

@@ -38,15 +38,21 @@ if not os.access(COMPILER, os.X_OK):
 import flashc  # noqa: E402
 
 
-def reference(q, k, v, causal, scale):
+def reference(q, k, v, causal, scale, softcap=None, window=None):
     """float64 attention, causal aligned bottom-right; (O, LSE) with O = 0
-    and LSE = -inf on rows that see no key."""
+    and LSE = -inf on rows that see no key. softcap: each scaled logit s
+    becomes softcap * tanh(s / softcap); window: query i sees no key j with
+    j + window < i."""
     s = (q.double() @ k.double().transpose(-1, -2)) * scale
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
     nq, nk = q.shape[2], k.shape[2]
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
     if causal:
-        i = torch.arange(nq)[:, None]
-        j = torch.arange(nk)[None, :]
         s = s.masked_fill(j > i + nk - nq, float("-inf"))
+    if window is not None:
+        s = s.masked_fill(j + window < i, float("-inf"))
     lse = torch.logsumexp(s, -1)
     p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
     return p @ v.double(), lse
@@ -117,6 +123,30 @@ class CpuTensorTest(unittest.TestCase):
         o, lse = f(q, k, v)
         ref_o, ref_lse = reference(q, k, v, True, 0.125)
         self.check(o, lse, ref_o, ref_lse, torch.bfloat16)
+
+    def test_softcap_and_window(self):
+        """softcap and window (the dialect's score and mask mods) through
+        flashc.attention on CPU tensors, eager and under torch.compile,
+        against float64 with the same mods: logits near 1e3 capped, the
+        window's hidden key tiles skipped."""
+        q, k, v = self.inputs(150, 150, 64, torch.bfloat16, 11)
+        ref_o, ref_lse = reference(q, k, v, True, 0.125, softcap=20.0,
+                                   window=40)
+        o, lse = flashc.attention(q, k, v, causal=True, softcap=20.0,
+                                  window=40, return_lse=True)
+        self.check(o, lse, ref_o, ref_lse, torch.bfloat16)
+
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v):
+            return flashc.attention(q, k, v, causal=True, softcap=20.0,
+                                    window=40, return_lse=True)
+
+        o, lse = f(q, k, v)
+        self.check(o, lse, ref_o, ref_lse, torch.bfloat16)
+        # The plain causal kernel is another variant: it must differ here.
+        plain = flashc.attention(q, k, v, causal=True)
+        self.assertGreater((plain.double() - ref_o).norm() / ref_o.norm(),
+                           0.05)
 
     def test_autograd_runs_the_kernel_and_its_backward(self):
         """Gradients against float64 autograd. Rows with logits near 1e3

@@ -75,8 +75,10 @@ def reference_grads(grad_o, q, k, v, causal, scale):
 CALLS = {"attention": 0, "attention_out": 0, "attention_backward": 0}
 
 
-def cpu_attention(q, k, v, causal, scale, deterministic=False):
+def cpu_attention(q, k, v, causal, scale, deterministic=False, softcap=None,
+                  window=None):
     CALLS["attention"] += 1
+    assert softcap is None and window is None, "the stand-in has no mods"
     return reference(q, k, v, causal, scale)
 
 
@@ -86,7 +88,7 @@ def cpu_attention_backward(grad_o, q, k, v, o, lse, causal, scale,
     return reference_grads(grad_o, q, k, v, causal, scale)
 
 
-def cpu_attention_out(q, k, v, out, causal, scale):
+def cpu_attention_out(q, k, v, out, causal, scale, softcap=None, window=None):
     CALLS["attention_out"] += 1
     o, lse = reference(q, k, v, causal, scale)
     out.copy_(o)
@@ -138,12 +140,15 @@ class FakeTest(unittest.TestCase):
                     q = torch.empty(2, 3, 5, d, dtype=dtype)
                     k = torch.empty(2, 3, 7, d, dtype=dtype)
                     o, lse = torch.ops.flashc.attention(q, k, k, True, None)
+                    o2, _ = torch.ops.flashc.attention(q, k, k, True, None,
+                                                       False, 30.0, 16)
                     lse2 = torch.ops.flashc.attention_out(
                         q, k, k, torch.empty_like(q), False, 0.5)
                 self.assertEqual(tuple(o.shape), (2, 3, 5, d))
                 self.assertEqual(o.dtype, dtype)
                 self.assertTrue(o.is_contiguous())
                 self.assertEqual(tuple(lse.shape), (2, 3, 5))
+                self.assertEqual(tuple(o2.shape), (2, 3, 5, d))
                 self.assertEqual(lse.dtype, torch.float32)
                 self.assertEqual(tuple(lse2.shape), (2, 3, 5))
 
@@ -305,8 +310,8 @@ class EagerTest(unittest.TestCase):
         seen = []
         saved = ops._launch
 
-        def launch(q, k, v, causal, scale, out):
-            seen.append((causal, scale, out))
+        def launch(q, k, v, causal, scale, out, softcap=None, window=None):
+            seen.append((causal, scale, out, softcap, window))
             o, lse = reference(q, k, v, causal, scale)
             if out is not None:
                 o = out.copy_(o)
@@ -318,8 +323,20 @@ class EagerTest(unittest.TestCase):
         before = dict(CALLS)
         with torch.no_grad():
             o = flashc.attention(q, k, v, causal=True, scale=0.5)
+            flashc.attention(q, k, v, softcap=30.0, window=16)
         self.assertIsNone(o.grad_fn)
-        self.assertEqual(seen, [(True, 0.5, None)])
+        self.assertEqual(seen, [(True, 0.5, None, None, None),
+                                (False, None, None, 30.0, 16)])
+        self.assertEqual(CALLS, before)
+
+    def test_mods_are_forward_only(self):
+        # softcap and window have no backward pass yet: a call whose inputs
+        # require grad says so before running anything.
+        q, k, v = inputs(grad=True)
+        before = dict(CALLS)
+        for mods in (dict(softcap=30.0), dict(window=8)):
+            with self.assertRaisesRegex(flashc.FlashcError, "forward-only"):
+                flashc.attention(q, k, v, causal=True, **mods)
         self.assertEqual(CALLS, before)
 
     def test_other_devices_refused(self):
