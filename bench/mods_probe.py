@@ -138,10 +138,11 @@ def bench(kern, kernel, N, compiled):
     lse = torch.empty(B, H, N, device="cuda")
     timed = {
         "flashc": lambda: kern(q, k, v, out=out, lse=lse),
-        "flex": (lambda f: lambda: f(q, k, v))(
-            flex_call(kernel, N, N, "cuda", compiled)),
         "flashc_dense_causal": lambda: flashc.attention(q, k, v, causal=True),
     }
+    if compiled is not None:
+        timed["flex"] = (lambda f: lambda: f(q, k, v))(
+            flex_call(kernel, N, N, "cuda", compiled))
     for name, fn in timed.items():
         try:
             ms = compare.bench_fn(fn, rep_ms=100)
@@ -168,17 +169,23 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--seqs", default="8192,16384,32768",
                         help="the sequence lengths --bench times")
+    parser.add_argument("--no-flex-bench", action="store_true",
+                        help="time flashc alone (no FlexAttention compile)")
+    parser.add_argument("--only", default="",
+                        help="only the kernels whose name has this")
     parser.add_argument("--small", action="store_true",
                         help="one small case per kernel, no FlexAttention "
                              "(for compute-sanitizer)")
     args = parser.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     compiled = None
-    if not args.small:
+    if not args.small and not args.no_flex_bench:
         from torch.nn.attention.flex_attention import flex_attention
         compiled = torch.compile(flex_attention, dynamic=False)
     rows = []
     for kernel in ("attention_softcap", "attention_sliding_window"):
+        if args.only not in kernel:
+            continue
         path = os.path.join(args.dir, kernel + ".json")
         if not os.path.exists(path):
             print(f"{kernel}: not in {args.dir}")
