@@ -273,45 +273,48 @@ struct ScoresDotToWgMma : RolePattern<DotOp, ConsumerRole> {
   }
 };
 
-/// flash.mask on key tile j's scores: the loop patterns give its key offset
-/// as j * block_n.
+/// The key tile j of a scores op's first key, which the loop patterns give
+/// as j * block_n; null where it is not that.
+static Value keyTileOf(Value firstKey, const KernelSpec &spec) {
+  auto offset = firstKey.getDefiningOp<arith::MulIOp>();
+  APInt blockN;
+  if (!offset || !matchPattern(offset.getRhs(), m_ConstantInt(&blockN)) ||
+      blockN != spec.blockN)
+    return Value();
+  return offset.getLhs();
+}
+
+/// flash.mask on key tile j's scores.
 struct MaskToMaskKeys : RolePattern<MaskOp, ConsumerRole> {
   using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(MaskOp mask,
                                 PatternRewriter &rewriter) const override {
     Value scores = fragmentOf(mask.getScores());
-    auto offset = mask.getColStart().getDefiningOp<arith::MulIOp>();
-    APInt blockN;
-    if (!scores || !offset ||
-        !matchPattern(offset.getRhs(), m_ConstantInt(&blockN)) ||
-        blockN != role.spec.blockN)
+    Value j = keyTileOf(mask.getColStart(), role.spec);
+    if (!scores || !j)
       return failure();
     BuilderAt at(role.b, rewriter, mask);
-    Value masked = role.maskKeys(scores, offset.getLhs(), mask.getCausal());
+    Value masked = role.maskKeys(scores, j, mask.getCausal());
     rewriter.replaceOp(mask,
                        asTile(role.b, mask.getLoc(), masked, mask.getType()));
     return success();
   }
 };
 
-/// flash.mod_scores on key tile j's scores, its key offset j * block_n as
-/// for flash.mask; the row, batch and head operands are the program's and
-/// give way to this consumer's.
+/// flash.mod_scores on key tile j's scores; the row, batch and head
+/// operands are the program's and give way to this consumer's.
 struct ModScoresToWg : RolePattern<ModScoresOp, ConsumerRole> {
   using RolePattern::RolePattern;
 
   LogicalResult matchAndRewrite(ModScoresOp op,
                                 PatternRewriter &rewriter) const override {
     Value scores = fragmentOf(op.getScores());
-    auto offset = op.getColStart().getDefiningOp<arith::MulIOp>();
-    APInt blockN;
-    if (!scores || !offset ||
-        !matchPattern(offset.getRhs(), m_ConstantInt(&blockN)) ||
-        blockN != role.spec.blockN)
+    Value j = keyTileOf(op.getColStart(), role.spec);
+    if (!scores || !j)
       return failure();
     BuilderAt at(role.b, rewriter, op);
-    Value modded = role.modScores(scores, offset.getLhs(), op);
+    Value modded = role.modScores(scores, j, op);
     rewriter.replaceOp(op, asTile(role.b, op.getLoc(), modded, op.getType()));
     return success();
   }

@@ -86,6 +86,16 @@ inline Value buildTileElementwise(ImplicitLocOpBuilder &b,
       {utils::IteratorType::parallel, utils::IteratorType::parallel}, body);
 }
 
+/// In a tile generic's body: the query row (rowStart + i) and key
+/// (colStart + j) of the element.
+inline std::pair<Value, Value>
+elementQueryAndKey(ImplicitLocOpBuilder &b, Value rowStart, Value colStart) {
+  Value query =
+      arith::AddIOp::create(b, rowStart, linalg::IndexOp::create(b, 0));
+  Value key = arith::AddIOp::create(b, colStart, linalg::IndexOp::create(b, 1));
+  return {query, key};
+}
+
 /// Elementwise over row vectors of `resultType`.
 inline Value buildRowElementwise(ImplicitLocOpBuilder &b,
                                  RankedTensorType resultType, ValueRange inputs,

@@ -38,12 +38,10 @@ struct ModScoresToLinalg : OpRewritePattern<ModScoresOp> {
     Value result = buildTileElementwise(
         b, type, op.getScores(),
         [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value query = arith::AddIOp::create(b, op.getRowStart(),
-                                              linalg::IndexOp::create(b, 0));
-          Value key = arith::AddIOp::create(b, op.getColStart(),
-                                            linalg::IndexOp::create(b, 1));
-          query = clampIndex(b, query, op.getSeqQ());
-          key = clampIndex(b, key, op.getSeqK());
+          auto [row, column] =
+              elementQueryAndKey(b, op.getRowStart(), op.getColStart());
+          Value query = clampIndex(b, row, op.getSeqQ());
+          Value key = clampIndex(b, column, op.getSeqK());
           Value score = arith::MulFOp::create(
               b, args[0],
               arith::ConstantOp::create(b, b.getF32FloatAttr(scale)));

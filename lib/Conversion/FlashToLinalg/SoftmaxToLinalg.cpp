@@ -47,10 +47,8 @@ struct MaskToLinalg : OpRewritePattern<MaskOp> {
     Value result = buildTileElementwise(
         b, type, op.getScores(),
         [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value query = arith::AddIOp::create(b, op.getRowStart(),
-                                              linalg::IndexOp::create(b, 0));
-          Value key = arith::AddIOp::create(b, op.getColStart(),
-                                            linalg::IndexOp::create(b, 1));
+          auto [query, key] =
+              elementQueryAndKey(b, op.getRowStart(), op.getColStart());
           Value hidden = arith::CmpIOp::create(b, arith::CmpIPredicate::uge,
                                                key, op.getSeqK());
           if (causal) {
