@@ -285,12 +285,7 @@ def main():
                 row["kernel"] = name
                 print(json.dumps(row), flush=True)
                 results.append(row)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(results, f, indent=1)
-    bad = [r for r in results if r.get("ok") is False]
-    print(f"{len(bad)} failing of {sum('ok' in r for r in results)}")
-    sys.exit(1 if bad else 0)
+    compare.finish_probe(results, args.out)
 
 
 if __name__ == "__main__":

@@ -251,6 +251,17 @@ def main():
     return 0
 
 
+def finish_probe(rows, json_path):
+    """The end of a probe script: `rows` to json_path (if given), the count
+    of rows whose "ok" is False printed, and the exit status (1 if any)."""
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(rows, f, indent=1)
+    bad = [r for r in rows if r.get("ok") is False]
+    print(f"{len(bad)} failing of {sum('ok' in r for r in rows)}")
+    sys.exit(1 if bad else 0)
+
+
 def flops(shape, causal):
     """4 * B * H * N^2 * D for a B x H x N x D problem, halved under the
     causal mask."""

@@ -80,6 +80,15 @@ def _device_info(index):
     return info
 
 
+def _variant(q, **kwargs):
+    """The Variant of q's dtype and head dim with `kwargs`; a variant flashc
+    has no kernel for is FlashcError 4, naming what is wrong."""
+    try:
+        return Variant(_DTYPES[q.dtype], q.shape[-1], **kwargs)
+    except VariantError as e:
+        raise FlashcError(4, str(e)) from None
+
+
 def kernel_for(q, k, causal, scale, softcap=None, window=None):
     """The loaded Kernel for these inputs: the variant (dtype, head dim,
     causal, scale) and, where a tuning database has one for the device and
@@ -95,11 +104,8 @@ def kernel_for(q, k, causal, scale, softcap=None, window=None):
     def binary():
         bucket = bucket_of(b, h, max(nq, nk), d)
         arch, gpu = _device_info(dev)
-        try:
-            variant = Variant(_DTYPES[q.dtype], d, causal, scale,
-                              softcap=softcap, window=window)
-        except VariantError as e:
-            raise FlashcError(4, str(e)) from None
+        variant = _variant(q, causal=causal, scale=scale, softcap=softcap,
+                           window=window)
         return _library.kernel_binary(variant, arch, gpu, bucket)
     return _cached_kernel(_kernels, memo, dev, binary)
 
@@ -115,11 +121,8 @@ def backward_kernel_for(q, k, causal, scale, deterministic):
 
     def binary():
         arch, gpu = _device_info(dev)
-        try:
-            variant = Variant(_DTYPES[q.dtype], d, causal, scale,
-                              backward=True, deterministic=deterministic)
-        except VariantError as e:
-            raise FlashcError(4, str(e)) from None
+        variant = _variant(q, causal=causal, scale=scale, backward=True,
+                           deterministic=deterministic)
         return _library.kernel_binary(variant, arch, gpu,
                                       bucket_of(b, h, max(nq, nk), d))
     return _cached_kernel(_kernels, memo, dev, binary)
