@@ -238,6 +238,21 @@ static LogicalResult verifyPacked(Operation *op, Value cuSeqlensQ,
   return success();
 }
 
+/// An attention sink operand (`sinks`, or the backward's `dsinks`): a
+/// rank-1 f32 memref of one logit per query head.
+static LogicalResult verifySinks(Operation *op, StringRef name, Value sinks,
+                                 MemRefType qType) {
+  auto type = cast<MemRefType>(sinks.getType());
+  if (type.getRank() != 1 || !type.getElementType().isF32())
+    return op->emitOpError() << "'" << name << "' must be a rank-1 memref of "
+                             << "f32 (one logit per query head), got " << type;
+  if (dimsConflict(type.getDimSize(0), qType.getDimSize(kHeadsIndex)))
+    return op->emitOpError() << "heads mismatch: '" << name << "' has "
+                             << type.getDimSize(0) << " logits but 'q' has "
+                             << qType.getDimSize(kHeadsIndex) << " heads";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
@@ -360,6 +375,44 @@ LogicalResult AttentionOp::verifyRegions() {
   return verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures());
 }
 
+/// The backward's score mod must be differentiable op by op.
+static LogicalResult verifyDifferentiable(Region &scoreMod) {
+  if (Operation *op = findOpWithoutDerivative(scoreMod))
+    return op->emitOpError()
+           << "in 'score_mod' has no derivative the compiler can form for "
+              "the backward pass (supported: arith's float arithmetic, "
+              "min/max, select and casts; math's tanh, exp, exp2, expm1, "
+              "log, log2, log1p, sqrt, rsqrt, absf, sin, cos, fma, atan, "
+              "powf, floor, ceil, round, trunc)";
+  return success();
+}
+
+LogicalResult AttentionBackwardOp::verifyRegions() {
+  if (failed(verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures())))
+    return failure();
+  return verifyDifferentiable(getScoreMod());
+}
+
+LogicalResult ModScoresGradOp::verifyRegions() {
+  Region none;
+  if (failed(verifyMods(*this, getScoreMod(), none, getCaptures())))
+    return failure();
+  return verifyDifferentiable(getScoreMod());
+}
+
+LogicalResult ModScoresGradOp::verify() {
+  return verifyF32Tile(*this, "scores",
+                       cast<RankedTensorType>(getScores().getType()), 2);
+}
+
+LogicalResult SinkGradOp::verify() {
+  auto lse = cast<RankedTensorType>(getLse().getType());
+  if (failed(verifyF32Tile(*this, "lse", lse, 1)))
+    return failure();
+  return verifyRowVector(
+      *this, "delta", cast<RankedTensorType>(getDelta().getType()), "lse", lse);
+}
+
 LogicalResult ModScoresOp::verifyRegions() {
   return verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures());
 }
@@ -384,6 +437,9 @@ LogicalResult AttentionOp::verify() {
           *this, getCuSeqlensQ(), getCuSeqlensK(), {getMaxSeqlenQ()},
           "cu_seqlens_q, cu_seqlens_k and max_seqlen_q", operands)))
     return failure();
+  if (Value sinks = getSinks())
+    if (failed(verifySinks(*this, "sinks", sinks, operands[0].type)))
+      return failure();
   if (std::optional<APFloat> scale = getScale())
     return verifyPositiveFiniteScale(*this, scale->convertToFloat());
   return success();
@@ -422,6 +478,12 @@ LogicalResult AttentionBackwardOp::verify() {
           "cu_seqlens_q, cu_seqlens_k, max_seqlen_q and max_seqlen_k",
           operands)))
     return failure();
+  if (static_cast<bool>(getSinks()) != static_cast<bool>(getDSinks()))
+    return emitOpError("takes 'sinks' and 'dsinks' together");
+  if (Value sinks = getSinks())
+    if (failed(verifySinks(*this, "sinks", sinks, operands[0].type)) ||
+        failed(verifySinks(*this, "dsinks", getDSinks(), operands[0].type)))
+      return failure();
   if (std::optional<APFloat> scale = getScale())
     return verifyPositiveFiniteScale(*this, scale->convertToFloat());
   return success();

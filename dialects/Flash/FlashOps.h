@@ -51,6 +51,13 @@ Value inlineModRegion(OpBuilder &b, Region &region, ValueRange args);
 /// (FlashOps.td's signatures, bodies and terminator).
 LogicalResult verifyMods(Operation *op, Region &scoreMod, Region &maskMod,
                          ValueRange captures);
+/// The first op of a score mod's body whose derivative with respect to the
+/// score the compiler cannot form (ScoreModDerivative.cpp), or null.
+Operation *findOpWithoutDerivative(Region &scoreMod);
+/// Clones a score mod's body at `b`'s insertion point, as inlineModRegion,
+/// and gives the derivative of the value it yields with respect to its
+/// first argument (the score), formed op by op by the chain rule.
+Value inlineScoreModDerivative(OpBuilder &b, Region &scoreMod, ValueRange args);
 } // namespace mlir::flash
 
 #endif // FLASH_FLASHOPS_H

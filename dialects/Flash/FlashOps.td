@@ -114,6 +114,22 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
         flash.yield %in : i1
       }
     ```
+
+    Attention sinks (as gpt-oss uses them): `sinks` is an f32 memref of
+    H_q logits, one per query head, that join every row's softmax
+    denominator and add nothing to the output:
+
+        O[i] = sum_j exp(S'[i, j] - LSE[i]) V[j]
+        LSE[i] = log(exp(sink[h]) + sum_j exp(S'[i, j]))
+
+    The sink logit is taken as it is (neither scaled nor modded). A row
+    that sees no key gets O = 0 and LSE = sink[h].
+
+    ```mlir
+    flash.attention %q, %k, %v -> %o, lse %lse
+        sinks(%s : memref<32xf32>) {causal}
+        : !q, !kv, !kv -> !q, memref<?x32x?xf32>
+    ```
   }];
   let arguments = (ins
     Arg<AnyMemRef, "queries", [MemRead]>:$q,
@@ -125,6 +141,7 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     Arg<Optional<AnyMemRef>, "key sequence starts (packed)", [MemRead]>:$cuSeqlensK,
     Optional<Index>:$maxSeqlenQ,
     Arg<Variadic<AnyMemRef>, "memrefs the score and mask mods read", [MemRead]>:$captures,
+    Arg<Optional<AnyMemRef>, "per-head sink logits", [MemRead]>:$sinks,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Flash_ConfigAttr>:$config
@@ -135,6 +152,7 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     (`packed` `(` $cuSeqlensQ^ `:` type($cuSeqlensQ) `,` $cuSeqlensK `:`
       type($cuSeqlensK) `,` `max_q` $maxSeqlenQ `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     attr-dict `:`
     type($q) `,` type($k) `,` type($v) `->` type($o) (`,` type($lse)^)?
     (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
@@ -179,6 +197,30 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     Packed sequences take the forward's `cu_seqlens_q` / `cu_seqlens_k` and
     `max_seqlen_q`, and `max_seqlen_k` (the longest key sequence) too.
 
+    The forward's score and mask mods and their captures are given again,
+    with the same regions: P is recomputed through them, and the gradient
+    of a raw logit is `scale * score_mod'(x) * dS'` with `dS'` the
+    gradient of the modded logit. The compiler derives `score_mod'` from
+    the region's `arith` and `math` body by the chain rule; the verifier
+    names an op it has no derivative for. The forward's `sinks` come with
+    `dsinks`, an f32 memref of H_q that receives the sink logits'
+    gradients, `dsink[h] = -sum_{b, i} exp(sink[h] - LSE[b, h, i]) *
+    delta[b, h, i]` (summed over the batch and the rows).
+
+    ```mlir
+    flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
+        sinks(%s : memref<?xf32> -> %ds : memref<?xf32>) {causal}
+        : !t, !t, !t, !t, !t, memref<?x?x?xf32> -> !t, !t, !t
+      score_mod {
+      ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+        %c = arith.constant 50.0 : f32
+        %y = arith.divf %x, %c : f32
+        %t = math.tanh %y : f32
+        %r = arith.mulf %t, %c : f32
+        flash.yield %r : f32
+      }
+    ```
+
     The gradients are accumulated in f32 and rounded once to the operands'
     element type. Many key tiles add into each row of dQ; `deterministic`
     asks for a fixed order of those additions, so that every run gives the
@@ -211,20 +253,28 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     Arg<Optional<AnyMemRef>, "key sequence starts (packed)", [MemRead]>:$cuSeqlensK,
     Optional<Index>:$maxSeqlenQ,
     Optional<Index>:$maxSeqlenK,
+    Arg<Variadic<AnyMemRef>, "memrefs the score and mask mods read", [MemRead]>:$captures,
+    Arg<Optional<AnyMemRef>, "per-head sink logits", [MemRead]>:$sinks,
+    Arg<Optional<AnyMemRef>, "sink logit gradient", [MemWrite]>:$dSinks,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     UnitAttr:$deterministic,
     OptionalAttr<Flash_ConfigAttr>:$config
   );
+  let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o `,` $dO `,` $lse `->` $dQ `,` $dK `,` $dV
     (`packed` `(` $cuSeqlensQ^ `:` type($cuSeqlensQ) `,` $cuSeqlensK `:`
       type($cuSeqlensK) `,` `max_q` $maxSeqlenQ `,` `max_k` $maxSeqlenK `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `->` $dSinks `:` type($dSinks) `)`)?
     attr-dict `:`
     type($q) `,` type($k) `,` type($v) `,` type($o) `,` type($dO) `,`
     type($lse) `->` type($dQ) `,` type($dK) `,` type($dV)
+    (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     /// The static head dimension shared by every operand but LSE.
     int64_t getHeadDim();
@@ -232,6 +282,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     float getEffectiveScale();
     /// Whether the operands hold packed sequences (cu_seqlens given).
     bool isPacked() { return static_cast<bool>(getCuSeqlensQ()); }
+    /// Whether a score or a mask mod is given.
+    bool hasMods() { return !getScoreMod().empty() || !getMaskMod().empty(); }
   }];
 }
 
@@ -512,6 +564,12 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
     the max is in base-2 units (see `flash.softmax_update`) and
     `lse = (m + log2(l)) * ln(2)`: the LSE is always in natural log.
 
+    With a `sink` (an attention sink's logit, natural units, the same for
+    every row) the sink joins each row's denominator as one more key with
+    no value: with `m' = max(m, sink)` and `l' = l * exp(m - m') +
+    exp(sink - m')`, `output = acc * exp(m - m') / l'` and `lse = m' +
+    log(l')`; a row that saw no key gets output 0 and lse = sink.
+
     Example:
 
     ```mlir
@@ -520,16 +578,17 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
     ```
   }];
   let arguments = (ins AnyRankedTensor:$acc, AnyRankedTensor:$row_max,
-                       AnyRankedTensor:$row_sum, UnitAttr:$base2);
+                       AnyRankedTensor:$row_sum, Optional<F32>:$sink,
+                       UnitAttr:$base2);
   let results = (outs AnyRankedTensor:$output, AnyRankedTensor:$lse);
   let assemblyFormat = [{
-    $acc `,` $row_max `,` $row_sum (`base2` $base2^)? attr-dict `:`
-    type($acc) `,` type($row_max)
+    $acc `,` $row_max `,` $row_sum (`sink` $sink^)? (`base2` $base2^)?
+    attr-dict `:` type($acc) `,` type($row_max)
   }];
   let builders = [
     OpBuilder<(ins "Value":$acc, "Value":$rowMax, "Value":$rowSum), [{
       build($_builder, $_state, acc.getType(), rowMax.getType(), acc, rowMax,
-            rowSum, /*base2=*/false);
+            rowSum, /*sink=*/Value(), /*base2=*/false);
     }]>
   ];
   let hasVerifier = 1;
@@ -581,8 +640,81 @@ def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
   let hasRegionVerifier = 1;
 }
 
+def Flash_ModScoresGradOp : Flash_Op<"mod_scores_grad", [Pure,
+    AllTypesMatch<["grad", "scores", "result"]>]> {
+  let summary = "Carry a modded logit tile's gradient back through the score mod";
+  let description = [{
+    The backward of `flash.mod_scores`'s score mod: `grad` is the gradient
+    of the loss with respect to the modded logits of the tile whose raw
+    logits are `scores` (the tile of Q K^T at `row_start`, `col_start`, as
+    for `flash.mod_scores`). With `x = scale * scores[r, c]`:
+
+        result[r, c] = grad[r, c] == 0 ? 0
+                     : grad[r, c] * d score_mod(x, batch, head, i, j) / dx
+
+    the gradient with respect to the scaled logit (the caller multiplies
+    by `scale` once more for the raw one). The derivative is formed from
+    the region's body by the chain rule, op by op. An element whose
+    gradient is 0 (a masked key, whose probability is 0) gives 0 even
+    where the derivative is not finite.
+
+    Example:
+
+    ```mlir
+    %g = flash.mod_scores_grad %ds, %s, %b, %h, %row, %col, %seq_q, %seq_k
+        {scale = 0.0883883461 : f32} : tensor<64x64xf32>
+      score_mod {
+      ^bb0(%x: f32, %bb: index, %hh: index, %i: index, %j: index):
+        %t = math.tanh %x : f32
+        flash.yield %t : f32
+      }
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$grad, AnyRankedTensor:$scores,
+                       Index:$batch, Index:$head, Index:$row_start,
+                       Index:$col_start, Index:$seq_q, Index:$seq_k,
+                       Arg<Variadic<AnyMemRef>, "captures", [MemRead]>:$captures,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs AnyRankedTensor:$result);
+  let regions = (region SizedRegion<1>:$scoreMod);
+  let assemblyFormat = [{
+    $grad `,` $scores `,` $batch `,` $head `,` $row_start `,` $col_start `,`
+    $seq_q `,` $seq_k (`captures` `(` $captures^ `:` type($captures) `)`)?
+    attr-dict `:` type($scores) `score_mod` $scoreMod
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Flash_SinkGradOp : Flash_Op<"sink_grad", [Pure,
+    AllTypesMatch<["lse", "delta"]>]> {
+  let summary = "One query tile's share of an attention sink's gradient";
+  let description = [{
+    `result = -sum_r exp(sink - lse[r]) * delta[r]` over the rows `r` with
+    `row_start + r < seq_q`: the sink's probability in row r times the
+    row's delta = rowsum(dO * O), the gradient of the sink logit from this
+    tile's rows (rows past the end add nothing).
+
+    Example:
+
+    ```mlir
+    %g = flash.sink_grad %lse, %delta, %sink, %row, %seq_q
+        : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lse, AnyRankedTensor:$delta, F32:$sink,
+                       Index:$row_start, Index:$seq_q);
+  let results = (outs F32:$result);
+  let assemblyFormat = [{
+    $lse `,` $delta `,` $sink `,` $row_start `,` $seq_q attr-dict `:`
+    type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flash_YieldOp : Flash_Op<"yield", [Pure, Terminator,
-    ParentOneOf<["AttentionOp", "ModScoresOp", "WgModScoresOp"]>]> {
+    ParentOneOf<["AttentionOp", "AttentionBackwardOp", "ModScoresOp",
+                 "ModScoresGradOp", "WgModScoresOp"]>]> {
   let summary = "The value of a score or mask mod";
   let description = [{
     Ends `score_mod` (one f32: the new logit) and `mask_mod` (one i1: the

@@ -20,7 +20,7 @@ double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
   for (int64_t d = 0; d < headDim; ++d)
     out[d] = 0;
   if (last < 0)
-    return kNegInf;
+    return mods.hasSink ? mods.sink : kNegInf;
   scratch.resize(size_t(last + 1));
   const double *q = head.q + i * headDim;
   double m = kNegInf;
@@ -36,9 +36,12 @@ double referenceRow(const HeadView &head, int64_t i, int64_t seqQ, int64_t seqK,
     scratch[j] = mods.score ? mods.score(x * scale, i, j) : x * scale;
     m = std::max(m, scratch[j]);
   }
+  if (mods.hasSink)
+    m = std::max(m, mods.sink);
   if (m == kNegInf)
     return kNegInf;
-  double l = 0;
+  // The sink adds to the denominator only.
+  double l = mods.hasSink ? std::exp(mods.sink - m) : 0.0;
   for (int64_t j = 0; j <= last; ++j) {
     if (scratch[j] == kNegInf)
       continue;

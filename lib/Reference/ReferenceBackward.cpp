@@ -15,16 +15,17 @@ namespace flashc::ref {
 void referenceBackwardHead(const HeadView &head, const double *dOut,
                            const double *storedOut, int64_t seqQ, int64_t seqK,
                            int64_t headDim, double scale, bool causal,
-                           double *dq, double *dk, double *dv) {
+                           double *dq, double *dk, double *dv,
+                           const RowMods &mods, double *dSink) {
   std::vector<double> out(static_cast<size_t>(headDim)), scratch;
   std::vector<double> p(static_cast<size_t>(seqK)),
-      dp(static_cast<size_t>(seqK));
+      dp(static_cast<size_t>(seqK)), grad(static_cast<size_t>(seqK));
   for (int64_t i = 0; i < seqQ; ++i) {
     double *dqRow = dq + i * headDim;
     for (int64_t d = 0; d < headDim; ++d)
       dqRow[d] = 0;
     double lse = referenceRow(head, i, seqQ, seqK, headDim, scale, causal,
-                              out.data(), scratch);
+                              out.data(), scratch, mods);
     if (std::isinf(lse))
       continue;
     int64_t last = causal ? std::min(seqK - 1, i + seqK - seqQ) : seqK - 1;
@@ -41,7 +42,11 @@ void referenceBackwardHead(const HeadView &head, const double *dOut,
         s += q[d] * k[d];
         g += dO[d] * v[d];
       }
-      p[j] = std::exp(s * scale - lse);
+      double x = s * scale;
+      bool seen = !mods.mask || mods.mask(i, j);
+      double modded = mods.score ? mods.score(x, i, j) : x;
+      p[j] = seen ? std::exp(modded - lse) : 0.0;
+      grad[j] = mods.scoreGrad ? mods.scoreGrad(x, i, j) : 1.0;
       dp[j] = g;
       delta += p[j] * g;
     }
@@ -50,10 +55,15 @@ void referenceBackwardHead(const HeadView &head, const double *dOut,
       for (int64_t d = 0; d < headDim; ++d)
         delta += dO[d] * storedOut[i * headDim + d];
     }
+    if (dSink)
+      *dSink -= std::exp(mods.sink - lse) * delta;
     for (int64_t j = 0; j <= last; ++j) {
-      // dS_ij = P_ij (dP_ij - delta_i), the gradient of the scaled logit;
-      // the raw logit's is scale times that.
-      double ds = p[j] * (dp[j] - delta) * scale;
+      // dS_ij = P_ij (dP_ij - delta_i), the gradient of the modded logit;
+      // the scaled logit's is score'(x) times that, the raw one's scale
+      // times more.
+      if (p[j] == 0.0)
+        continue;
+      double ds = p[j] * (dp[j] - delta) * grad[j] * scale;
       const double *k = head.k + j * headDim;
       double *dkRow = dk + j * headDim;
       double *dvRow = dv + j * headDim;

@@ -25,6 +25,17 @@ namespace mlir::flash {
 using namespace mlir;
 using namespace mlir::flash;
 
+Value mlir::flash::buildModScores(ImplicitLocOpBuilder &b, const Mods &mods,
+                                  Value scores, const TileCoordinates &at) {
+  auto mod = ModScoresOp::create(b, scores.getType(), scores, at.sequence,
+                                 at.head, at.row, at.col, at.seqQ, at.seqK,
+                                 mods.captures, b.getF32FloatAttr(mods.scale));
+  IRMapping mapping;
+  mods.scoreMod.cloneInto(&mod.getScoreMod(), mapping);
+  mods.maskMod.cloneInto(&mod.getMaskMod(), mapping);
+  return mod;
+}
+
 namespace {
 
 /// Everything the body of one program needs from outside the grid.
@@ -42,22 +53,8 @@ struct ProgramOperands {
 
 /// The attention of one program at `b`'s insertion point: the query tile
 /// at `row` of (batch, head), K and V of `kvHead`, over sequences of
-/// `seqQ` queries and `seqK` keys.
-/// `op`'s score and mask mods on the scores of the key tile at `col`, as
-/// flash.mod_scores with the regions cloned: the logits scaled and modded.
-/// `sequence` is what the regions see as the batch index.
-static Value buildModScores(ImplicitLocOpBuilder &b, AttentionOp op,
-                            Value scores, Value sequence, Value head, Value row,
-                            Value col, Value seqQ, Value seqK) {
-  auto mod = ModScoresOp::create(b, scores.getType(), scores, sequence, head,
-                                 row, col, seqQ, seqK, op.getCaptures(),
-                                 b.getF32FloatAttr(op.getEffectiveScale()));
-  IRMapping mapping;
-  op.getScoreMod().cloneInto(&mod.getScoreMod(), mapping);
-  op.getMaskMod().cloneInto(&mod.getMaskMod(), mapping);
-  return mod;
-}
-
+/// `seqQ` queries and `seqK` keys. `sequence` is what the mods see as the
+/// batch index.
 static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
                            const ProgramOperands &mem, Value batch,
                            Value sequence, Value head, Value kvHead, Value row,
@@ -126,8 +123,11 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
                                      ValueRange{batch, kvHead, col});
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
         if (mods)
-          scores = buildModScores(lb, op, scores, sequence, head, row, col,
-                                  seqQ, seqK);
+          scores =
+              buildModScores(lb,
+                             {op.getScoreMod(), op.getMaskMod(),
+                              op.getCaptures(), op.getEffectiveScale()},
+                             scores, {sequence, head, row, col, seqQ, seqK});
         Value masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
@@ -138,8 +138,12 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
         scf::YieldOp::create(lb, ValueRange{acc, newMax, newSum});
       });
 
-  auto finalize = FinalizeOp::create(b, loop.getResult(0), loop.getResult(1),
-                                     loop.getResult(2));
+  // An attention sink joins the softmax's sum once, after the last key.
+  SmallVector<Value, 4> finalOperands(loop.getResults());
+  if (Value sinks = op.getSinks())
+    finalOperands.push_back(memref::LoadOp::create(b, sinks, head));
+  auto finalize = FinalizeOp::create(b, TypeRange{accType, rowType},
+                                     finalOperands, ArrayRef<NamedAttribute>());
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),
       finalize.getOutput());

@@ -9,17 +9,23 @@
 //      N x N matrix is ever stored), dV and dK accumulate in the program
 //      and are stored once, and dQ's share of this key tile is added into
 //      the accumulator;
-//   3. per (query tile, batch * head): dQ = scale * accumulator, rounded.
+//   3. per (query tile, batch * head): dQ = scale * accumulator, rounded;
+//   4. (attention sinks only) per query head: the sink's gradient, summed
+//      over the batch and the rows in order from the LSE and the deltas.
+// Score and mask mods are applied to the recomputed logits as in the
+// forward, and dS is carried back through the score mod's derivative.
 // A program owns its K/V head's whole group, so dK and dV are reduced
 // across heads without atomics; only dQ's rows receive from many programs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TileSteps.h"
+#include "flashc/Transforms/MaskAnalysis.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <optional>
 
@@ -39,6 +45,8 @@ struct BackwardOperands {
 struct ProgramProblem {
   Value batch, seqQ, seqK;
   std::optional<SequenceRows> rowsQ, rowsK;
+  /// What the mods see as the batch index: the batch, or the sequence.
+  Value sequence;
 };
 
 /// Where a program of a grid over (tiles, batch * heads) works: its tile's
@@ -95,6 +103,11 @@ private:
   void buildDeltaProgram(ImplicitLocOpBuilder &b);
   void buildKeyTileProgram(ImplicitLocOpBuilder &b);
   void buildDQProgram(ImplicitLocOpBuilder &b);
+  void buildSinkGradProgram(ImplicitLocOpBuilder &b, Value batches);
+  /// dS (the modded logits' gradient) carried back through the score mod:
+  /// the scaled logits' gradient.
+  Value buildModScoresGrad(ImplicitLocOpBuilder &b, Value dS, Value scores,
+                           const TileCoordinates &at);
 
   AttentionBackwardOp op;
   int64_t blockM, blockN, headDim;
@@ -106,10 +119,10 @@ private:
 
 ProgramProblem BackwardTiler::problemOf(ImplicitLocOpBuilder &b, Value batch) {
   if (!op.isPacked())
-    return {batch, seqQ, seqK, std::nullopt, std::nullopt};
+    return {batch, seqQ, seqK, std::nullopt, std::nullopt, batch};
   SequenceRows rowsQ = loadSequenceRows(b, op.getCuSeqlensQ(), batch);
   SequenceRows rowsK = loadSequenceRows(b, op.getCuSeqlensK(), batch);
-  return {c0, rowsQ.length, rowsK.length, rowsQ, rowsK};
+  return {c0, rowsQ.length, rowsK.length, rowsQ, rowsK, batch};
 }
 
 BackwardOperands BackwardTiler::operandsOf(ImplicitLocOpBuilder &b,
@@ -210,13 +223,26 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
           b, arith::DivUIOp::create(b, clamped, cBlockM), cBlockM);
     }
 
+    // Block sparsity: a mask_mod that hides every key more than W behind
+    // its query hides this key tile from the rows past col + block_n - 1 +
+    // W.
+    Value rowEnd = tileSeqQ;
+    if (std::optional<int64_t> window = keyWindowBehind(op.getMaskMod())) {
+      Value last = arith::AddIOp::create(
+          b, col, arith::ConstantIndexOp::create(b, blockN + *window));
+      rowEnd = arith::MinSIOp::create(b, last, tileSeqQ);
+    }
+
     Value gradInit = constantTile(b, {blockN, headDim}, 0.0f);
     Value scoreInit = constantTile(b, {blockM, blockN}, 0.0f);
     Value rowGradInit = constantTile(b, {blockM, headDim}, 0.0f);
     auto qTileType = RankedTensorType::get({blockM, headDim}, element);
     auto rowType = RankedTensorType::get({blockM}, b.getF32Type());
     auto pType = RankedTensorType::get({blockM, blockN}, b.getF32Type());
-    FloatAttr scaleAttr = b.getF32FloatAttr(scale);
+    // With mods the recomputed logits are scaled before them, as in the
+    // forward, so the softmax takes them as they are.
+    const bool mods = op.hasMods();
+    FloatAttr scaleAttr = b.getF32FloatAttr(mods ? 1.0f : scale);
     bool causal = op.getCausal();
 
     // Every query head of the group, then every query tile, in order.
@@ -228,7 +254,7 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
           Value head = arith::AddIOp::create(
               hb, arith::MulIOp::create(hb, kvHead, groupSize), member);
           auto rowLoop = scf::ForOp::create(
-              hb, firstRow, tileSeqQ, cBlockM, headGrads,
+              hb, firstRow, rowEnd, cBlockM, headGrads,
               [&](OpBuilder &inner, Location loc, Value row, ValueRange grads) {
                 ImplicitLocOpBuilder lb(loc, inner);
                 SmallVector<Value, 3> at = {problem.batch, head, row};
@@ -238,7 +264,15 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
                 Value rowDelta = LoadTileOp::create(lb, rowType, mem.delta, at);
                 Value scores =
                     DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
-                Value masked = MaskOp::create(lb, scores, row, col, tileSeqQ,
+                TileCoordinates tileAt = {problem.sequence, head,    row, col,
+                                          tileSeqQ,         tileSeqK};
+                Value modded = scores;
+                if (mods)
+                  modded = buildModScores(lb,
+                                          {op.getScoreMod(), op.getMaskMod(),
+                                           op.getCaptures(), scale},
+                                          scores, tileAt);
+                Value masked = MaskOp::create(lb, modded, row, col, tileSeqQ,
                                               tileSeqK, causal);
                 Value p = SoftmaxRecomputeOp::create(lb, pType, masked, lse,
                                                      scaleAttr,
@@ -248,8 +282,10 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
                                          /*transpose_b=*/false);
                 Value dP =
                     DotOp::create(lb, dO, v, scoreInit, /*transpose_b=*/true);
-                Value dS = round(
-                    lb, SoftmaxGradOp::create(lb, pType, p, dP, rowDelta));
+                Value dS = SoftmaxGradOp::create(lb, pType, p, dP, rowDelta);
+                if (!op.getScoreMod().empty())
+                  dS = buildModScoresGrad(lb, dS, scores, tileAt);
+                dS = round(lb, dS);
                 Value dK = DotOp::create(lb, dS, q, grads[0],
                                          /*transpose_a=*/true,
                                          /*transpose_b=*/false);
@@ -269,6 +305,49 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
     StoreTileOp::create(b, round(b, dK), mem.dK, at);
     StoreTileOp::create(b, round(b, headLoop.getResult(1)), mem.dV, at);
   });
+}
+
+Value BackwardTiler::buildModScoresGrad(ImplicitLocOpBuilder &b, Value dS,
+                                        Value scores,
+                                        const TileCoordinates &at) {
+  auto grad = ModScoresGradOp::create(
+      b, dS.getType(), dS, scores, at.sequence, at.head, at.row, at.col,
+      at.seqQ, at.seqK, op.getCaptures(), b.getF32FloatAttr(scale));
+  IRMapping mapping;
+  op.getScoreMod().cloneInto(&grad.getScoreMod(), mapping);
+  return grad;
+}
+
+void BackwardTiler::buildSinkGradProgram(ImplicitLocOpBuilder &b,
+                                         Value batches) {
+  Value head = ProgramIdOp::create(b, 0);
+  Value sink = memref::LoadOp::create(b, op.getSinks(), head);
+  Value cBlockM = arith::ConstantIndexOp::create(b, blockM);
+  auto rowType = RankedTensorType::get({blockM}, b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
+  // Every batch (or sequence), then every query tile, in order: the sum is
+  // the same on every run.
+  auto batchLoop = scf::ForOp::create(
+      b, c0, batches, c1, ValueRange{zero},
+      [&](OpBuilder &nested, Location loc, Value batch, ValueRange total) {
+        ImplicitLocOpBuilder bb(loc, nested);
+        ProgramProblem problem = problemOf(bb, batch);
+        BackwardOperands mem = operandsOf(bb, problem);
+        auto rowLoop = scf::ForOp::create(
+            bb, c0, problem.seqQ, cBlockM, total,
+            [&](OpBuilder &inner, Location loc, Value row, ValueRange sum) {
+              ImplicitLocOpBuilder lb(loc, inner);
+              SmallVector<Value, 3> at = {problem.batch, head, row};
+              Value lse = LoadTileOp::create(lb, rowType, mem.lse, at);
+              Value delta = LoadTileOp::create(lb, rowType, mem.delta, at);
+              Value share = SinkGradOp::create(lb, lb.getF32Type(), lse, delta,
+                                               sink, row, problem.seqQ);
+              scf::YieldOp::create(
+                  lb, ValueRange{arith::AddFOp::create(lb, sum[0], share)});
+            });
+        scf::YieldOp::create(bb, rowLoop.getResults());
+      });
+  memref::StoreOp::create(b, batchLoop.getResult(0), op.getDSinks(), head);
 }
 
 void BackwardTiler::buildDQProgram(ImplicitLocOpBuilder &b) {
@@ -336,6 +415,12 @@ void BackwardTiler::run() {
   emitGrid({tiles(longestK, blockN), batchKvHeads},
            &BackwardTiler::buildKeyTileProgram);
   emitGrid({queryTiles, batchHeads}, &BackwardTiler::buildDQProgram);
+  if (op.getSinks()) {
+    auto grid = GridOp::create(b, ValueRange{heads});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&grid.getBody().front());
+    buildSinkGradProgram(b, batch);
+  }
   op.erase();
 }
 

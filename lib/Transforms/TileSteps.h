@@ -31,6 +31,27 @@ SequenceRows loadSequenceRows(ImplicitLocOpBuilder &b, Value cuSeqlens,
 Value viewSequenceRows(ImplicitLocOpBuilder &b, Value memref, SequenceRows rows,
                        Value heads);
 
+/// The score and mask mods of a flash.attention or
+/// flash.attention_backward: its regions, their captures and the logit
+/// scale applied before them.
+struct Mods {
+  Region &scoreMod;
+  Region &maskMod;
+  ValueRange captures;
+  float scale;
+};
+
+/// Where a logit tile lies: the sequence (what the mods see as the batch
+/// index) and query head, its first query row and key, and the lengths.
+struct TileCoordinates {
+  Value sequence, head, row, col, seqQ, seqK;
+};
+
+/// `mods` on the raw logit tile `scores` at `at`, as flash.mod_scores with
+/// the regions cloned: the logits scaled and modded.
+Value buildModScores(ImplicitLocOpBuilder &b, const Mods &mods, Value scores,
+                     const TileCoordinates &at);
+
 /// Replaces `op` (a flash.attention_backward) by its tile program: grids
 /// over query tiles and key tiles (see TileAttentionBackward.cpp).
 void tileAttentionBackward(AttentionBackwardOp op, ConfigAttr config);

@@ -34,3 +34,34 @@ func.func @packed(%q: !t, %lse: memref<1x4x?xf32>, %cq: memref<?xi32>,
       : !t, !t, !t, !t, !t, memref<1x4x?xf32> -> !t, !t, !t
   return
 }
+
+// -----
+
+!t = memref<?x?x?x64xbf16>
+!l = memref<?x?x?xf32>
+func.func @softcap_backward(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l,
+                            %dq: !t, %dk: !t, %dv: !t) {
+  // expected-error @+1 {{flash-to-gpu: the backward kernels do not take score or mask mods or attention sinks yet (the CPU path runs them)}}
+  flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv {causal}
+      : !t, !t, !t, !t, !t, !l -> !t, !t, !t
+    score_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+      %t = math.tanh %x : f32
+      flash.yield %t : f32
+    }
+  return
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16>
+!l = memref<?x?x?xf32>
+func.func @sink_backward(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l,
+                         %dq: !t, %dk: !t, %dv: !t, %s: memref<?xf32>,
+                         %ds: memref<?xf32>) {
+  // expected-error @+1 {{flash-to-gpu: the backward kernels do not take score or mask mods or attention sinks yet (the CPU path runs them)}}
+  flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
+      sinks(%s : memref<?xf32> -> %ds : memref<?xf32>) {causal}
+      : !t, !t, !t, !t, !t, !l -> !t, !t, !t
+  return
+}

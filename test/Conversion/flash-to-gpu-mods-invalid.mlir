@@ -33,3 +33,15 @@ func.func @packed(%q: !p, %k: !p, %v: !p, %o: !p, %cq: memref<?xi32>,
     }
   return
 }
+
+// -----
+
+// The sink's memref is one more kernel argument too.
+!t = memref<?x?x?x128xbf16>
+func.func @sinks(%q: !t, %k: !t, %v: !t, %o: !t, %s: memref<?xf32>) {
+  // expected-error @+1 {{flash-to-gpu: attention sinks are not lowered to the GPU yet (the CPU path runs them)}}
+  flash.attention %q, %k, %v -> %o sinks(%s : memref<?xf32>)
+      {causal, config = #flash.config<block_m = 128, block_n = 128, stages = 2, warpgroups = 2>}
+      : !t, !t, !t -> !t
+  return
+}

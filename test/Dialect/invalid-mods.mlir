@@ -109,7 +109,7 @@ func.func @vector_capture(%q: !t, %k: !t, %v: !t, %o: !t, %bias: memref<?xvector
 
 !t = memref<?x?x?x64xbf16>
 func.func @yield_outside_mods(%x: f32) {
-  // expected-error @+1 {{'flash.yield' op expects parent op to be one of 'flash.attention, flash.mod_scores, flash.wg.mod_scores'}}
+  // expected-error @+1 {{'flash.yield' op expects parent op to be one of 'flash.attention, flash.attention_backward, flash.mod_scores, flash.mod_scores_grad, flash.wg.mod_scores'}}
   flash.yield %x : f32
 }
 

@@ -52,31 +52,6 @@ func.func @attention_backward(%q: {0}, %k: {0}, %v: {0}, %o: {0}, %do: {0},
       type, c.causal ? "causal, " : "", c.blockM, c.blockN);
 }
 
-/// Relative error (Frobenius) of `got` (kernel bits, the case's storage
-/// order) against `expected` (B x H x N x D doubles); fails on a non-finite
-/// element.
-double relativeError(const std::vector<uint16_t> &got,
-                     const std::vector<double> &expected, const Case &c,
-                     int64_t heads, int64_t rows, const char *name) {
-  double errSq = 0, refSq = 0;
-  for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t n = 0; n < rows; ++n)
-        for (int64_t d = 0; d < c.headDim; ++d) {
-          double want = expected[((b * heads + h) * rows + n) * c.headDim + d];
-          float value = flashc::ref::halfBitsToFloat(
-              got[elementIndex(c, heads, rows, b, h, n, d)], c.dtype);
-          EXPECT_TRUE(std::isfinite(value))
-              << name << "[" << b << ", " << h << ", " << n << ", " << d
-              << "] is " << value;
-          if (!std::isfinite(value))
-            return INFINITY;
-          errSq += (value - want) * (value - want);
-          refSq += want * want;
-        }
-  return refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
-}
-
 class CpuBackwardTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CpuBackwardTest, GradientsMatchFloat64) {

@@ -6,7 +6,11 @@
 // MLIR's execution engine on random inputs with poisoned outputs, and
 // compares O and LSE with the float64 reference given the same mods written
 // in C++: soft-capping, ALiBi, the sliding window, document masking and
-// prefix-LM, with logits near 1e3 and rows the mask hides entirely.
+// prefix-LM, with logits near 1e3 and rows the mask hides entirely; and
+// attention sinks. Then the backward of each, derived from the shipped
+// forward by -flash-derive-backward (the score mod's derivative formed by
+// the compiler), against the float64 gradients with the derivative
+// written by hand, the sink's gradient included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +18,12 @@
 
 #include "flashc/Reference/Reference.h"
 
+#include "flashc/Transforms/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
@@ -32,7 +39,7 @@ namespace {
 
 struct ModCase {
   const char *name;
-  /// kernels/<kernel>.mlir: bf16, head dim 128, with the LSE.
+  /// kernels/<kernel>.mlir: bf16, with the LSE.
   const char *kernel;
   int64_t batch, heads, seqQ, seqK;
   /// The kernel's causal attribute.
@@ -40,6 +47,7 @@ struct ModCase {
   float hotRowFactor = 1.0f;
   /// Query rows the mods (with causal) hide entirely; -1: not checked.
   int64_t expectMaskedRows = -1;
+  int64_t headDim = 128;
 };
 
 std::ostream &operator<<(std::ostream &os, const ModCase &c) {
@@ -48,7 +56,7 @@ std::ostream &operator<<(std::ostream &os, const ModCase &c) {
 
 /// The captures a kernel reads and the reference's mods for (b, h).
 struct Captures {
-  std::vector<float> slopes;
+  std::vector<float> slopes, sinks;
   std::vector<int32_t> documents, prefix;
   int64_t documentRows = 0;
 };
@@ -79,6 +87,12 @@ Captures makeCaptures(const ModCase &c, std::mt19937 &rng) {
     for (int64_t b = 0; b < c.batch; ++b)
       cap.prefix.push_back(prefix(rng));
   }
+  if (kernel == "attention_sink") {
+    // From a sink no key outweighs to one that outweighs most rows.
+    const float logits[] = {-3.0f, 0.5f, 2.0f, 6.0f};
+    for (int64_t h = 0; h < c.heads; ++h)
+      cap.sinks.push_back(logits[h % 4]);
+  }
   return cap;
 }
 
@@ -86,10 +100,19 @@ RowMods referenceMods(const ModCase &c, const Captures &cap, int64_t b,
                       int64_t h) {
   std::string kernel = c.kernel;
   RowMods mods;
-  if (kernel == "attention_softcap")
+  if (kernel == "attention_softcap") {
     mods.score = [](double x, int64_t, int64_t) {
       return 50.0 * std::tanh(x / 50.0);
     };
+    mods.scoreGrad = [](double x, int64_t, int64_t) {
+      double t = std::tanh(x / 50.0);
+      return 1.0 - t * t;
+    };
+  }
+  if (kernel == "attention_sink") {
+    mods.hasSink = true;
+    mods.sink = cap.sinks[h];
+  }
   if (kernel == "attention_alibi") {
     double slope = cap.slopes[h];
     mods.score = [slope](double x, int64_t i, int64_t j) {
@@ -109,27 +132,106 @@ RowMods referenceMods(const ModCase &c, const Captures &cap, int64_t b,
   return mods;
 }
 
-class CpuModsTest : public ::testing::TestWithParam<ModCase> {};
+/// The memref descriptors of a kernel's arguments after the attention
+/// tensors: its captures, or its sinks (and, for the backward, their
+/// gradients).
+struct ExtraArgs {
+  ExtraArgs(Captures &cap, const Case &c)
+      : documents{cap.documents.data(),
+                  cap.documents.data(),
+                  0,
+                  {c.batch, cap.documentRows},
+                  {cap.documentRows, 1}} {
+    if (!cap.slopes.empty())
+      floats = floatView(cap.slopes);
+    if (!cap.sinks.empty()) {
+      floats = floatView(cap.sinks);
+      dSinks.assign(cap.sinks.size(), std::numeric_limits<float>::quiet_NaN());
+      gradients = floatView(dSinks);
+    }
+    if (!cap.prefix.empty())
+      prefix = view1(cap.prefix);
+    hasDocuments = !cap.documents.empty();
+  }
+  static StridedMemRefType<float, 1> floatView(std::vector<float> &v) {
+    return {v.data(), v.data(), 0, {int64_t(v.size())}, {1}};
+  }
+  void append(std::vector<void *> &args, bool withGradients) {
+    if (floats.data)
+      args.push_back(&floats);
+    if (withGradients && gradients.data)
+      args.push_back(&gradients);
+    if (hasDocuments)
+      args.push_back(&documents);
+    if (prefix.data)
+      args.push_back(&prefix);
+  }
+  StridedMemRefType<float, 1> floats{}, gradients{};
+  StridedMemRefType<int32_t, 2> documents;
+  StridedMemRefType<int32_t, 1> prefix{};
+  std::vector<float> dSinks;
+  bool hasDocuments = false;
+};
 
-TEST_P(CpuModsTest, MatchesFloat64Reference) {
-  const ModCase &m = GetParam();
-  Case c{m.name, m.batch,  m.heads,     m.seqQ,        m.seqK,
-         128,    m.causal, DType::BF16, m.hotRowFactor};
+/// Calls a _mlir_ciface_ entry point that takes `args.size()` pointers.
+void callKernel(void *fn, const std::vector<void *> &a) {
+  using P = void *;
+  switch (a.size()) {
+  case 5:
+    return reinterpret_cast<void (*)(P, P, P, P, P)>(fn)(a[0], a[1], a[2], a[3],
+                                                         a[4]);
+  case 6:
+    return reinterpret_cast<void (*)(P, P, P, P, P, P)>(fn)(a[0], a[1], a[2],
+                                                            a[3], a[4], a[5]);
+  case 9:
+    return reinterpret_cast<void (*)(P, P, P, P, P, P, P, P, P)>(fn)(
+        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+  case 10:
+    return reinterpret_cast<void (*)(P, P, P, P, P, P, P, P, P, P)>(fn)(
+        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+  case 11:
+    return reinterpret_cast<void (*)(P, P, P, P, P, P, P, P, P, P, P)>(fn)(
+        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
+  }
+  FAIL() << "no call of " << a.size() << " arguments";
+}
 
-  std::unique_ptr<mlir::MLIRContext> context = jitContext();
+/// The shipped kernel's module, its forward func given the C interface.
+mlir::OwningOpRef<mlir::ModuleOp> parseKernel(mlir::MLIRContext &context,
+                                              const ModCase &m) {
   std::string path = std::string(FLASHC_KERNELS_DIR) + "/" + m.kernel + ".mlir";
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(path, context.get());
-  ASSERT_TRUE(module) << "cannot parse " << path;
-  auto func = module->lookupSymbol<mlir::func::FuncOp>(m.kernel);
-  ASSERT_TRUE(func) << path << " has no func @" << m.kernel;
-  func->setAttr(mlir::LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                mlir::UnitAttr::get(context.get()));
+      mlir::parseSourceFile<mlir::ModuleOp>(path, &context);
+  if (!module)
+    return module;
+  if (auto func = module->lookupSymbol<mlir::func::FuncOp>(m.kernel))
+    func->setAttr(mlir::LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                  mlir::UnitAttr::get(&context));
+  return module;
+}
+
+flashc::TileOverrides testTiles() {
+  // 64 x 32 tiles: lengths are ragged and several key tiles meet each mod.
   flashc::TileOverrides tiles;
   tiles.blockM = 64;
   tiles.blockN = 32;
   tiles.warpgroups = 1;
-  auto engine = jitCompileModule(*module, tiles);
+  return tiles;
+}
+
+class CpuModsTest : public ::testing::TestWithParam<ModCase> {};
+
+TEST_P(CpuModsTest, MatchesFloat64Reference) {
+  const ModCase &m = GetParam();
+  Case c{m.name,    m.batch,  m.heads,     m.seqQ,        m.seqK,
+         m.headDim, m.causal, DType::BF16, m.hotRowFactor};
+
+  std::unique_ptr<mlir::MLIRContext> context = jitContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseKernel(*context, m);
+  ASSERT_TRUE(module) << "cannot parse " << m.kernel;
+  ASSERT_TRUE(module->lookupSymbol<mlir::func::FuncOp>(m.kernel))
+      << "no func @" << m.kernel;
+  auto engine = jitCompileModule(*module, testTiles());
   ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
   auto symbol = (*engine)->lookup(std::string("_mlir_ciface_") + m.kernel);
   ASSERT_TRUE(static_cast<bool>(symbol)) << llvm::toString(symbol.takeError());
@@ -149,33 +251,10 @@ TEST_P(CpuModsTest, MatchesFloat64Reference) {
        oView = view4(o, c, c.heads, c.seqQ);
   auto lseView = view3(lse, c);
 
-  using NoCapture = void (*)(void *, void *, void *, void *, void *);
-  using OneCapture = void (*)(void *, void *, void *, void *, void *, void *);
-  void *kernel = reinterpret_cast<void *>(*symbol);
-  if (!cap.slopes.empty()) {
-    StridedMemRefType<float, 1> slopes{cap.slopes.data(),
-                                       cap.slopes.data(),
-                                       0,
-                                       {int64_t(cap.slopes.size())},
-                                       {1}};
-    reinterpret_cast<OneCapture>(kernel)(&qView, &kView, &vView, &oView,
-                                         &lseView, &slopes);
-  } else if (!cap.documents.empty()) {
-    StridedMemRefType<int32_t, 2> docs{cap.documents.data(),
-                                       cap.documents.data(),
-                                       0,
-                                       {c.batch, cap.documentRows},
-                                       {cap.documentRows, 1}};
-    reinterpret_cast<OneCapture>(kernel)(&qView, &kView, &vView, &oView,
-                                         &lseView, &docs);
-  } else if (!cap.prefix.empty()) {
-    auto prefix = view1(cap.prefix);
-    reinterpret_cast<OneCapture>(kernel)(&qView, &kView, &vView, &oView,
-                                         &lseView, &prefix);
-  } else {
-    reinterpret_cast<NoCapture>(kernel)(&qView, &kView, &vView, &oView,
-                                        &lseView);
-  }
+  ExtraArgs extra(cap, c);
+  std::vector<void *> args = {&qView, &kView, &vView, &oView, &lseView};
+  extra.append(args, /*withGradients=*/false);
+  callKernel(reinterpret_cast<void *>(*symbol), args);
 
   ForwardErrors e =
       compareForward(c, q, k, v, o, lse, [&](int64_t b, int64_t h) {
@@ -183,8 +262,9 @@ TEST_P(CpuModsTest, MatchesFloat64Reference) {
       });
   ASSERT_TRUE(e.problem.empty()) << e.problem;
   std::cout << "[ numerics ] " << m.name << ": rel err O " << e.relErr
-            << " (worst row " << e.worstRowErr << "), LSE " << e.lseRelErr
-            << ", fully masked rows " << e.maskedRows << "\n";
+            << " (worst row " << e.worstRowErr << ": " << e.worstRow
+            << "), LSE " << e.lseRelErr << ", fully masked rows "
+            << e.maskedRows << "\n";
   EXPECT_LT(e.relErr, 1e-2);
   EXPECT_LT(e.worstRowErr, 3e-2);
   // The reference rounds nothing but the inputs: the LSE is off only by
@@ -193,6 +273,98 @@ TEST_P(CpuModsTest, MatchesFloat64Reference) {
   if (m.expectMaskedRows >= 0) {
     EXPECT_EQ(e.maskedRows, m.expectMaskedRows);
   }
+}
+
+TEST_P(CpuModsTest, GradientsMatchFloat64) {
+  const ModCase &m = GetParam();
+  Case c{m.name,    m.batch,  m.heads,     m.seqQ,        m.seqK,
+         m.headDim, m.causal, DType::BF16, m.hotRowFactor};
+
+  std::unique_ptr<mlir::MLIRContext> context = jitContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseKernel(*context, m);
+  ASSERT_TRUE(module) << "cannot parse " << m.kernel;
+  mlir::PassManager derive(context.get());
+  derive.addPass(mlir::flash::createFlashDeriveBackward());
+  ASSERT_TRUE(mlir::succeeded(derive.run(*module)));
+  auto engine = jitCompileModule(*module, testTiles());
+  ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
+  std::string name = m.kernel;
+  auto forward = (*engine)->lookup("_mlir_ciface_" + name);
+  auto backward = (*engine)->lookup("_mlir_ciface_" + name + "_backward");
+  ASSERT_TRUE(forward && backward);
+
+  std::mt19937 rng(8765 + c.seqQ * 3 + c.seqK);
+  HostTensor q = randomTensor(rng, c, c.heads, c.seqQ, c.hotRowFactor);
+  HostTensor k = randomTensor(rng, c, c.heads, c.seqK, 1.0f);
+  HostTensor v = randomTensor(rng, c, c.heads, c.seqK, 1.0f);
+  HostTensor dO = randomTensor(rng, c, c.heads, c.seqQ, 1.0f);
+  uint16_t nan = flashc::ref::halfNaNBits(c.dtype);
+  std::vector<uint16_t> o(q.bits.size(), nan), dq(q.bits.size(), nan),
+      dk(k.bits.size(), nan), dv(v.bits.size(), nan);
+  std::vector<float> lse(c.batch * c.heads * c.seqQ,
+                         std::numeric_limits<float>::quiet_NaN());
+  Captures cap = makeCaptures(m, rng);
+  auto qView = view4(q.bits, c, c.heads, c.seqQ),
+       kView = view4(k.bits, c, c.heads, c.seqK),
+       vView = view4(v.bits, c, c.heads, c.seqK),
+       oView = view4(o, c, c.heads, c.seqQ),
+       dOView = view4(dO.bits, c, c.heads, c.seqQ),
+       dqView = view4(dq, c, c.heads, c.seqQ),
+       dkView = view4(dk, c, c.heads, c.seqK),
+       dvView = view4(dv, c, c.heads, c.seqK);
+  auto lseView = view3(lse, c);
+  ExtraArgs extra(cap, c);
+  std::vector<void *> forwardArgs = {&qView, &kView, &vView, &oView, &lseView};
+  extra.append(forwardArgs, /*withGradients=*/false);
+  callKernel(reinterpret_cast<void *>(*forward), forwardArgs);
+  std::vector<void *> backwardArgs = {&qView,  &kView,  &vView,
+                                      &oView,  &dOView, &lseView,
+                                      &dqView, &dkView, &dvView};
+  extra.append(backwardArgs, /*withGradients=*/true);
+  callKernel(reinterpret_cast<void *>(*backward), backwardArgs);
+
+  // float64 gradients, delta from the forward's stored O as the op
+  // defines it.
+  double scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
+  std::vector<double> wantDq(q.values.size()), wantDk(k.values.size(), 0.0),
+      wantDv(v.values.size(), 0.0), wantDSinks(c.heads, 0.0), storedOut;
+  for (uint16_t bits : o)
+    storedOut.push_back(flashc::ref::halfBitsToFloat(bits, c.dtype));
+  for (int64_t bh = 0; bh < c.batch * c.heads; ++bh) {
+    int64_t b = bh / c.heads, h = bh % c.heads;
+    int64_t qOffset = bh * c.seqQ * c.headDim;
+    int64_t kvOffset = bh * c.seqK * c.headDim;
+    flashc::ref::RowMods mods = referenceMods(m, cap, b, h);
+    flashc::ref::referenceBackwardHead(
+        {q.values.data() + qOffset, k.values.data() + kvOffset,
+         v.values.data() + kvOffset},
+        dO.values.data() + qOffset, storedOut.data() + qOffset, c.seqQ, c.seqK,
+        c.headDim, scale, c.causal, wantDq.data() + qOffset,
+        wantDk.data() + kvOffset, wantDv.data() + kvOffset, mods,
+        mods.hasSink ? &wantDSinks[h] : nullptr);
+  }
+  double errDq = relativeError(dq, wantDq, c, c.heads, c.seqQ, "dQ");
+  double errDk = relativeError(dk, wantDk, c, c.heads, c.seqK, "dK");
+  double errDv = relativeError(dv, wantDv, c, c.heads, c.seqK, "dV");
+  std::cout << "[ numerics ] " << m.name << " backward: rel err dQ " << errDq
+            << ", dK " << errDk << ", dV " << errDv;
+  EXPECT_LT(errDq, 1e-2);
+  EXPECT_LT(errDk, 1e-2);
+  EXPECT_LT(errDv, 1e-2);
+  if (!cap.sinks.empty()) {
+    double errSq = 0, refSq = 0;
+    for (int64_t h = 0; h < c.heads; ++h) {
+      ASSERT_TRUE(std::isfinite(extra.dSinks[h])) << "dsinks[" << h << "]";
+      errSq +=
+          (extra.dSinks[h] - wantDSinks[h]) * (extra.dSinks[h] - wantDSinks[h]);
+      refSq += wantDSinks[h] * wantDSinks[h];
+    }
+    double errDSinks = std::sqrt(errSq / refSq);
+    std::cout << ", dsinks " << errDSinks;
+    // f32 sums of the same terms as the reference's.
+    EXPECT_LT(errDSinks, 1e-4);
+  }
+  std::cout << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -215,7 +387,15 @@ INSTANTIATE_TEST_SUITE_P(
                 1100, true, /*hotRowFactor=*/3000.0f, /*expectMaskedRows=*/0},
         ModCase{"document", "attention_document", 2, 2, 300, 300, true,
                 /*hotRowFactor=*/3000.0f, /*expectMaskedRows=*/0},
-        ModCase{"prefix_lm", "attention_prefix_lm", 3, 2, 150, 150, false}),
+        ModCase{"prefix_lm", "attention_prefix_lm", 3, 2, 150, 150, false},
+        // Sinks from -3 to 6 over four heads, logits near 1e3 on every
+        // third row; 200 queries over 77 keys, so causal hides the first
+        // 123 rows entirely: O = 0 and LSE = the sink there.
+        ModCase{"sink_logits_near_1e3", "attention_sink", 2, 4, 150, 150, true,
+                /*hotRowFactor=*/3000.0f, /*expectMaskedRows=*/0,
+                /*headDim=*/64},
+        ModCase{"sink_hides_rows", "attention_sink", 1, 4, 200, 77, true, 1.0f,
+                /*expectMaskedRows=*/0, /*headDim=*/64}),
     [](const ::testing::TestParamInfo<ModCase> &info) {
       return std::string(info.param.name);
     });

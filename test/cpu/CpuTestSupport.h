@@ -26,6 +26,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -179,6 +181,8 @@ struct ForwardErrors {
   /// The largest relative error of one row of O: a mask off by a few keys
   /// moves a few rows a lot and the whole tensor little.
   double worstRowErr = 0;
+  /// Where the worst row is.
+  std::string worstRow;
   int64_t maskedRows = 0;
   /// The first thing that is plainly wrong (a NaN, a masked row that is not
   /// O = 0 and LSE = -inf), or empty.
@@ -244,13 +248,47 @@ inline ForwardErrors compareForward(
       }
       errSq += rowErrSq;
       refSq += rowRefSq;
-      if (rowRefSq > 0)
-        e.worstRowErr = std::max(e.worstRowErr, std::sqrt(rowErrSq / rowRefSq));
+      // A row whose output lies near f32's smallest normals (an attention
+      // sink that takes all but e^-700 of its weight) has no relative
+      // precision in any 16- or 32-bit float; the tensor's error still
+      // counts it.
+      const double representable = 1e-30;
+      if (std::sqrt(rowRefSq) > representable &&
+          std::sqrt(rowErrSq / rowRefSq) > e.worstRowErr) {
+        e.worstRowErr = std::sqrt(rowErrSq / rowRefSq);
+        e.worstRow = where + " (reference norm " +
+                     std::to_string(std::sqrt(rowRefSq)) + ")";
+      }
     }
   }
   e.relErr = refSq > 0 ? std::sqrt(errSq / refSq) : 0.0;
   e.lseRelErr = lseRefSq > 0 ? std::sqrt(lseErrSq / lseRefSq) : 0.0;
   return e;
+}
+
+/// Relative error (Frobenius) of `got` (kernel bits, the case's storage
+/// order) against `expected` (B x H x N x D doubles); fails on a non-finite
+/// element.
+inline double relativeError(const std::vector<uint16_t> &got,
+                            const std::vector<double> &expected, const Case &c,
+                            int64_t heads, int64_t rows, const char *name) {
+  double errSq = 0, refSq = 0;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < rows; ++n)
+        for (int64_t d = 0; d < c.headDim; ++d) {
+          double want = expected[((b * heads + h) * rows + n) * c.headDim + d];
+          float value = flashc::ref::halfBitsToFloat(
+              got[elementIndex(c, heads, rows, b, h, n, d)], c.dtype);
+          EXPECT_TRUE(std::isfinite(value))
+              << name << "[" << b << ", " << h << ", " << n << ", " << d
+              << "] is " << value;
+          if (!std::isfinite(value))
+            return INFINITY;
+          errSq += (value - want) * (value - want);
+          refSq += want * want;
+        }
+  return refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
 }
 
 /// A context with every dialect flashc uses and their LLVM translations.

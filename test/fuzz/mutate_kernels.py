@@ -52,7 +52,8 @@ SWAPS = [
     ["major = k", "major = mn"],
     ["->", ","],
     # The score and mask mods' regions and what their bodies hold.
-    ["score_mod", "mask_mod", "captures"],
+    ["score_mod", "mask_mod", "captures", "sinks"],
+    ["%sinks", "%slopes", "%lse", "%q"],
     ["arith.addf", "arith.mulf", "arith.divf", "arith.subf", "math.tanh",
      "math.exp", "math.log"],
     ["arith.addi", "arith.subi", "arith.muli", "arith.cmpi", "arith.index_cast"],

@@ -178,11 +178,12 @@ class VariantTest(unittest.TestCase):
     # Shipped kernels no variant generates: their sources fix more than a
     # variant says (attention_gqa_bshd_causal: 32 query over 8 K/V heads).
     FIXED_SHAPE_KERNELS = {"attention_gqa_bshd_causal"}
-    # The score and mask mods' kernels: no variant of flashc.attention
-    # names a mod yet.
+    # The kernels of the score and mask mods with captures and constants
+    # of their own, and the sink's: variants generate only softcap and
+    # window, from their own text.
     MOD_KERNELS = {"attention_softcap", "attention_alibi",
                    "attention_sliding_window", "attention_document",
-                   "attention_prefix_lm"}
+                   "attention_prefix_lm", "attention_sink"}
 
     def test_kernel_names_are_the_shipped_files(self):
         names = {v.kernel_name for v in variants.shipped_variants()}

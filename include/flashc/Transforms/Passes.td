@@ -73,4 +73,26 @@ def FlashFuse : Pass<"flash-fuse", "func::FuncOp"> {
   ];
 }
 
+def FlashDeriveBackward : Pass<"flash-derive-backward", "ModuleOp"> {
+  let summary = "Add the backward function of each forward attention function";
+  let description = [{
+    For every function whose body is one `flash.attention` that writes the
+    LSE (and the return), adds `@<name>_backward` taking
+
+        (q, k, v, o, do, lse, dq, dk, dv, captures..., [sinks, dsinks])
+
+    (types as the forward's; dq as q, dk and dv as k and v) and holding
+    `flash.attention_backward` with the forward's scale, causal mask,
+    captures, sinks and its score and mask mod regions cloned, so that a
+    user's own mods train without writing the backward by hand: the score
+    mod's derivative is the compiler's (`flash.mod_scores_grad`). A
+    forward without the LSE gets an error at the op (the backward
+    recomputes the probabilities from it); the forward's tile config is
+    not carried over (the backward has its own tiles).
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::flash::FlashDialect"
+  ];
+}
+
 #endif // FLASHC_TRANSFORMS_PASSES_TD

@@ -69,6 +69,16 @@ mlir::flash::gpu_lowering::matchBackwardTileProgram(func::FuncOp func) {
     return fail("take 64 x 64 tiles (block_m = 64, block_n = 64; got ")
            << spec.blockM << " x " << spec.blockN << ")";
 
+  // The kernels recompute plain logits and have no sink reduction.
+  Operation *unlowered = nullptr;
+  func.walk([&](Operation *op) {
+    if (isa<ModScoresOp, ModScoresGradOp, SinkGradOp>(op) && !unlowered)
+      unlowered = op;
+  });
+  if (unlowered)
+    return unlowered->emitError("flash-to-gpu: the backward kernels do not "
+                                "take score or mask mods or attention sinks "
+                                "yet (the CPU path runs them)");
   if (llvm::range_size(func.getOps<GridOp>()) != 3)
     return fail("expected the three grids -flash-tile writes");
   SmallVector<SoftmaxRecomputeOp> recomputes;

@@ -141,6 +141,16 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   });
   if (captures.wasInterrupted())
     return failure();
+  // So is the sink's memref.
+  WalkResult sinks = grid.walk([](FinalizeOp finalize) {
+    if (!finalize.getSink())
+      return WalkResult::advance();
+    finalize.emitError("flash-to-gpu: attention sinks are not lowered to "
+                       "the GPU yet (the CPU path runs them)");
+    return WalkResult::interrupt();
+  });
+  if (sinks.wasInterrupted())
+    return failure();
   // -flash-tile guards a packed sequences' program with its sequence's
   // bounds (scf.if) and views its rows (memref.subview); the program proper
   // is the guarded block.

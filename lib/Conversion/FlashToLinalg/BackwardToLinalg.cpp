@@ -1,8 +1,8 @@
 //===- BackwardToLinalg.cpp - the backward pass's tile ops -> linalg ------===//
 //
-// row_dot, softmax_recompute and softmax_grad as parallel and reduction
-// generics: the definitions of FlashOps.td written out, including the guard
-// that keeps masked logits and rows that saw no key at p = 0, never NaN.
+// row_dot, softmax_recompute, softmax_grad and sink_grad as parallel and
+// reduction generics: the definitions of FlashOps.td written out, including the
+// guard that keeps masked logits and rows that saw no key at p = 0, never NaN.
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,10 +102,43 @@ struct SoftmaxGradToLinalg : OpRewritePattern<SoftmaxGradOp> {
   }
 };
 
+/// One reduction over the tile's rows into a 0-d tensor: the rows past
+/// seq_q add nothing.
+struct SinkGradToLinalg : OpRewritePattern<SinkGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SinkGradOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    MLIRContext *ctx = op.getContext();
+    AffineMap row = AffineMap::getMultiDimIdentityMap(1, ctx);
+    AffineMap scalar = AffineMap::get(1, 0, {}, ctx);
+    auto resultType = RankedTensorType::get({}, b.getF32Type());
+    Value sum =
+        buildGeneric(b, ValueRange{op.getLse(), op.getDelta()},
+                     buildFilled(b, resultType, 0.0f), {row, row, scalar},
+                     {utils::IteratorType::reduction},
+                     [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+                       Value lse = args[0], delta = args[1], running = args[2];
+                       Value query = arith::AddIOp::create(
+                           b, op.getRowStart(), linalg::IndexOp::create(b, 0));
+                       Value inside = arith::CmpIOp::create(
+                           b, arith::CmpIPredicate::ult, query, op.getSeqQ());
+                       Value p = math::ExpOp::create(
+                           b, arith::SubFOp::create(b, op.getSink(), lse));
+                       Value term = arith::MulFOp::create(b, p, delta);
+                       Value next = arith::SubFOp::create(b, running, term);
+                       return arith::SelectOp::create(b, inside, next, running);
+                     });
+    rewriter.replaceOpWithNewOp<tensor::ExtractOp>(op, sum, ValueRange());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::flash::populateBackwardToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<RowDotToLinalg, SoftmaxRecomputeToLinalg, SoftmaxGradToLinalg>(
-      patterns.getContext());
+  patterns.add<RowDotToLinalg, SoftmaxRecomputeToLinalg, SoftmaxGradToLinalg,
+               SinkGradToLinalg>(patterns.getContext());
 }

@@ -38,8 +38,8 @@ struct ConvertFlashTilesToLinalgPass
     // Anything left would reach the LLVM lowering and fail far from here.
     WalkResult leftover = getOperation()->walk([](Operation *op) {
       if (isa<LoadTileOp, StoreTileOp, DotOp, MaskOp, ModScoresOp,
-              SoftmaxUpdateOp, RescaleOp, FinalizeOp, RowDotOp,
-              SoftmaxRecomputeOp, SoftmaxGradOp>(op)) {
+              ModScoresGradOp, SoftmaxUpdateOp, RescaleOp, FinalizeOp, RowDotOp,
+              SoftmaxRecomputeOp, SoftmaxGradOp, SinkGradOp>(op)) {
         op->emitOpError("was not lowered to linalg");
         return WalkResult::interrupt();
       }

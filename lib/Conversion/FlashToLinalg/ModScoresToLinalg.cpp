@@ -2,7 +2,8 @@
 //
 // The score and mask mods on the CPU path: one elementwise generic over the
 // score tile whose body is the regions' own ops, inlined with each
-// element's query and key index.
+// element's query and key index; and their backward, whose body is the
+// score mod's derivative.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,9 +67,44 @@ struct ModScoresToLinalg : OpRewritePattern<ModScoresOp> {
   }
 };
 
+/// The backward of the score mod: the region's derivative, formed by the
+/// chain rule as it is inlined, times the incoming gradient.
+struct ModScoresGradToLinalg : OpRewritePattern<ModScoresGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ModScoresGradOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto type = cast<RankedTensorType>(op.getScores().getType());
+    float scale = op.getScale().convertToFloat();
+    Value result = buildTileElementwise(
+        b, type, ValueRange{op.getGrad(), op.getScores()},
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          auto [row, column] =
+              elementQueryAndKey(b, op.getRowStart(), op.getColStart());
+          Value x = arith::MulFOp::create(
+              b, args[1],
+              arith::ConstantOp::create(b, b.getF32FloatAttr(scale)));
+          SmallVector<Value> scoreArgs = {x, op.getBatch(), op.getHead(),
+                                          clampIndex(b, row, op.getSeqQ()),
+                                          clampIndex(b, column, op.getSeqK())};
+          llvm::append_range(scoreArgs, op.getCaptures());
+          Value derivative =
+              inlineScoreModDerivative(b, op.getScoreMod(), scoreArgs);
+          Value zero = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
+          Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                             args[0], zero);
+          Value grad = arith::MulFOp::create(b, args[0], derivative);
+          return arith::SelectOp::create(b, none, zero, grad);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::flash::populateModScoresToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<ModScoresToLinalg>(patterns.getContext());
+  patterns.add<ModScoresToLinalg, ModScoresGradToLinalg>(patterns.getContext());
 }

@@ -158,6 +158,8 @@ struct FinalizeToLinalg : OpRewritePattern<FinalizeOp> {
 
   LogicalResult matchAndRewrite(FinalizeOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.getSink())
+      return rewriter.notifyMatchFailure(op, "has a sink");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     auto isEmptyRow = [](ImplicitLocOpBuilder &b, Value sum) -> Value {
       Value zero = f32Constant(b, 0.0f);
@@ -195,9 +197,87 @@ struct FinalizeToLinalg : OpRewritePattern<FinalizeOp> {
   }
 };
 
+/// flash.finalize with an attention sink: the sink joins each row's sum
+/// as one more key (FlashOps.td), so the rows are rescaled to the larger
+/// of the running max and the sink before they are normalised.
+struct FinalizeWithSinkToLinalg : OpRewritePattern<FinalizeOp> {
+  FinalizeWithSinkToLinalg(MLIRContext *context)
+      : OpRewritePattern(context, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(FinalizeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getSink())
+      return rewriter.notifyMatchFailure(op, "no sink");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    const bool base2 = op.getBase2();
+    Value sink = op.getSink();
+    if (base2)
+      sink = arith::MulFOp::create(b, sink,
+                                   f32Constant(b, static_cast<float>(M_LOG2E)));
+    auto rowType = cast<RankedTensorType>(op.getRowMax().getType());
+    // exp(x - max) in the max's units, 0 where x is -inf (no key, or a sink
+    // of -inf: no sink).
+    auto weight = [&](ImplicitLocOpBuilder &b, Value x, Value max) -> Value {
+      Value diff = arith::SubFOp::create(b, x, max);
+      Value e = base2 ? Value(math::Exp2Op::create(b, diff))
+                      : Value(math::ExpOp::create(b, diff));
+      Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x,
+                                         f32Constant(b, kNegInf));
+      return arith::SelectOp::create(b, none, f32Constant(b, 0.0f), e);
+    };
+    // The rescaled max, its weight on the running sum, and the new sum.
+    auto rowState = [&](ImplicitLocOpBuilder &b, Value m, Value l) {
+      Value newMax = arith::MaximumFOp::create(b, m, sink);
+      Value alpha = weight(b, m, newMax);
+      Value newSum = arith::AddFOp::create(
+          b, arith::MulFOp::create(b, l, alpha), weight(b, sink, newMax));
+      return std::make_tuple(newMax, alpha, newSum);
+    };
+    auto isZero = [](ImplicitLocOpBuilder &b, Value x) -> Value {
+      return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x,
+                                   f32Constant(b, 0.0f));
+    };
+    SmallVector<Value, 2> state = {op.getRowMax(), op.getRowSum()};
+    Value factor = buildRowElementwise(
+        b, rowType, state, [&](ImplicitLocOpBuilder &b, ValueRange args) {
+          auto [newMax, alpha, newSum] = rowState(b, args[0], args[1]);
+          return arith::SelectOp::create(
+                     b, isZero(b, newSum), f32Constant(b, 0.0f),
+                     arith::DivFOp::create(b, alpha, newSum))
+              .getResult();
+        });
+    Value lse = buildRowElementwise(
+        b, rowType, state, [&](ImplicitLocOpBuilder &b, ValueRange args) {
+          auto [newMax, alpha, newSum] = rowState(b, args[0], args[1]);
+          Value value;
+          if (base2)
+            value = arith::MulFOp::create(
+                b,
+                arith::AddFOp::create(b, newMax,
+                                      math::Log2Op::create(b, newSum)),
+                f32Constant(b, static_cast<float>(M_LN2)));
+          else
+            value = arith::AddFOp::create(b, newMax,
+                                          math::LogOp::create(b, newSum));
+          return arith::SelectOp::create(b, isZero(b, newSum),
+                                         f32Constant(b, kNegInf), value)
+              .getResult();
+        });
+    Value output = buildTileElementwise(
+        b, cast<RankedTensorType>(op.getAcc().getType()),
+        ValueRange{op.getAcc(), factor},
+        [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          return arith::MulFOp::create(b, args[0], args[1]);
+        });
+    rewriter.replaceOp(op, {output, lse});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::flash::populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<MaskToLinalg, SoftmaxUpdateToLinalg, RescaleToLinalg,
-               FinalizeToLinalg>(patterns.getContext());
+               FinalizeToLinalg, FinalizeWithSinkToLinalg>(
+      patterns.getContext());
 }
