@@ -469,6 +469,10 @@ def Flash_WgModScoresOp : Flash_WgOp<"mod_scores", [Pure,
     or never stored). Lowered register by register, the regions' ops
     inlined.
 
+    `whole`, when given and true for a thread, says that the mask_mod holds
+    on every element of the thread's registers (a tile inside a sliding
+    window): the mask_mod is then not evaluated there.
+
     Example:
 
     ```mlir
@@ -484,12 +488,12 @@ def Flash_WgModScoresOp : Flash_WgOp<"mod_scores", [Pure,
   }];
   let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$rows,
                    I32:$first_key, I32:$seq_q, I32:$seq_k, I32:$batch,
-                   I32:$head, F32:$scale);
+                   I32:$head, F32:$scale, Optional<I1>:$whole);
   let results = (outs Flash_FragmentType:$result);
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
     $scores `,` $rows `,` $first_key `,` $seq_q `,` $seq_k `,` $batch `,`
-    $head `,` $scale attr-dict `:` qualified(type($scores)) `,`
+    $head `,` $scale (`whole` $whole^)? attr-dict `:` qualified(type($scores)) `,`
     qualified(type($rows)) (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
   }];
   let hasVerifier = 1;

@@ -59,13 +59,17 @@ std::optional<Linear> linearForm(Value v, const Indices &idx, int depth = 0) {
   return std::nullopt;
 }
 
-/// The W of `cond => kv >= q - W`, if `cond` proves one.
-std::optional<int64_t> windowOf(Value cond, const Indices &idx, int depth = 0) {
+/// The W of `cond => kv >= q - W`, if `cond` proves one; `*exact` (when
+/// given) is cleared unless `cond` is that comparison and nothing more.
+std::optional<int64_t> windowOf(Value cond, const Indices &idx, int depth = 0,
+                                bool *exact = nullptr) {
   if (depth > 16)
     return std::nullopt;
   Operation *op = cond.getDefiningOp();
   if (!op)
     return std::nullopt;
+  if (exact && !isa<arith::CmpIOp>(op))
+    *exact = false;
   if (auto both = dyn_cast<arith::AndIOp>(op)) {
     auto lhs = windowOf(both.getLhs(), idx, depth + 1);
     auto rhs = windowOf(both.getRhs(), idx, depth + 1);
@@ -130,6 +134,9 @@ std::optional<int64_t> windowOf(Value cond, const Indices &idx, int depth = 0) {
                            rhs->kv == 0 && rhs->c >= 0;
     if (!differenceBelow)
       return std::nullopt;
+    // That form hides the keys after the query too.
+    if (exact)
+      *exact = false;
   }
   // d = kv - q + c {>=, >} 0, i.e. kv >= q - c (+1 if strict).
   if (d.kv != 1 || d.q != -1)
@@ -153,4 +160,19 @@ std::optional<int64_t> mlir::flash::keyWindowBehind(Region &maskMod) {
     return std::nullopt;
   return windowOf(yield.getValues()[0],
                   Indices{block.getArgument(2), block.getArgument(3)});
+}
+
+std::optional<int64_t> mlir::flash::keyWindowExactly(Region &maskMod) {
+  if (maskMod.empty())
+    return std::nullopt;
+  Block &block = maskMod.front();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (block.getNumArguments() < 4 || !yield || yield.getValues().size() != 1)
+    return std::nullopt;
+  bool exact = true;
+  std::optional<int64_t> window =
+      windowOf(yield.getValues()[0],
+               Indices{block.getArgument(2), block.getArgument(3)},
+               /*depth=*/0, &exact);
+  return exact ? window : std::nullopt;
 }

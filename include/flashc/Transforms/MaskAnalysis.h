@@ -25,6 +25,11 @@ namespace mlir::flash {
 /// index casts; nullopt when nothing in it bounds the keys from below.
 std::optional<int64_t> keyWindowBehind(Region &maskMod);
 
+/// The W such that `maskMod` is exactly kv_idx >= q_idx - W (one
+/// comparison keyWindowBehind reads, with no other condition), or nullopt:
+/// then a key tile every row sees from within its window needs no mask.
+std::optional<int64_t> keyWindowExactly(Region &maskMod);
+
 } // namespace mlir::flash
 
 #endif // FLASHC_TRANSFORMS_MASKANALYSIS_H

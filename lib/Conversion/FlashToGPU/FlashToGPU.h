@@ -88,6 +88,9 @@ struct KernelSpec {
   /// (MaskAnalysis.h): a tile's key tiles start at kLo (TileValues), the
   /// tiles before it neither loaded nor computed.
   std::optional<int64_t> keyWindow;
+  /// The mask_mod is that window and nothing else (keyWindowExactly): a
+  /// key tile every row sees from within its window skips the mask_mod.
+  bool maskIsKeyWindow = false;
 
   /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
   /// switches of include/flashc/Config/ScheduleSwitches.def as applied,

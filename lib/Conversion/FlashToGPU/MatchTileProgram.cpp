@@ -358,6 +358,8 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
         return info->mods.emitError(
             "flash-to-gpu: the key loops disagree on the mask's window");
       spec.keyWindow = window;
+      spec.maskIsKeyWindow =
+          window && keyWindowExactly(info->mods.getMaskMod()) == window;
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)
         return info->mods.emitError(

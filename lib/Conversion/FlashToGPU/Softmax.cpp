@@ -48,10 +48,20 @@ Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
   // that kernel.json's scale stays the one the mods see.
   Value scale =
       arith::MulFOp::create(b, k.scaleLog2, cF32(static_cast<float>(M_LN2)));
-  auto mod =
-      WgModScoresOp::create(b, k.sType, scores, rows, first, k.seqQ, k.seqK,
-                            arith::IndexCastOp::create(b, k.i32, batch),
-                            arith::IndexCastOp::create(b, k.i32, head), scale);
+  // Inside a sliding window that is the whole mask, a thread's keys are
+  // all seen once the tile's first key is within the window of its later
+  // row: first + W >= max(row0, row1). That holds on every tile but the
+  // window's first, so the mask_mod runs there alone.
+  Value whole;
+  if (spec.maskIsKeyWindow) {
+    Value reach = arith::AddIOp::create(b, first, cI32(*spec.keyWindow));
+    whole = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, reach,
+                                  arith::MaxSIOp::create(b, row0, row1));
+  }
+  auto mod = WgModScoresOp::create(
+      b, k.sType, scores, rows, first, k.seqQ, k.seqK,
+      arith::IndexCastOp::create(b, k.i32, batch),
+      arith::IndexCastOp::create(b, k.i32, head), scale, whole);
   IRMapping mapping;
   op.getScoreMod().cloneInto(&mod.getScoreMod(), mapping);
   op.getMaskMod().cloneInto(&mod.getMaskMod(), mapping);

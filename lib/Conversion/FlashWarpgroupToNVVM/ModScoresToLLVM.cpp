@@ -96,23 +96,40 @@ struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
                          clampedIndex(b, op, rows[1], seqQ)};
     Value negInf = entryConstant(
         b, op, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-    for (auto [i, x] : llvm::enumerate(registers)) {
-      Value column = arith::AddIOp::create(
-          b, columnBase,
-          entryConstant(b, op, b.getI32IntegerAttr(columnInGroup(i))));
-      Value key = clampedIndex(b, op, column, seqK);
-      Value query = rowIndex[rowHalf(i)];
-      x = arith::MulFOp::create(b, x, scale);
-      if (!op.getScoreMod().empty())
-        x = inlineForGpu(b, op.getScoreMod(),
-                         ValueRange{x, batch, head, query, key});
-      if (!op.getMaskMod().empty()) {
-        Value keep = inlineForGpu(b, op.getMaskMod(),
-                                  ValueRange{batch, head, query, key});
-        x = arith::SelectOp::create(b, keep, x, negInf);
+    auto modded = [&](bool withMask) {
+      SmallVector<Value> out;
+      for (auto [i, x] : llvm::enumerate(registers)) {
+        Value column = arith::AddIOp::create(
+            b, columnBase,
+            entryConstant(b, op, b.getI32IntegerAttr(columnInGroup(i))));
+        Value key = clampedIndex(b, op, column, seqK);
+        Value query = rowIndex[rowHalf(i)];
+        Value y = arith::MulFOp::create(b, x, scale);
+        if (!op.getScoreMod().empty())
+          y = inlineForGpu(b, op.getScoreMod(),
+                           ValueRange{y, batch, head, query, key});
+        if (withMask && !op.getMaskMod().empty()) {
+          Value keep = inlineForGpu(b, op.getMaskMod(),
+                                    ValueRange{batch, head, query, key});
+          y = arith::SelectOp::create(b, keep, y, negInf);
+        }
+        out.push_back(y);
       }
+      return out;
+    };
+    SmallVector<Value> result;
+    if (Value whole = adaptor.getWhole().empty() ? Value()
+                                                 : adaptor.getWhole().front();
+        whole && !op.getMaskMod().empty()) {
+      // A tile inside the window: the mask_mod is not evaluated.
+      SmallVector<Type> types(registers.size(), b.getF32Type());
+      result = ifThenElse(
+          b, op.getLoc(), whole, types, [&] { return modded(false); },
+          [&] { return modded(true); });
+    } else {
+      result = modded(true);
     }
-    rewriter.replaceOp(op, accumulatorFromRegisters(b, structType, registers));
+    rewriter.replaceOp(op, accumulatorFromRegisters(b, structType, result));
     return success();
   }
 };
