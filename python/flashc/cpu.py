@@ -240,11 +240,13 @@ def kernel_for(dtype, head_dim, causal=False, scale=None, softcap=None,
                           softcap=softcap, window=window)
 
 
-def backward_kernel_for(dtype, head_dim, causal=False, scale=None):
+def backward_kernel_for(dtype, head_dim, causal=False, scale=None,
+                        softcap=None, window=None):
     """The CpuKernel of the variant's backward pass (flash.attention_backward
-    over the variant's mask and scale), compiled on first use through the
-    cache."""
-    return _cached_kernel(dtype, head_dim, causal, scale, backward=True)
+    over the variant's mask, scale and mods), compiled on first use through
+    the cache."""
+    return _cached_kernel(dtype, head_dim, causal, scale, backward=True,
+                          softcap=softcap, window=window)
 
 
 # --- numpy ------------------------------------------------------------------
@@ -330,13 +332,15 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
     return (o, lse_buf) if return_lse else o
 
 
-def attention_backward(q, k, v, o, lse, do, *, causal=False, scale=None):
+def attention_backward(q, k, v, o, lse, do, *, causal=False, scale=None,
+                       softcap=None, window=None):
     """The gradients of attention() on numpy arrays on the CPU: from its
     inputs q, k, v, its outputs O and LSE (return_lse=True) and do, the
     loss's gradient with respect to O, returns (dq, dk, dv) in q's dtype
     and shapes of q, k and v. P is recomputed from LSE tile by tile
     (flash.attention_backward's tile program); dk and dv of a grouped K/V
-    head sum its query heads'. `causal` and `scale` must be the forward's.
+    head sum its query heads'. `causal`, `scale`, `softcap` and `window`
+    must be the forward's.
     Rows that saw no key get dq = 0."""
     import numpy as np
     arrays = []
@@ -363,7 +367,7 @@ def attention_backward(q, k, v, o, lse, do, *, causal=False, scale=None):
     dq = np.empty_like(q)
     dk = np.empty_like(k)
     dv = np.empty_like(v)
-    kern = backward_kernel_for(dtype, d, causal, scale)
+    kern = backward_kernel_for(dtype, d, causal, scale, softcap, window)
     kern.run_backward(*(t.ctypes.data for t in (q, k, v, o, do, lse, dq, dk,
                                                  dv)),
                       b, h, nq, k.shape[2], kv_heads=k.shape[1])
@@ -502,7 +506,8 @@ def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None):
     return o, lse
 
 
-def torch_attention_backward(q, k, v, o, lse, do, causal, scale):
+def torch_attention_backward(q, k, v, o, lse, do, causal, scale,
+                             softcap=None, window=None):
     """flashc.attention's CPU gradients: (dq, dk, dv) for CPU torch tensors
     that ops._check accepted, from the forward's O and LSE and do. Inputs
     are made contiguous (copies where they are not)."""
@@ -515,7 +520,7 @@ def torch_attention_backward(q, k, v, o, lse, do, causal, scale):
     lse = lse.to(torch.float32).contiguous()
     b, h, nq, d = q.shape
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype) for t in (q, k, v))
-    kern = backward_kernel_for(dtype, d, causal, scale)
+    kern = backward_kernel_for(dtype, d, causal, scale, softcap, window)
     kern.run_backward(*(t.data_ptr() for t in (q, k, v, o, do, lse, dq, dk,
                                                 dv)),
                       b, h, nq, k.shape[2], kv_heads=k.shape[1])

@@ -242,13 +242,16 @@ def _(q, k, v, out, causal, scale, softcap=None, window=None):
     return _fake(q, k, v)[1]
 
 
-def _launch_backward(grad_o, q, k, v, o, lse, causal, scale, deterministic):
+def _launch_backward(grad_o, q, k, v, o, lse, causal, scale, deterministic,
+                     softcap=None, window=None):
     """(dq, dk, dv) of attention(q, k, v) from its O and LSE."""
     _check(q, k, v)
     if q.device.type == "cpu":
         from . import cpu
         return cpu.torch_attention_backward(q, k, v, o, lse, grad_o, causal,
-                                            scale)
+                                            scale, softcap, window)
+    if softcap is not None or window is not None:
+        raise FlashcError(4, _NO_GPU_MODS_GRAD)
     kern = backward_kernel_for(q, k, causal, scale, deterministic)
     # The kernels read LSE dense (B x H x Nq); O and dO as they are.
     return kern.backward(q, k, v, o, lse.contiguous(), grad_o)
@@ -259,15 +262,18 @@ def _launch_backward(grad_o, q, k, v, o, lse, causal, scale, deterministic):
 def _attention_backward_op(grad_o: torch.Tensor, q: torch.Tensor,
                            k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                            lse: torch.Tensor, causal: bool,
-                           scale: Optional[float], deterministic: bool
+                           scale: Optional[float], deterministic: bool,
+                           softcap: Optional[float] = None,
+                           window: Optional[int] = None
                            ) -> Tuple[torch.Tensor, torch.Tensor,
                                       torch.Tensor]:
     return _launch_backward(grad_o, q, k, v, o, lse, causal, scale,
-                            deterministic)
+                            deterministic, softcap, window)
 
 
 @_attention_backward_op.register_fake
-def _(grad_o, q, k, v, o, lse, causal, scale, deterministic):
+def _(grad_o, q, k, v, o, lse, causal, scale, deterministic, softcap=None,
+      window=None):
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             torch.empty(k.shape, dtype=k.dtype, device=k.device),
             torch.empty(v.shape, dtype=v.dtype, device=v.device))
@@ -282,9 +288,12 @@ _NO_LSE_GRAD = (
 def _setup_context(ctx, inputs, output):
     q, k, v, causal, scale = inputs[:5]
     deterministic = inputs[5] if len(inputs) > 5 else False
+    softcap = inputs[6] if len(inputs) > 6 else None
+    window = inputs[7] if len(inputs) > 7 else None
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse)
     ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
+    ctx.softcap, ctx.window = softcap, window
     # Outputs the loss does not use get None, not zeros: so a gradient
     # through LSE is told apart from an unused LSE.
     ctx.set_materialize_grads(False)
@@ -297,17 +306,18 @@ def _backward(ctx, grad_o, grad_lse):
     if grad_o is None:
         return None, None, None, None, None, None, None, None
     dq, dk, dv = torch.ops.flashc.attention_backward(
-        grad_o, q, k, v, o, lse, ctx.causal, ctx.scale, ctx.deterministic)
+        grad_o, q, k, v, o, lse, ctx.causal, ctx.scale, ctx.deterministic,
+        ctx.softcap, ctx.window)
     return dq, dk, dv, None, None, None, None, None
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-_NO_MODS_GRAD = (
-    "flashc.attention with softcap or window is forward-only so far: its "
-    "backward pass does not apply the mods yet (call it under "
-    "torch.no_grad() or on inputs that do not require grad)")
+_NO_GPU_MODS_GRAD = (
+    "flashc.attention with softcap or window has no GPU backward pass yet "
+    "(the CPU path's runs: CPU tensors); call it under torch.no_grad() or on "
+    "inputs that do not require grad")
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
@@ -315,8 +325,9 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     """See flashc.attention."""
     needs_grad = torch.is_grad_enabled() and any(
         getattr(t, "requires_grad", False) for t in (q, k, v))
-    if needs_grad and (softcap is not None or window is not None):
-        raise FlashcError(4, _NO_MODS_GRAD)
+    if (needs_grad and (softcap is not None or window is not None)
+            and isinstance(q, torch.Tensor) and q.is_cuda):
+        raise FlashcError(4, _NO_GPU_MODS_GRAD)
     compiling = torch.compiler.is_compiling()
     if needs_grad or (compiling and out is None):
         o, lse = torch.ops.flashc.attention(q, k, v, causal, scale,

@@ -110,10 +110,10 @@ class Variant:
                 raise VariantError(f"window must be a number of keys >= 0, "
                                    f"got {window}")
             self.window = int(window)
-        if self.has_mods and (self.backward or self.varlen):
+        if self.has_mods and self.varlen:
             raise VariantError(
-                "softcap and window are forward-only and dense so far (their "
-                "backward pass and packed sequences are not generated yet)")
+                "softcap and window take dense batches so far (packed "
+                "sequences' mods are not generated yet)")
 
     @property
     def has_mods(self):
@@ -187,7 +187,7 @@ class Variant:
     def forward(self):
         """The forward variant whose gradients this backward variant gives."""
         return Variant(self.dtype, self.head_dim, self.causal, self.scale,
-                       self.varlen)
+                       self.varlen, softcap=self.softcap, window=self.window)
 
 
 _NAME = re.compile(
@@ -352,7 +352,9 @@ BACKWARD_CONFIG = {"block_m": 64, "block_n": 64}
 def generate_backward_source(variant, config=None):
     """The backward pass of the variant's (dense) forward: a function taking
     q, k, v, o and do (B x H x N x D), the forward's lse (B x H x Nq) and
-    dq, dk, dv to write, with the variant's mask and scale."""
+    dq, dk, dv to write, with the variant's mask, scale and score and mask
+    mods (the forward's regions: the compiler derives the score mod's
+    derivative)."""
     if variant.varlen:
         raise VariantError("the backward pass of packed sequences is not "
                            "generated yet; use the dense variant")
@@ -374,6 +376,7 @@ def generate_backward_source(variant, config=None):
         f"      {{{', '.join(attrs)}}}\n"
         f"      : {ty}, {ty}, {ty}, {ty}, {ty}, {lse_ty}\n"
         f"      -> {ty}, {ty}, {ty}\n"
+        f"{mod_regions(variant)}"
         f"  return\n"
         f"}}\n")
 

@@ -152,10 +152,21 @@ class VariantTest(unittest.TestCase):
                     dict(window=2.5), dict(softcap=float("inf"))):
             with self.assertRaises(variants.VariantError, msg=str(bad)):
                 Variant("bf16", 128, **bad)
-        with self.assertRaisesRegex(variants.VariantError, "forward-only"):
-            Variant("bf16", 128, backward=True, softcap=30.0)
-        with self.assertRaisesRegex(variants.VariantError, "forward-only"):
+        with self.assertRaisesRegex(variants.VariantError, "dense batches"):
             Variant("bf16", 128, varlen=True, window=8)
+        # The backward of a mod variant: its name, and its source with the
+        # forward's regions (the compiler derives the derivative).
+        bw = Variant("bf16", 128, True, backward=True, softcap=30.0,
+                     window=64)
+        self.assertEqual(bw.name, "bf16-d128-causal-softcap30.0-window64"
+                         "-backward")
+        self.assertEqual(parse_variant(bw.name), bw)
+        self.assertEqual(bw.forward(),
+                         Variant("bf16", 128, True, softcap=30.0, window=64))
+        src = bw.source()
+        self.assertIn("flash.attention_backward", src)
+        self.assertIn("math.tanh", src)
+        self.assertIn("arith.cmpi uge, %reach, %q_idx", src)
 
     def test_default_scale_is_no_scale(self):
         self.assertEqual(Variant("bf16", 128, False, 128 ** -0.5),

@@ -31,21 +31,30 @@ import numpy as np  # noqa: E402
 from flashc import FlashcError, cpu  # noqa: E402
 
 
-def reference_backward(q, k, v, do, causal, scale, o=None):
+def reference_backward(q, k, v, do, causal, scale, o=None, softcap=None,
+                       window=None):
     """float64 (dq, dk, dv) of softmax(scale * q k^T) v against do, causal
     aligned bottom-right; rows that see no key contribute nothing. K/V heads
     shared by a group of query heads get the group's sum. With `o`, delta =
     rowsum(do * o) of that O, as flash.attention_backward defines it (the
-    forward's stored output), instead of the exact rowsum(P * dP)."""
+    forward's stored output), instead of the exact rowsum(P * dP). softcap
+    and window as flashc.attention's, the cap's derivative 1 - tanh^2
+    written here by hand."""
     b, h, nq, d = q.shape
     hkv, nk = k.shape[1], k.shape[2]
     group = h // hkv
     kr, vr = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     s = np.einsum("bhid,bhjd->bhij", q, kr) * scale
+    cap_grad = 1.0
+    if softcap is not None:
+        t = np.tanh(s / softcap)
+        s, cap_grad = softcap * t, 1.0 - t * t
+    i = np.arange(nq)[:, None]
+    j = np.arange(nk)[None, :]
     if causal:
-        i = np.arange(nq)[:, None]
-        j = np.arange(nk)[None, :]
         s = np.where(j > i + nk - nq, -np.inf, s)
+    if window is not None:
+        s = np.where(j + window < i, -np.inf, s)
     m = s.max(axis=-1, keepdims=True)
     seen = np.isfinite(m)
     p = np.where(seen, np.exp(s - np.where(seen, m, 0.0)), 0.0)
@@ -54,7 +63,7 @@ def reference_backward(q, k, v, do, causal, scale, o=None):
     dp = np.einsum("bhid,bhjd->bhij", do, vr)
     delta = ((do * o).sum(axis=-1, keepdims=True) if o is not None
              else (p * dp).sum(axis=-1, keepdims=True))
-    ds = p * (dp - delta) * scale
+    ds = p * (dp - delta) * cap_grad * scale
     dq = np.einsum("bhij,bhjd->bhid", ds, kr)
     dk = np.einsum("bhij,bhid->bhjd", ds, q)
     fold = lambda t: t.reshape(b, hkv, group, nk, d).sum(axis=2)
@@ -72,6 +81,16 @@ CASES = [
     Case("bf16_d64_causal_gqa_32_over_8", 1, 32, 70, 129, 64, "bf16",
          causal=True, hot=3000.0, hkv=8),
     Case("f16_d64_mqa_32_over_1", 1, 32, 65, 97, 64, "f16", hkv=1),
+    # The score and mask mods: the backward derived from the forward's
+    # regions (the cap's derivative by the compiler), with rows near 1e3
+    # where the cap's slope is near 0, and rows the window and causal hide
+    # entirely.
+    Case("bf16_d64_causal_softcap_window_logits_1e3", 1, 2, 150, 150, 64,
+         "bf16", causal=True, hot=3000.0, softcap=20.0, window=40),
+    Case("bf16_d64_softcap_gqa", 2, 4, 90, 130, 64, "bf16", softcap=30.0,
+         hkv=2),
+    Case("f16_d64_causal_window_more_queries", 1, 2, 200, 77, 64, "f16",
+         causal=True, window=150),
 ]
 
 
@@ -92,20 +111,24 @@ class CpuBackwardTest(FreshCacheTest):
             with self.subTest(case.name):
                 b, h, nq, nk, d = case.shape
                 (q, k, v), exact = make_inputs(case, seed)
+                mods = dict(softcap=case.softcap, window=case.window)
                 o, lse = cpu.attention(q, k, v, causal=case.causal,
-                                       scale=case.scale, return_lse=True)
+                                       scale=case.scale, return_lse=True,
+                                       **mods)
                 do, do_exact = random_like(o, case.dtype,
                                            np.random.default_rng(100 + seed))
                 dq, dk, dv = cpu.attention_backward(
-                    q, k, v, o, lse, do, causal=case.causal, scale=case.scale)
+                    q, k, v, o, lse, do, causal=case.causal, scale=case.scale,
+                    **mods)
                 scale = case.scale if case.scale is not None else d ** -0.5
                 # The op's delta comes from the O it is given, the forward's
                 # rounded output: rows with logits near 1e3 (q times 3000)
                 # amplify its rounding in dk by |q|, whatever the kernel.
                 want = reference_backward(*exact, do_exact, case.causal, scale,
-                                          o=output_values(o, case.dtype))
+                                          o=output_values(o, case.dtype),
+                                          **mods)
                 exact_grads = reference_backward(*exact, do_exact,
-                                                 case.causal, scale)
+                                                 case.causal, scale, **mods)
                 tolerance = 1e-2 if case.dtype == "bf16" else 5e-3
                 errors, exact_errors = [], []
                 for name, got, ref, ref_exact in zip(
