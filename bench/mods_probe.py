@@ -14,6 +14,13 @@ flex_attention with the same score_mod or block mask) on the same inputs.
 Cases: ragged lengths, seq_q != seq_k, rows with logits near 1e3, and for
 the window rows it hides entirely (O = 0, LSE = -inf).
 
+--backward BWD: BWD holds <name>_backward.cubin/.json (flash.attention_backward
+with the same regions, -flash-derive-backward): dQ, dK and dV of each case
+against float64 autograd of the same mods (the bar: 1e-2, or 1.25x the
+error of float64 run on the stored O where the rows near 1e3 make delta's
+rounding the method's own error), and with --bench forward+backward beside
+FlexAttention's (compiled, its backward through autograd).
+
 --bench times bf16, D 128, 16 heads, N 8k/16k/32k (B = 32k / N): flashc,
 FlexAttention compiled once per shape (dynamic=False, timed after warm-up;
 the script prints inductor's fallback counters at the end, to read that it
@@ -50,13 +57,16 @@ def visible(kernel, nq, nk, device="cpu"):
 
 
 def reference(kernel, q, k, v, scale):
+    """float64 (O, LSE) under the kernel's mods; differentiable, with rows
+    that see no key at O = 0 and LSE = -inf without a NaN in between."""
     s = (q.double() @ k.double().transpose(-1, -2)) * scale
     if kernel == "attention_softcap":
         s = CAP * torch.tanh(s / CAP)
-    s = s.masked_fill(~visible(kernel, q.shape[2], k.shape[2], q.device),
-                      float("-inf"))
-    lse = torch.logsumexp(s, -1)
-    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    seen = visible(kernel, q.shape[2], k.shape[2], q.device)
+    empty = ~seen.any(-1, keepdim=True)
+    s = s.masked_fill(~seen, float("-inf")).masked_fill(empty, 0.0)
+    p = torch.softmax(s, -1).masked_fill(empty, 0.0)
+    lse = torch.logsumexp(s, -1).masked_fill(empty[..., 0], float("-inf"))
     return p @ v.double(), lse
 
 
@@ -88,6 +98,93 @@ def flex_call(kernel, nq, nk, device, compiled):
 
 def rel(x, ref):
     return ((x.double() - ref).norm() / ref.norm()).item()
+
+
+def stored_o_gradients(kernel, q, k, v, o, do, scale):
+    """float64 (dq, dk, dv) by the backward's own recomputation: delta from
+    the O the forward stored, the cap's slope 1 - tanh^2 by hand."""
+    q, k, v, o, do = (t.double() for t in (q, k, v, o, do))
+    x = (q @ k.transpose(-1, -2)) * scale
+    s, slope = x, torch.ones_like(x)
+    if kernel == "attention_softcap":
+        t = torch.tanh(x / CAP)
+        s, slope = CAP * t, 1 - t * t
+    s = s.masked_fill(~visible(kernel, q.shape[2], k.shape[2], q.device),
+                      float("-inf"))
+    p = torch.softmax(s, -1).nan_to_num(0.0)
+    dp = do @ v.transpose(-1, -2)
+    ds = p * (dp - (do * o).sum(-1, keepdim=True)) * slope
+    return (scale * ds @ k, scale * ds.transpose(-1, -2) @ q,
+            p.transpose(-1, -2) @ do)
+
+
+def check_backward(kern, bkern, kernel, B, H, NQ, NK, hot):
+    """dQ, dK, dV of one case against float64 autograd."""
+    gen = torch.Generator(device="cuda").manual_seed(NQ * 5 + NK)
+    q, k, v, do = (torch.randn(B, H, n, 128, device="cuda",
+                               dtype=torch.bfloat16, generator=gen)
+                   for n in (NQ, NK, NK, NQ))
+    if hot:
+        q[:, :, ::3] *= 1000.0
+    scale = 1 / math.sqrt(128)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, NQ), float("nan"), device="cuda")
+    kern(q, k, v, out=out, lse=lse)
+    grads = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+    bkern.backward(q, k, v, out, lse, do, *grads)
+    torch.cuda.synchronize()
+    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+    ref_o, _ = reference(kernel, q64, k64, v64, scale)
+    want = torch.autograd.grad(ref_o, (q64, k64, v64), do.double())
+    floor = stored_o_gradients(kernel, q, k, v, out, do, scale)
+    row = {"kernel": kernel + "_backward", "B": B, "H": H, "NQ": NQ,
+           "NK": NK, "hot": hot, "finite": all(bool(torch.isfinite(g).all())
+                                               for g in grads)}
+    ok = row["finite"]
+    for name, got, w, f in zip(("dq", "dk", "dv"), grads, want, floor):
+        err = rel(got, w) if w.norm() > 0 else got.double().norm().item()
+        method = rel(f, w) if w.norm() > 0 else 0.0
+        row["rel_" + name] = err
+        row["method_" + name] = method
+        ok = ok and err < 1e-2 + 1.25 * method
+    row["ok"] = bool(ok)
+    return row
+
+
+def bench_backward(kern, bkern, kernel, N, compiled):
+    """Forward+backward: flashc's kernels against FlexAttention's compiled
+    forward and its backward through autograd."""
+    B, H, D = 32768 // N, 16, 128
+    q, k, v, do = (torch.randn(B, H, N, D, device="cuda",
+                               dtype=torch.bfloat16) for _ in range(4))
+    pairs = visible(kernel, N, N, "cuda").sum().item()
+    flops = 4 * D * B * H * pairs * 3.5  # forward + 2.5x backward
+    row = {"kernel": kernel + "_fwd_bwd", "B": B, "H": H, "N": N}
+    out = torch.empty_like(q)
+    lse = torch.empty(B, H, N, device="cuda")
+    grads = [torch.empty_like(t) for t in (q, k, v)]
+
+    def flashc_step():
+        kern(q, k, v, out=out, lse=lse)
+        bkern.backward(q, k, v, out, lse, do, *grads)
+    timed = {"flashc": flashc_step}
+    if compiled is not None:
+        qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+        flex = flex_call(kernel, N, N, "cuda", compiled)
+
+        def flex_step():
+            torch.autograd.grad(flex(qg, kg, vg), (qg, kg, vg), do)
+        timed["flex"] = flex_step
+    for name, fn in timed.items():
+        try:
+            ms = compare.bench_fn(fn, rep_ms=100)
+            row[name + "_ms"] = ms
+            row[name + "_tflops"] = flops / ms / 1e9
+        except Exception as e:
+            row[name + "_why"] = str(e).splitlines()[0][:100]
+    if "flashc_ms" in row and "flex_ms" in row:
+        row["flashc_over_flex"] = row["flex_ms"] / row["flashc_ms"]
+    return row
 
 
 def check(kern, kernel, B, H, NQ, NK, hot, with_flex):
@@ -165,6 +262,8 @@ def main():
     parser.add_argument("dir")
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--backward", metavar="BWD",
+                        help="also the backward kernels in BWD")
     parser.add_argument("--seqs", default="8192,16384,32768",
                         help="the sequence lengths --bench times")
     parser.add_argument("--no-flex-bench", action="store_true",
@@ -205,6 +304,24 @@ def main():
                 row = bench(kern, kernel, N, compiled)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
+        bpath = args.backward and os.path.join(args.backward,
+                                               kernel + "_backward.json")
+        if bpath and os.path.exists(bpath):
+            bkern = flashc.load(bpath)
+            bcases = [(1, 2, 300, 300, False), (1, 2, 130, 200, False),
+                      (1, 2, 700, 300, False), (1, 2, 1500, 1500, True),
+                      (2, 2, 1100, 1100, False)]
+            if args.small:
+                bcases = [(1, 2, 200, 150, True)]
+            for B, H, NQ, NK, hot in bcases:
+                row = check_backward(kern, bkern, kernel, B, H, NQ, NK, hot)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+            if args.bench:
+                for N in (int(x) for x in args.seqs.split(",")):
+                    row = bench_backward(kern, bkern, kernel, N, compiled)
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
     try:
         from torch._dynamo.utils import counters
         fallbacks = {k: v for k, v in counters["inductor"].items()

@@ -56,8 +56,10 @@ LogicalResult verifyMods(Operation *op, Region &scoreMod, Region &maskMod,
 Operation *findOpWithoutDerivative(Region &scoreMod);
 /// Clones a score mod's body at `b`'s insertion point, as inlineModRegion,
 /// and gives the derivative of the value it yields with respect to its
-/// first argument (the score), formed op by op by the chain rule.
-Value inlineScoreModDerivative(OpBuilder &b, Region &scoreMod, ValueRange args);
+/// first argument (the score), formed op by op by the chain rule; `*value`
+/// (when given) receives the yielded value itself.
+Value inlineScoreModDerivative(OpBuilder &b, Region &scoreMod, ValueRange args,
+                               Value *value = nullptr);
 } // namespace mlir::flash
 
 #endif // FLASH_FLASHOPS_H

@@ -208,7 +208,7 @@ private:
 } // namespace
 
 Value mlir::flash::inlineScoreModDerivative(OpBuilder &b, Region &scoreMod,
-                                            ValueRange args) {
+                                            ValueRange args, Value *value) {
   Block &block = scoreMod.front();
   IRMapping mapping;
   mapping.map(block.getArguments(), args);
@@ -219,6 +219,8 @@ Value mlir::flash::inlineScoreModDerivative(OpBuilder &b, Region &scoreMod,
     tangents.differentiate(b.clone(op, mapping));
   Value yielded =
       mapping.lookup(cast<YieldOp>(block.getTerminator()).getValues()[0]);
+  if (value)
+    *value = yielded;
   if (Value derivative = tangents.tangentOf(yielded))
     return derivative;
   // A score mod that ignores the score.

@@ -596,9 +596,9 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     window, FlashAttention's window_size=(window, 0) with causal), whose
     key tiles the kernel skips. Both are score and mask mods of the
     dialect (kernels/attention_softcap.mlir, attention_sliding_window.mlir).
-    Their gradients (autograd) run on CPU tensors, through the backward the
-    compiler derives from the same regions; on CUDA a call that needs them
-    is refused by name (the GPU backward of the mods is not lowered yet).
+    Their gradients (autograd) come from the backward the compiler derives
+    from the same regions (the cap's derivative by the chain rule), on CUDA
+    and CPU tensors alike.
 
     The variant (dtype, D, causal, scale, softcap, window) and the config
     (a tuning database's entry for this GPU and shape bucket, else the

@@ -110,19 +110,22 @@ def kernel_for(q, k, causal, scale, softcap=None, window=None):
     return _cached_kernel(_kernels, memo, dev, binary)
 
 
-def backward_kernel_for(q, k, causal, scale, deterministic):
+def backward_kernel_for(q, k, causal, scale, deterministic, softcap=None,
+                        window=None):
     """The loaded backward Kernel of these inputs' variant (dtype, head dim,
-    causal, scale; dQ in a fixed order when deterministic)."""
+    causal, scale, softcap, window; dQ in a fixed order when
+    deterministic)."""
     b, h, nq, d = q.shape
     nk = k.shape[2]
     dev = _device_of(q)
     memo = ("backward", q.dtype, d, bool(causal), scale, bool(deterministic),
-            dev)
+            softcap, window, dev)
 
     def binary():
         arch, gpu = _device_info(dev)
         variant = _variant(q, causal=causal, scale=scale, backward=True,
-                           deterministic=deterministic)
+                           deterministic=deterministic, softcap=softcap,
+                           window=window)
         return _library.kernel_binary(variant, arch, gpu,
                                       bucket_of(b, h, max(nq, nk), d))
     return _cached_kernel(_kernels, memo, dev, binary)
@@ -250,9 +253,8 @@ def _launch_backward(grad_o, q, k, v, o, lse, causal, scale, deterministic,
         from . import cpu
         return cpu.torch_attention_backward(q, k, v, o, lse, grad_o, causal,
                                             scale, softcap, window)
-    if softcap is not None or window is not None:
-        raise FlashcError(4, _NO_GPU_MODS_GRAD)
-    kern = backward_kernel_for(q, k, causal, scale, deterministic)
+    kern = backward_kernel_for(q, k, causal, scale, deterministic, softcap,
+                               window)
     # The kernels read LSE dense (B x H x Nq); O and dO as they are.
     return kern.backward(q, k, v, o, lse.contiguous(), grad_o)
 
@@ -314,20 +316,11 @@ def _backward(ctx, grad_o, grad_lse):
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-_NO_GPU_MODS_GRAD = (
-    "flashc.attention with softcap or window has no GPU backward pass yet "
-    "(the CPU path's runs: CPU tensors); call it under torch.no_grad() or on "
-    "inputs that do not require grad")
-
-
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
               out=None, deterministic=False, softcap=None, window=None):
     """See flashc.attention."""
     needs_grad = torch.is_grad_enabled() and any(
         getattr(t, "requires_grad", False) for t in (q, k, v))
-    if (needs_grad and (softcap is not None or window is not None)
-            and isinstance(q, torch.Tensor) and q.is_cuda):
-        raise FlashcError(4, _NO_GPU_MODS_GRAD)
     compiling = torch.compiler.is_compiling()
     if needs_grad or (compiling and out is None):
         o, lse = torch.ops.flashc.attention(q, k, v, causal, scale,

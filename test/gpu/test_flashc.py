@@ -482,7 +482,7 @@ def attention_on_demand():
     print(f"flashc.attention: {len(entries)} cache entries; a second process "
           f"compiled nothing -> {'PASS' if good else 'FAIL'}")
     ok = ok and good
-    good = attention_gradients()
+    good = attention_gradients() and mods_gradients()
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
     return ok and good
@@ -599,6 +599,49 @@ def attention_gradients():
           f"{'PASS' if good else 'FAIL'}")
     torch.cuda.synchronize()
     return ok and good
+
+
+def mods_gradients():
+    """softcap and window through flashc.attention and its autograd (the
+    backward variant carries the forward's regions; the cap's derivative
+    is the compiler's): O and dq, dk, dv against float64 autograd of the
+    same mods, with rows that see no key (bench/mods_probe.py --backward
+    checks rows near 1e3 against float64 on the stored O)."""
+    ok = True
+    # softcap, window, seq_q, seq_k
+    for softcap, window, nq, nk in ((30.0, None, 700, 300),
+                                    (None, 200, 1000, 1000),
+                                    (20.0, 100, 555, 700)):
+        q, k, v, do = (torch.randn(2, 4, n, 128, device="cuda",
+                                   dtype=torch.bfloat16)
+                       for n in (nq, nk, nk, nq))
+        qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+        o = flashc.attention(qg, kg, vg, causal=True, softcap=softcap,
+                             window=window)
+        o.backward(do)
+        q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+        s = (q64 @ k64.transpose(-1, -2)) / math.sqrt(128)
+        if softcap is not None:
+            s = softcap * torch.tanh(s / softcap)
+        i = torch.arange(nq, device="cuda")[:, None]
+        j = torch.arange(nk, device="cuda")[None, :]
+        seen = j <= i + nk - nq
+        if window is not None:
+            seen &= j + window >= i
+        empty = ~seen.any(-1, keepdim=True)
+        s = s.masked_fill(~seen, float("-inf")).masked_fill(empty, 0.0)
+        ref = torch.softmax(s, -1).masked_fill(empty, 0.0) @ v64
+        want = torch.autograd.grad(ref, (q64, k64, v64), do.double())
+        errs = [rel_err(o.detach(), ref.detach())] + [
+            rel_err(t.grad, w) for t, w in zip((qg, kg, vg), want)]
+        good = (all(bool(torch.isfinite(t.grad).all()) for t in (qg, kg, vg))
+                and max(errs) <= 2e-2)
+        print(f"flashc.attention softcap={softcap} window={window} "
+              f"{nq}x{nk}: rel err o/dq/dk/dv "
+              + "/".join(f"{e:.2e}" for e in errs)
+              + f" -> {'PASS' if good else 'FAIL'}")
+        ok = ok and good
+    return ok
 
 
 # --- packed sequences (varlen) ----------------------------------------------

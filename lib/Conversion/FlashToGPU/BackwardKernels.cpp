@@ -25,6 +25,7 @@
 
 #include "BackwardKernels.h"
 
+#include "../FlashWarpgroupToNVVM/ModRegions.h"
 #include "../FlashWarpgroupToNVVM/RegisterUtils.h"
 #include "../InlinePtx.h"
 #include "Flash/FlashOps.h"
@@ -480,8 +481,17 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         b, arith::SubIOp::create(b, k0, diagonal), cI32(0));
     firstTile = arith::DivUIOp::create(b, firstRow, cI32(64));
   }
+  // A window the mask_mod proves ends the key tile's query tiles at its
+  // last key + W. (Not under `deterministic`: its dQ turns count every key
+  // tile from the first, and the window's query tiles do not see them all.)
+  Value lastQueryTile = queryTiles;
+  if (spec.keyWindow && !spec.deterministic) {
+    Value end =
+        arith::MinSIOp::create(b, add(k0, cI32(64 + *spec.keyWindow)), seqQ);
+    lastQueryTile = arith::CeilDivUIOp::create(b, end, cI32(64));
+  }
   Value perHead = arith::MaxSIOp::create(
-      b, arith::SubIOp::create(b, queryTiles, firstTile), cI32(0));
+      b, arith::SubIOp::create(b, lastQueryTile, firstTile), cI32(0));
   Value passes = mul(perHead, group);
 
   // Pass t of the block: head member t / perHead, query tile
@@ -578,6 +588,14 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
                gradType = accumulatorType(spec.headDim);
   auto slotType = RingSlotType::get(ctx, 2);
   Value log2e = cF32(float(M_LOG2E));
+  // With mods: the natural scale the runtime's scale_log2 stands for, and
+  // the element indices the regions take (index, clamped to the last row).
+  Value modScale = arith::MulFOp::create(b, scaleLog2, cF32(float(M_LN2)));
+  auto clampedIndex = [&](Value x, Value limit) {
+    Value last = arith::SubIOp::create(b, limit, cI32(1));
+    return index(
+        arith::MinSIOp::create(b, arith::MaxSIOp::create(b, x, cI32(0)), last));
+  };
   Value inf = cF32(std::numeric_limits<float>::infinity());
   Value negInf = cF32(-std::numeric_limits<float>::infinity());
   Value zero = cF32(0.0f);
@@ -654,20 +672,50 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         SmallVector<Value> p(32), ds(32);
         for (int64_t i = 0; i < 32; ++i) {
           Value key = add(k0, regRow(i));
+          Value q = add(q0, regCol(i));
           Value hidden = cmp(arith::CmpIPredicate::sge, key, seqK);
-          if (spec.causal) {
-            Value q = add(q0, regCol(i));
+          if (spec.causal)
             hidden = arith::OrIOp::create(
                 b, hidden,
                 cmp(arith::CmpIPredicate::sgt, key, add(q, diagonal)));
+          Value x, slope;
+          if (spec.scoreMod || spec.maskMod) {
+            // The mods see the scaled logit and the element's indices
+            // (clamped into the sequences: past them the element is
+            // hidden above); the softmax then takes their logit.
+            Value y = arith::MulFOp::create(b, sv[i], modScale);
+            SmallVector<Value> at = {batchIdx, index(head),
+                                     clampedIndex(q, seqQ),
+                                     clampedIndex(key, seqK)};
+            Value modded = y;
+            if (spec.scoreMod) {
+              SmallVector<Value> args = {y};
+              llvm::append_range(args, at);
+              slope = wg_lowering::inlineScoreModDerivativeForGpu(
+                  b, *spec.scoreMod, args, &modded);
+            }
+            if (spec.maskMod)
+              hidden = arith::OrIOp::create(
+                  b, hidden,
+                  arith::XOrIOp::create(
+                      b,
+                      wg_lowering::inlineModRegionForGpu(b, *spec.maskMod, at),
+                      arith::ConstantOp::create(b, b.getBoolAttr(true))));
+            x = LLVM::FMAOp::create(
+                b, modded, log2e,
+                arith::NegFOp::create(b, lse2[columnSlot(i)]));
+          } else {
+            x = LLVM::FMAOp::create(
+                b, sv[i], scaleLog2,
+                arith::NegFOp::create(b, lse2[columnSlot(i)]));
           }
-          Value x = LLVM::FMAOp::create(
-              b, sv[i], scaleLog2,
-              arith::NegFOp::create(b, lse2[columnSlot(i)]));
           p[i] = arith::SelectOp::create(b, hidden, zero,
                                          exp2FlushDenormals(b, x));
           ds[i] = arith::MulFOp::create(
               b, p[i], arith::SubFOp::create(b, dpv[i], deltas[columnSlot(i)]));
+          // dS of the modded logit, carried back to the scaled one.
+          if (slope)
+            ds[i] = arith::MulFOp::create(b, ds[i], slope);
         }
         Value p16 = WgTruncFOp::create(
             b, operandAType(64), WgFragmentFromValuesOp::create(b, sType, p));

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::flash::gpu_lowering {
@@ -37,6 +38,13 @@ struct BackwardSpec {
   bool causal;
   bool deterministic;
   double scale; // natural softmax scale
+  /// The forward's score and mask mods (the tile program's
+  /// flash.mod_scores regions; null: none), applied to the recomputed
+  /// logits, dS carried back through the score mod's derivative.
+  Region *scoreMod = nullptr, *maskMod = nullptr;
+  /// The mask_mod hides keys more than this many behind the query
+  /// (MaskAnalysis.h): a key tile's query tiles end at its last key + W.
+  std::optional<int64_t> keyWindow;
 
   /// One 64-row tile of Q, dO, K or V: D/64 boxes of 64 x 64 16-bit
   /// elements (128-byte rows, 128-byte swizzle).

@@ -22,6 +22,7 @@
 
 #include "Flash/FlashAttrs.h"
 #include "Flash/FlashOps.h"
+#include "flashc/Transforms/MaskAnalysis.h"
 
 #include <cmath>
 
@@ -69,16 +70,24 @@ mlir::flash::gpu_lowering::matchBackwardTileProgram(func::FuncOp func) {
     return fail("take 64 x 64 tiles (block_m = 64, block_n = 64; got ")
            << spec.blockM << " x " << spec.blockN << ")";
 
-  // The kernels recompute plain logits and have no sink reduction.
+  // The kernels have no sink reduction and no kernel argument for a
+  // capture.
   Operation *unlowered = nullptr;
+  ModScoresOp mods;
   func.walk([&](Operation *op) {
-    if (isa<ModScoresOp, ModScoresGradOp, SinkGradOp>(op) && !unlowered)
+    if (auto m = dyn_cast<ModScoresOp>(op)) {
+      if (!mods)
+        mods = m;
+      if (!m.getCaptures().empty() && !unlowered)
+        unlowered = op;
+    }
+    if (isa<SinkGradOp>(op) && !unlowered)
       unlowered = op;
   });
   if (unlowered)
     return unlowered->emitError("flash-to-gpu: the backward kernels do not "
-                                "take score or mask mods or attention sinks "
-                                "yet (the CPU path runs them)");
+                                "take attention sinks or mods that read "
+                                "captures yet (the CPU path runs them)");
   if (llvm::range_size(func.getOps<GridOp>()) != 3)
     return fail("expected the three grids -flash-tile writes");
   SmallVector<SoftmaxRecomputeOp> recomputes;
@@ -87,6 +96,16 @@ mlir::flash::gpu_lowering::matchBackwardTileProgram(func::FuncOp func) {
     return fail("found no flash.softmax_recompute");
   float scale = recomputes.front().getScale().convertToFloat();
   spec.scale = recomputes.front().getBase2() ? scale / M_LOG2E : scale;
+  if (mods) {
+    // The logits are scaled in flash.mod_scores; the recompute takes them
+    // as they are.
+    spec.scale = mods.getScale().convertToFloat();
+    if (!mods.getScoreMod().empty())
+      spec.scoreMod = &mods.getScoreMod();
+    if (!mods.getMaskMod().empty())
+      spec.maskMod = &mods.getMaskMod();
+    spec.keyWindow = keyWindowBehind(mods.getMaskMod());
+  }
   spec.causal = false;
   func.walk([&](MaskOp mask) { spec.causal |= mask.getCausal(); });
   spec.deterministic = func->hasAttr("flash.deterministic");

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ModRegions.h"
 #include "Patterns.h"
 #include "RegisterUtils.h"
 
@@ -39,14 +40,16 @@ Value clampedIndex(ImplicitLocOpBuilder &b, Operation *op, Value x,
   return arith::IndexCastOp::create(b, b.getIndexType(), clamped);
 }
 
-/// The mod region's ops, inlined at `b` with `args`, with the GPU's forms
-/// of tanh and division.
-Value inlineForGpu(ImplicitLocOpBuilder &b, Region &region, ValueRange args) {
+/// `inline_` (which clones ops at `b`'s insertion point and gives a value
+/// of them), then the GPU's forms of tanh and division on what it cloned;
+/// `*also` (when given), another value of them, follows the rewrite too.
+Value inlineInGpuForms(ImplicitLocOpBuilder &b, function_ref<Value()> inline_,
+                       Value *also = nullptr) {
   Block *block = b.getInsertionBlock();
   auto before = b.getInsertionPoint();
   bool atStart = before == block->begin();
   Operation *last = atStart ? nullptr : &*std::prev(before);
-  Value result = inlineModRegion(b, region, args);
+  Value result = inline_();
   // Rewrite what was just cloned: [first, insertion point).
   auto first = atStart ? block->begin() : std::next(last->getIterator());
   SmallVector<Operation *> cloned;
@@ -62,12 +65,31 @@ Value inlineForGpu(ImplicitLocOpBuilder &b, Region &region, ValueRange args) {
       Value t = tanhApprox(b, tanh.getOperand());
       if (result == tanh.getResult())
         result = t;
+      if (also && *also == tanh.getResult())
+        *also = t;
       tanh.replaceAllUsesWith(t);
       tanh.erase();
     }
   }
   return result;
 }
+
+} // namespace
+
+Value mlir::flash::wg_lowering::inlineModRegionForGpu(ImplicitLocOpBuilder &b,
+                                                      Region &region,
+                                                      ValueRange args) {
+  return inlineInGpuForms(b, [&] { return inlineModRegion(b, region, args); });
+}
+
+Value mlir::flash::wg_lowering::inlineScoreModDerivativeForGpu(
+    ImplicitLocOpBuilder &b, Region &scoreMod, ValueRange args, Value *value) {
+  return inlineInGpuForms(
+      b, [&] { return inlineScoreModDerivative(b, scoreMod, args, value); },
+      value);
+}
+
+namespace {
 
 struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -106,11 +128,11 @@ struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
         Value query = rowIndex[rowHalf(i)];
         Value y = arith::MulFOp::create(b, x, scale);
         if (!op.getScoreMod().empty())
-          y = inlineForGpu(b, op.getScoreMod(),
-                           ValueRange{y, batch, head, query, key});
+          y = inlineModRegionForGpu(b, op.getScoreMod(),
+                                    ValueRange{y, batch, head, query, key});
         if (withMask && !op.getMaskMod().empty()) {
-          Value keep = inlineForGpu(b, op.getMaskMod(),
-                                    ValueRange{batch, head, query, key});
+          Value keep = inlineModRegionForGpu(
+              b, op.getMaskMod(), ValueRange{batch, head, query, key});
           y = arith::SelectOp::create(b, keep, y, negInf);
         }
         out.push_back(y);
