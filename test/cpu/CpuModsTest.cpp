@@ -219,19 +219,36 @@ flashc::TileOverrides testTiles() {
   return tiles;
 }
 
+Case caseOf(const ModCase &m) {
+  return Case{m.name,    m.batch,  m.heads,     m.seqQ,        m.seqK,
+              m.headDim, m.causal, DType::BF16, m.hotRowFactor};
+}
+
+/// The shipped kernel through the CPU reference pipeline, with its
+/// -flash-derive-backward function when `withBackward`.
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+compileShipped(mlir::MLIRContext &context, const ModCase &m,
+               bool withBackward) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseKernel(context, m);
+  if (!module || !module->lookupSymbol<mlir::func::FuncOp>(m.kernel))
+    return llvm::createStringError(std::string("no func @") + m.kernel +
+                                   " in kernels/" + m.kernel + ".mlir");
+  if (withBackward) {
+    mlir::PassManager derive(&context);
+    derive.addPass(mlir::flash::createFlashDeriveBackward());
+    if (mlir::failed(derive.run(*module)))
+      return llvm::createStringError("-flash-derive-backward failed");
+  }
+  return jitCompileModule(*module, testTiles());
+}
+
 class CpuModsTest : public ::testing::TestWithParam<ModCase> {};
 
 TEST_P(CpuModsTest, MatchesFloat64Reference) {
   const ModCase &m = GetParam();
-  Case c{m.name,    m.batch,  m.heads,     m.seqQ,        m.seqK,
-         m.headDim, m.causal, DType::BF16, m.hotRowFactor};
-
+  Case c = caseOf(m);
   std::unique_ptr<mlir::MLIRContext> context = jitContext();
-  mlir::OwningOpRef<mlir::ModuleOp> module = parseKernel(*context, m);
-  ASSERT_TRUE(module) << "cannot parse " << m.kernel;
-  ASSERT_TRUE(module->lookupSymbol<mlir::func::FuncOp>(m.kernel))
-      << "no func @" << m.kernel;
-  auto engine = jitCompileModule(*module, testTiles());
+  auto engine = compileShipped(*context, m, /*withBackward=*/false);
   ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
   auto symbol = (*engine)->lookup(std::string("_mlir_ciface_") + m.kernel);
   ASSERT_TRUE(static_cast<bool>(symbol)) << llvm::toString(symbol.takeError());
@@ -277,16 +294,9 @@ TEST_P(CpuModsTest, MatchesFloat64Reference) {
 
 TEST_P(CpuModsTest, GradientsMatchFloat64) {
   const ModCase &m = GetParam();
-  Case c{m.name,    m.batch,  m.heads,     m.seqQ,        m.seqK,
-         m.headDim, m.causal, DType::BF16, m.hotRowFactor};
-
+  Case c = caseOf(m);
   std::unique_ptr<mlir::MLIRContext> context = jitContext();
-  mlir::OwningOpRef<mlir::ModuleOp> module = parseKernel(*context, m);
-  ASSERT_TRUE(module) << "cannot parse " << m.kernel;
-  mlir::PassManager derive(context.get());
-  derive.addPass(mlir::flash::createFlashDeriveBackward());
-  ASSERT_TRUE(mlir::succeeded(derive.run(*module)));
-  auto engine = jitCompileModule(*module, testTiles());
+  auto engine = compileShipped(*context, m, /*withBackward=*/true);
   ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
   std::string name = m.kernel;
   auto forward = (*engine)->lookup("_mlir_ciface_" + name);

@@ -28,6 +28,20 @@ Value clampIndex(ImplicitLocOpBuilder &b, Value index, Value limit) {
   return arith::MinUIOp::create(b, index, last);
 }
 
+/// In a tile generic's body: the scaled logit of the element `score` and
+/// the mods' fixed arguments (batch, head, clamped query and key) for a
+/// flash.mod_scores or flash.mod_scores_grad `op`.
+template <typename ModOp>
+std::pair<Value, SmallVector<Value>> scaledElement(ImplicitLocOpBuilder &b,
+                                                   ModOp op, Value score) {
+  auto [row, column] =
+      elementQueryAndKey(b, op.getRowStart(), op.getColStart());
+  Value scale = arith::ConstantOp::create(b, op.getScaleAttr());
+  return {arith::MulFOp::create(b, score, scale),
+          {op.getBatch(), op.getHead(), clampIndex(b, row, op.getSeqQ()),
+           clampIndex(b, column, op.getSeqK())}};
+}
+
 struct ModScoresToLinalg : OpRewritePattern<ModScoresOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -35,19 +49,10 @@ struct ModScoresToLinalg : OpRewritePattern<ModScoresOp> {
                                 PatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     auto type = cast<RankedTensorType>(op.getScores().getType());
-    float scale = op.getScale().convertToFloat();
     Value result = buildTileElementwise(
         b, type, op.getScores(),
         [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          auto [row, column] =
-              elementQueryAndKey(b, op.getRowStart(), op.getColStart());
-          Value query = clampIndex(b, row, op.getSeqQ());
-          Value key = clampIndex(b, column, op.getSeqK());
-          Value score = arith::MulFOp::create(
-              b, args[0],
-              arith::ConstantOp::create(b, b.getF32FloatAttr(scale)));
-          SmallVector<Value> indices = {op.getBatch(), op.getHead(), query,
-                                        key};
+          auto [score, indices] = scaledElement(b, op, args[0]);
           if (!op.getScoreMod().empty()) {
             SmallVector<Value> scoreArgs = {score};
             llvm::append_range(scoreArgs, indices);
@@ -76,18 +81,12 @@ struct ModScoresGradToLinalg : OpRewritePattern<ModScoresGradOp> {
                                 PatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     auto type = cast<RankedTensorType>(op.getScores().getType());
-    float scale = op.getScale().convertToFloat();
     Value result = buildTileElementwise(
         b, type, ValueRange{op.getGrad(), op.getScores()},
         [&](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          auto [row, column] =
-              elementQueryAndKey(b, op.getRowStart(), op.getColStart());
-          Value x = arith::MulFOp::create(
-              b, args[1],
-              arith::ConstantOp::create(b, b.getF32FloatAttr(scale)));
-          SmallVector<Value> scoreArgs = {x, op.getBatch(), op.getHead(),
-                                          clampIndex(b, row, op.getSeqQ()),
-                                          clampIndex(b, column, op.getSeqK())};
+          auto [x, indices] = scaledElement(b, op, args[1]);
+          SmallVector<Value> scoreArgs = {x};
+          llvm::append_range(scoreArgs, indices);
           llvm::append_range(scoreArgs, op.getCaptures());
           Value derivative =
               inlineScoreModDerivative(b, op.getScoreMod(), scoreArgs);
