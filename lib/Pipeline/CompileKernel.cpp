@@ -9,6 +9,7 @@
 
 #include "Flash/FlashOps.h"
 #include "flashc/Target/KernelMetadata.h"
+#include "flashc/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -43,6 +44,14 @@ bool flashc::isKernelLevel(ModuleOp module) {
 
 llvm::Expected<flashc::CompiledKernel>
 flashc::compileKernel(ModuleOp module, const KernelCompileOptions &options) {
+  if (options.backward) {
+    PassManager derive(module.getContext());
+    flash::FlashDeriveBackwardOptions replace;
+    replace.replace = true;
+    derive.addPass(flash::createFlashDeriveBackward(replace));
+    if (failed(derive.run(module)))
+      return failedIn("-flash-derive-backward");
+  }
   if (options.targetKind == TargetKind::Cpu)
     return compileHostKernel(module, options);
   if (options.stage == KernelStage::SharedLibrary)

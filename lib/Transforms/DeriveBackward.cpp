@@ -87,6 +87,8 @@ LogicalResult addBackward(OpBuilder &b, func::FuncOp func, AttentionOp fwd) {
 struct FlashDeriveBackwardPass
     : public mlir::flash::impl::FlashDeriveBackwardBase<
           FlashDeriveBackwardPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     OpBuilder b(module.getContext());
@@ -94,9 +96,18 @@ struct FlashDeriveBackwardPass
     for (auto func : module.getOps<func::FuncOp>())
       if (AttentionOp fwd = forwardOf(func))
         forwards.push_back({func, fwd});
+    if (replace && forwards.empty()) {
+      module.emitError("-flash-derive-backward: no function holds one "
+                       "flash.attention (and the return) to derive the "
+                       "backward of");
+      return signalPassFailure();
+    }
     for (auto [func, fwd] : forwards)
       if (failed(addBackward(b, func, fwd)))
         return signalPassFailure();
+    if (replace)
+      for (auto [func, fwd] : forwards)
+        func.erase();
   }
 };
 

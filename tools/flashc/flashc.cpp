@@ -130,6 +130,13 @@ cl::opt<bool> resourceUsage(
     cl::desc("Print ptxas's register/shared-memory/spill report (cubin)"),
     cl::init(false), cl::cat(category));
 
+cl::opt<bool> backwardPass(
+    "backward",
+    cl::desc("Compile the backward pass of the input's forward attention "
+             "function (derived with its mods, captures and sinks) instead "
+             "of the forward"),
+    cl::init(false), cl::cat(category));
+
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "flashc") << message << "\n";
   return 1;
@@ -297,6 +304,7 @@ int main(int argc, char **argv) {
   options.host.cpu = hostCpu;
   options.target.cudaRoot = cudaRoot;
   options.probeStamps = probeStamps;
+  options.backward = backwardPass;
   options.binaryName = llvm::sys::path::filename(outputFile).str();
   options.sourceHash = sourceHash;
   llvm::Expected<flashc::CompiledKernel> compiled =

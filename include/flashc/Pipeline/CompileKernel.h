@@ -42,6 +42,10 @@ struct KernelCompileOptions {
   HostTargetOptions host;
   /// The developer probe (-flash-gpu-schedule's probe-stamps).
   bool probeStamps = false;
+  /// Compile the backward pass of the input's forward functions instead
+  /// (-flash-derive-backward with replace: the same mods, captures and
+  /// sinks).
+  bool backward = false;
   /// kernel.json's binary name and the source's hash (PTX, cubin and the
   /// shared library).
   std::string binaryName;

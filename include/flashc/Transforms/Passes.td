@@ -88,8 +88,14 @@ def FlashDeriveBackward : Pass<"flash-derive-backward", "ModuleOp"> {
     mod's derivative is the compiler's (`flash.mod_scores_grad`). A
     forward without the LSE gets an error at the op (the backward
     recomputes the probabilities from it); the forward's tile config is
-    not carried over (the backward has its own tiles).
+    not carried over (the backward has its own tiles). With `replace` the
+    forward functions are erased, leaving only their backward (what
+    `flashc --backward` compiles).
   }];
+  let options = [
+    Option<"replace", "replace", "bool", "false",
+           "Erase the forward functions, keeping their backward only">,
+  ];
   let dependentDialects = [
     "::mlir::func::FuncDialect", "::mlir::flash::FlashDialect"
   ];
