@@ -592,9 +592,7 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
   // the element indices the regions take (index, clamped to the last row).
   Value modScale = arith::MulFOp::create(b, scaleLog2, cF32(float(M_LN2)));
   auto clampedIndex = [&](Value x, Value limit) {
-    Value last = arith::SubIOp::create(b, limit, cI32(1));
-    return index(
-        arith::MinSIOp::create(b, arith::MaxSIOp::create(b, x, cI32(0)), last));
+    return wg_lowering::clampedIndex(b, x, limit, cI32(0), cI32(1));
   };
   Value inf = cF32(std::numeric_limits<float>::infinity());
   Value negInf = cF32(-std::numeric_limits<float>::infinity());

@@ -548,6 +548,9 @@ public:
   /// flash.wg.mod_scores: `op`'s mods (its regions, cloned) on the
   /// fragment `scores` of key tile j, for this thread's query rows.
   Value modScores(Value scores, Value j, ModScoresOp op);
+  /// Key tile j's first key (i32) and the thread's two query rows as a
+  /// `#flash.wgmma_rows` fragment: what mask_keys and mod_scores take.
+  std::pair<Value, Value> firstKeyAndRows(Value j);
   /// flash.wg.softmax_update of S's fragment `scores` on the running max
   /// `m` (rows) and sums `l` (row partials), with the schedule's rule for
   /// the max. `firstTile`: m is the literal -inf of a tile program's first

@@ -28,21 +28,22 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
-Value ConsumerRole::maskKeys(Value scores, Value j, bool causal) {
-  // The tile's first key and the thread's two query rows.
+std::pair<Value, Value> ConsumerRole::firstKeyAndRows(Value j) {
   Value j32 = arith::IndexCastOp::create(b, k.i32, j);
   Value first = arith::MulIOp::create(b, j32, cI32(spec.blockN));
   Value rows =
       WgFragmentFromValuesOp::create(b, k.rowsI32Type, ValueRange{row0, row1});
+  return {first, rows};
+}
+
+Value ConsumerRole::maskKeys(Value scores, Value j, bool causal) {
+  auto [first, rows] = firstKeyAndRows(j);
   return WgMaskKeysOp::create(b, k.sType, scores, rows, first, k.seqQ, k.seqK,
                               causal);
 }
 
 Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
-  Value j32 = arith::IndexCastOp::create(b, k.i32, j);
-  Value first = arith::MulIOp::create(b, j32, cI32(spec.blockN));
-  Value rows =
-      WgFragmentFromValuesOp::create(b, k.rowsI32Type, ValueRange{row0, row1});
+  auto [first, rows] = firstKeyAndRows(j);
   auto [batch, head] = k.batchAndHead(tile.blockY);
   // The scale the runtime passes (scale_log2) back in natural units, so
   // that kernel.json's scale stays the one the mods see.

@@ -14,6 +14,12 @@
 
 namespace mlir::flash::wg_lowering {
 
+/// clamp(x, 0, limit - 1) of an i32 as an index: the row or key a mod
+/// region sees for an element that may lie past the sequence (whose result
+/// is masked or never stored). `zero` and `one` are i32 constants.
+Value clampedIndex(ImplicitLocOpBuilder &b, Value x, Value limit, Value zero,
+                   Value one);
+
 /// The mod region's ops inlined at `b` with `args` (inlineModRegion), with
 /// the GPU's forms: math.tanh as one tanh.approx, arith.divf allowed the
 /// reciprocal (arcp), as Triton's default division is.

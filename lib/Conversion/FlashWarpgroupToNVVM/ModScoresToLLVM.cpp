@@ -27,17 +27,23 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::wg_lowering;
 
-namespace {
-
-/// index = clamp(x, 0, limit - 1) of an i32, as an index.
-Value clampedIndex(ImplicitLocOpBuilder &b, Operation *op, Value x,
-                   Value limit) {
-  Value zero = entryConstant(b, op, b.getI32IntegerAttr(0));
-  Value one = entryConstant(b, op, b.getI32IntegerAttr(1));
+Value mlir::flash::wg_lowering::clampedIndex(ImplicitLocOpBuilder &b, Value x,
+                                             Value limit, Value zero,
+                                             Value one) {
   Value last = arith::SubIOp::create(b, limit, one);
   Value clamped =
       arith::MinSIOp::create(b, arith::MaxSIOp::create(b, x, zero), last);
   return arith::IndexCastOp::create(b, b.getIndexType(), clamped);
+}
+
+namespace {
+
+/// clampedIndex with its constants at the function's entry.
+Value clampedIndex(ImplicitLocOpBuilder &b, Operation *op, Value x,
+                   Value limit) {
+  return wg_lowering::clampedIndex(
+      b, x, limit, entryConstant(b, op, b.getI32IntegerAttr(0)),
+      entryConstant(b, op, b.getI32IntegerAttr(1)));
 }
 
 /// `inline_` (which clones ops at `b`'s insertion point and gives a value
