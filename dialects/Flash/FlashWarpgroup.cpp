@@ -358,7 +358,7 @@ LogicalResult WgModScoresOp::verify() {
 }
 
 LogicalResult WgModScoresOp::verifyRegions() {
-  return verifyMods(*this, getScoreMod(), getMaskMod(), ValueRange());
+  return verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures());
 }
 
 LogicalResult WgMaskKeysOp::verify() {

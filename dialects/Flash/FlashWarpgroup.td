@@ -455,19 +455,23 @@ def Flash_WgMaskColumnsOp : Flash_WgOp<"mask_columns", [Pure,
 }
 
 def Flash_WgModScoresOp : Flash_WgOp<"mod_scores", [Pure,
-    AllTypesMatch<["scores", "result"]>]> {
+    AllTypesMatch<["scores", "result"]>, AttrSizedOperandSegments]> {
   let summary = "flash.mod_scores on an accumulator fragment";
   let description = [{
     The score and mask mods on the scores of a 64 x N tile of keys
     `first_key`.. for the query rows `rows` (a `#flash.wgmma_rows` vector of
     i32, as `flash.wg.mask_keys` takes it) of batch `batch` and query head
     `head`: each score is multiplied by `scale`, then `score_mod` and
-    `mask_mod` (the regions of `flash.attention`, captures excluded) run on
-    it with the register's row and column, a key the mask hides becoming
-    -inf. Rows at or past `seq_q` and keys at or past `seq_k` are clamped
-    to the last one before the regions see them (their scores are masked
-    or never stored). Lowered register by register, the regions' ops
-    inlined.
+    `mask_mod` (the regions of `flash.attention`) run on it with the
+    register's row and column and the `captures` (the kernel's memref
+    arguments), a key the mask hides becoming -inf. Rows at or past `seq_q`
+    and keys at or past `seq_k` are clamped to the last one before the
+    regions see them (their scores are masked or never stored), and each
+    index of a `memref.load` from a capture is clamped into the capture's
+    bounds, so a capture of the wrong shape gives wrong scores, never a
+    read outside it. Lowered register by register, the regions' ops
+    inlined. `Pure` although the regions may read the captures: they are
+    inputs no kernel writes.
 
     `whole`, when given and true for a thread, says that the mask_mod holds
     on every element of the thread's registers (a tile inside a sliding
@@ -488,12 +492,15 @@ def Flash_WgModScoresOp : Flash_WgOp<"mod_scores", [Pure,
   }];
   let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$rows,
                    I32:$first_key, I32:$seq_q, I32:$seq_k, I32:$batch,
-                   I32:$head, F32:$scale, Optional<I1>:$whole);
+                   I32:$head, F32:$scale, Optional<I1>:$whole,
+                   Variadic<AnyMemRef>:$captures);
   let results = (outs Flash_FragmentType:$result);
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
     $scores `,` $rows `,` $first_key `,` $seq_q `,` $seq_k `,` $batch `,`
-    $head `,` $scale (`whole` $whole^)? attr-dict `:` qualified(type($scores)) `,`
+    $head `,` $scale (`whole` $whole^)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    attr-dict `:` qualified(type($scores)) `,`
     qualified(type($rows)) (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
   }];
   let hasVerifier = 1;

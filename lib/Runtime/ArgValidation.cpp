@@ -178,6 +178,60 @@ static void checkSeqlens(Checker &c, const KernelMetadata &meta,
                   args.maxSeqlenQ, shape.seqQ));
 }
 
+void checkCaptures(Checker &c, const KernelMetadata &meta,
+                   ArrayRef<TensorArg> captures, int64_t heads, int device,
+                   int qDevice) {
+  if (captures.size() != meta.captures.size()) {
+    std::string want;
+    for (auto [i, spec] : llvm::enumerate(meta.captures))
+      want +=
+          formatv("{0}{1} ({2}, rank {3})", i ? ", " : "",
+                  captureRoleName(spec.role), dtypeName(spec.dtype), spec.rank);
+    c.add(formatv("{0} captures were given; kernel {1} takes {2}{3}{4}",
+                  captures.size(), meta.kernel, meta.captures.size(),
+                  want.empty() ? "" : ": ", want));
+    return;
+  }
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(captures, meta.captures))) {
+    auto [t, spec] = pair;
+    std::string name =
+        formatv("capture {0} ({1})", i, captureRoleName(spec.role));
+    if (!t.present()) {
+      c.add(name + " is missing (null data pointer)");
+      continue;
+    }
+    if (t.dtype != spec.dtype || t.rank != spec.rank) {
+      c.add(formatv("{0} is {1} of rank {2}; kernel {3} takes {4} of rank {5}",
+                    name, dtypeName(t.dtype), t.rank, meta.kernel,
+                    dtypeName(spec.dtype), spec.rank));
+      continue;
+    }
+    int want = device >= 0 ? device : qDevice;
+    if (t.device != want)
+      c.add(formatv("{0} is on device {1}; the kernel runs on device {2}", name,
+                    t.device, want));
+    // The kernel clamps each index into the sizes, so an empty dimension
+    // would leave nothing to read; it indexes row-major.
+    int64_t dense = 1;
+    bool isDense = true, empty = false;
+    for (int d = int(t.rank) - 1; d >= 0; --d) {
+      empty |= t.sizes[d] < 1;
+      if (t.sizes[d] > 1 && t.strides[d] != dense)
+        isDense = false;
+      dense *= t.sizes[d];
+    }
+    if (empty)
+      c.add(name + " " + shapeString(t) + " is empty");
+    else if (!isDense)
+      c.add(formatv("{0} strides {1}: captures are read dense row-major; "
+                    "pass a contiguous one",
+                    name, stridesString(t)));
+    if (spec.role != CaptureRole::Capture && heads > 0 && t.sizes[0] != heads)
+      c.add(formatv("{0} has {1} entries; expected one per query head ({2})",
+                    name, t.sizes[0], heads));
+  }
+}
+
 Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                                           const LaunchArgs &args, int device) {
   Checker c;
@@ -294,6 +348,8 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
       c.add("lse " + shapeString(lse) + " does not match q " + shapeString(q) +
             " (expected [B, H, Nq])");
   }
+  checkCaptures(c, meta, args.captures, shape.heads, device,
+                args[TensorId::Q].device);
   if (meta.packed())
     checkSeqlens(c, meta, args, shape);
   else if (args.cuSeqlensQ.present() || args.cuSeqlensK.present())

@@ -24,11 +24,13 @@ int64_t queryTiles(const ProblemShape &shape) { return (shape.seqQ + 63) / 64; }
 WorkspaceLayout backwardWorkspaceLayout(const KernelMetadata &meta,
                                         const ProblemShape &shape) {
   uint64_t rows = uint64_t(shape.batch * shape.heads * shape.seqQ);
+  uint64_t tiles = uint64_t(shape.batch * shape.heads * queryTiles(shape));
+  bool sinks = meta.findCapture(CaptureRole::Sinks).has_value();
   uint64_t bytes[kNumWorkspaces] = {
       rows * 4, rows * uint64_t(shape.headDim) * 4,
-      meta.deterministic
-          ? uint64_t(shape.batch * shape.heads * queryTiles(shape)) * 4
-          : 0};
+      meta.deterministic ? tiles * 4 : 0,
+      // One partial of dsinks per warp of each pre block (4 warps).
+      sinks ? tiles * 4 * 4 : 0};
   WorkspaceLayout layout;
   for (unsigned w = 0; w < kNumWorkspaces; ++w) {
     layout.offset[w] = layout.bytes;
@@ -123,6 +125,8 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
         break;
       }
   }
+  checkCaptures(c, meta, args.captures, shape.heads, device,
+                args[TensorId::Q].device);
   if (!c.ok())
     return c.take();
   if (shape.seqQ > INT32_MAX || shape.seqK > INT32_MAX)
@@ -164,10 +168,14 @@ packBackwardParams(const KernelMetadata &meta, const LaunchSpec &launch,
   std::unique_ptr<ParamBuffer> buf =
       ParamBuffer::allocate(KernelMetadata::paramSizes(launch.params));
   WorkspaceLayout layout = backwardWorkspaceLayout(meta, shape);
+  unsigned next = 0;
   for (auto [i, p] : enumerate(launch.params)) {
-    uint8_t *slot = buf->slot(i);
+    uint8_t *slot = buf->slot(next++);
     auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
     switch (p.kind) {
+    case ParamSpec::Kind::Capture:
+      next = putMemrefDescriptor(*buf, next - 1, args.captures[p.capture]);
+      break;
     case ParamSpec::Kind::Ptr:
       put(uint64_t(args[p.tensor].data));
       break;

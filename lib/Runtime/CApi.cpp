@@ -104,6 +104,28 @@ bool toBackwardArgs(const flashrt_backward_args *in, BackwardArgs &args) {
   return true;
 }
 
+/// The captures, named "capture <i>" in errors; none when `in` is NULL.
+bool toCaptures(const flashrt_captures *in,
+                llvm::SmallVectorImpl<TensorArg> &out) {
+  if (!in)
+    return true;
+  if (in->count < 0 || in->count > int32_t(kMaxCaptures) ||
+      (in->count && !in->tensors)) {
+    lastError =
+        "invalid launch arguments:\n  captures: " + std::to_string(in->count) +
+        " tensors at " + (in->tensors ? "an address" : "NULL") + " (at most " +
+        std::to_string(kMaxCaptures) + ")";
+    return false;
+  }
+  out.resize(size_t(in->count));
+  for (int32_t i = 0; i < in->count; ++i) {
+    std::string name = "capture " + std::to_string(i);
+    if (!toTensor(&in->tensors[i], name.c_str(), out[size_t(i)]))
+      return false;
+  }
+  return true;
+}
+
 int32_t dtypeCode(DType t) {
   return t == DType::BF16  ? FLASHRT_DTYPE_BF16
          : t == DType::F16 ? FLASHRT_DTYPE_F16
@@ -180,15 +202,23 @@ flashrt_status flashrt_kernel_get_info(const flashrt_kernel *kernel,
   std::strncpy(info->arch, m.arch.c_str(), sizeof(info->arch) - 1);
   info->backward = m.backward;
   info->deterministic = m.deterministic;
+  info->num_captures = int32_t(m.captures.size());
   return FLASHRT_OK;
 }
 
 flashrt_status flashrt_launch_backward(flashrt_kernel *kernel,
                                        const flashrt_backward_args *args) {
+  return flashrt_launch_backward_with_captures(kernel, args, nullptr);
+}
+
+flashrt_status
+flashrt_launch_backward_with_captures(flashrt_kernel *kernel,
+                                      const flashrt_backward_args *args,
+                                      const flashrt_captures *captures) {
   if (!kernel || !args)
     return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "kernel or args is NULL");
   BackwardArgs launch;
-  if (!toBackwardArgs(args, launch))
+  if (!toBackwardArgs(args, launch) || !toCaptures(captures, launch.captures))
     return FLASHRT_ERROR_INVALID_ARGUMENT;
   if (llvm::Error err = kernel->impl->launchBackward(
           launch, reinterpret_cast<uint64_t>(args->workspace),
@@ -201,11 +231,18 @@ flashrt_status
 flashrt_backward_workspace_bytes(flashrt_kernel *kernel,
                                  const flashrt_backward_args *args,
                                  uint64_t *bytes) {
+  return flashrt_backward_workspace_bytes_with_captures(kernel, args, nullptr,
+                                                        bytes);
+}
+
+flashrt_status flashrt_backward_workspace_bytes_with_captures(
+    flashrt_kernel *kernel, const flashrt_backward_args *args,
+    const flashrt_captures *captures, uint64_t *bytes) {
   if (!kernel || !args || !bytes)
     return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
                 "kernel, args or bytes is NULL");
   BackwardArgs launch;
-  if (!toBackwardArgs(args, launch))
+  if (!toBackwardArgs(args, launch) || !toCaptures(captures, launch.captures))
     return FLASHRT_ERROR_INVALID_ARGUMENT;
   auto needed = kernel->impl->backwardWorkspaceBytes(launch);
   if (!needed)
@@ -235,6 +272,41 @@ flashrt_status flashrt_launch_packed(flashrt_kernel *kernel,
     return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "args is NULL");
   return flashrt_launch(kernel, args->q, args->k, args->v, args->o, args->lse,
                         args->stream);
+}
+
+flashrt_status flashrt_launch_with_captures(flashrt_kernel *kernel,
+                                            const flashrt_launch_args *args,
+                                            const flashrt_captures *captures) {
+  if (!kernel || !args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "kernel or args is NULL");
+  LaunchArgs launch;
+  if (!toArgs(args->q, args->k, args->v, args->o, args->lse, launch) ||
+      !toCaptures(captures, launch.captures))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  if (llvm::Error err =
+          kernel->impl->launch(launch, static_cast<CUstream>(args->stream)))
+    return fail(std::move(err));
+  return FLASHRT_OK;
+}
+
+flashrt_status
+flashrt_validate_with_captures(const char *metadata_path,
+                               const flashrt_launch_args *args,
+                               const flashrt_captures *captures) {
+  if (!metadata_path || !args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
+                "metadata_path or args is NULL");
+  auto meta = loadMetadataFile(metadata_path);
+  if (!meta)
+    return fail(meta.takeError());
+  LaunchArgs launch;
+  if (!toArgs(args->q, args->k, args->v, args->o, args->lse, launch) ||
+      !toCaptures(captures, launch.captures))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  auto shape = validateLaunchArgs(*meta, launch);
+  if (!shape)
+    return fail(shape.takeError());
+  return FLASHRT_OK;
 }
 
 flashrt_status flashrt_launch_varlen(flashrt_kernel *kernel,

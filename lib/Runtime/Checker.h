@@ -42,6 +42,13 @@ std::string shapeString(const TensorArg &t);
 bool checkTensorArg(Checker &c, const KernelMetadata &meta, TensorId id,
                     const TensorArg &t, int device);
 
+/// The checks of the captures against meta.captures: one each, present,
+/// of its dtype and rank, non-empty, dense row-major, on `device` (-1:
+/// `qDevice`); the sinks and dsinks [heads].
+void checkCaptures(Checker &c, const KernelMetadata &meta,
+                   llvm::ArrayRef<TensorArg> captures, int64_t heads,
+                   int device, int qDevice);
+
 } // namespace flashc::rt
 
 #endif // FLASHC_LIB_RUNTIME_CHECKER_H

@@ -250,7 +250,16 @@ Error Kernel::checkPointers(const LaunchArgs &args) {
       return err;
   if (Error err = checkPointer("cu_seqlens_q", args.cuSeqlensQ))
     return err;
-  return checkPointer("cu_seqlens_k", args.cuSeqlensK);
+  if (Error err = checkPointer("cu_seqlens_k", args.cuSeqlensK))
+    return err;
+  return checkCapturePointers(args.captures);
+}
+
+Error Kernel::checkCapturePointers(ArrayRef<TensorArg> captures) {
+  for (auto [i, capture] : llvm::enumerate(captures))
+    if (Error err = checkPointer(formatv("capture {0}", i).str(), capture))
+      return err;
+  return Error::success();
 }
 
 static CUtensorMapDataType tmaType(DType t) {
@@ -412,6 +421,8 @@ Error Kernel::launchBackward(const BackwardArgs &args, uint64_t workspace,
   for (unsigned i = 0; i < kNumBackwardTensors; ++i)
     if (Error err = checkPointer(tensorName(TensorId(i)), args.tensors[i]))
       return err;
+  if (Error err = checkCapturePointers(args.captures))
+    return err;
   CUdeviceptr owned = 0;
   if (!workspace && layout.bytes) {
     if (!cu.cuMemAllocAsync || !cu.cuMemFreeAsync)

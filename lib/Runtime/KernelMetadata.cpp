@@ -43,8 +43,21 @@ StringRef tensorName(TensorId id) {
 }
 
 StringRef workspaceName(Workspace w) {
-  static const char *names[] = {"delta", "dq_accum", "dq_turns"};
+  static const char *names[] = {"delta", "dq_accum", "dq_turns",
+                                "sink_partials"};
   return names[unsigned(w)];
+}
+
+StringRef captureRoleName(CaptureRole role) {
+  static const char *names[] = {"capture", "sinks", "dsinks"};
+  return names[unsigned(role)];
+}
+
+std::optional<unsigned> KernelMetadata::findCapture(CaptureRole role) const {
+  for (auto [i, capture] : llvm::enumerate(captures))
+    if (capture.role == role)
+      return unsigned(i);
+  return std::nullopt;
 }
 
 bool parseArch(StringRef arch, unsigned &sm, bool &archSpecific) {
@@ -114,6 +127,7 @@ KernelMetadata::paramSizes(ArrayRef<ParamSpec> params) {
       sizes.push_back(4);
       break;
     case ParamSpec::Kind::Memref:
+    case ParamSpec::Kind::Capture:
       // allocated, aligned, offset, sizes[rank], strides[rank]
       sizes.append(3 + 2 * p.rank, 8);
       break;
@@ -199,9 +213,13 @@ public:
   Expected<KernelMetadata> parse();
   /// A backward kernel's "launches": pre, main and post.
   Expected<KernelMetadata> parseLaunches(KernelMetadata &m);
+  /// "captures" (optional) into m.captures.
+  Error parseCaptures(KernelMetadata &m);
 
 private:
   const json::Object &root;
+  /// The kernel's captures, which "memref" parameters may name.
+  ArrayRef<CaptureSpec> captures;
 };
 
 std::optional<TensorId> parseTensor(StringRef name) {
@@ -248,15 +266,37 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                  .Case("delta", Workspace::Delta)
                  .Case("dq_accum", Workspace::DqAccum)
                  .Case("dq_turns", Workspace::DqTurns)
+                 .Case("sink_partials", Workspace::SinkPartials)
                  .Default(std::nullopt);
     if (!w)
-      return fail(field + ".name", "unknown workspace '" + p.text +
-                                       "' (delta, dq_accum, dq_turns)");
+      return fail(field + ".name",
+                  "unknown workspace '" + p.text +
+                      "' (delta, dq_accum, dq_turns, sink_partials)");
     p.workspace = *w;
     return Error::success();
   }
   if (p.kind == ParamSpec::Kind::TileCounter) {
     p.text = "tile_counter";
+    return Error::success();
+  }
+  if (p.kind == ParamSpec::Kind::Memref && obj.get("capture")) {
+    int64_t index, rank;
+    if (Error err = getInt(obj, "capture", index, field))
+      return err;
+    if (index < 0 || size_t(index) >= captures.size())
+      return fail(field + ".capture",
+                  formatv("{0} is not a capture (the kernel has {1})", index,
+                          captures.size()));
+    if (Error err = getInt(obj, "rank", rank, field))
+      return err;
+    if (rank != captures[index].rank)
+      return fail(field + ".rank", formatv("capture {0} has rank {1}, not {2}",
+                                           index, captures[index].rank, rank));
+    p.kind = ParamSpec::Kind::Capture;
+    p.capture = unsigned(index);
+    p.rank = unsigned(rank);
+    p.text = formatv("capture {0} ({1})", index,
+                     captureRoleName(captures[index].role));
     return Error::success();
   }
 
@@ -381,6 +421,85 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
   return Error::success();
 }
 
+Error Parser::parseCaptures(KernelMetadata &m) {
+  const json::Value *value = root.get("captures");
+  if (!value)
+    return Error::success();
+  const json::Array *list = value->getAsArray();
+  if (!list || list->size() > kMaxCaptures)
+    return fail("captures",
+                formatv("must be an array of at most {0}", kMaxCaptures));
+  for (auto [i, entry] : llvm::enumerate(*list)) {
+    std::string field = formatv("captures[{0}]", i);
+    const json::Object *obj = entry.getAsObject();
+    if (!obj)
+      return fail(field, "must be an object");
+    CaptureSpec capture;
+    std::string s;
+    if (Error err = getString(*obj, "role", s, field))
+      return err;
+    auto role = StringSwitch<std::optional<CaptureRole>>(s)
+                    .Case("capture", CaptureRole::Capture)
+                    .Case("sinks", CaptureRole::Sinks)
+                    .Case("dsinks", CaptureRole::SinksGrad)
+                    .Default(std::nullopt);
+    if (!role)
+      return fail(field + ".role",
+                  "must be \"capture\", \"sinks\" or \"dsinks\", got \"" + s +
+                      "\"");
+    capture.role = *role;
+    if (Error err = getString(*obj, "dtype", s, field))
+      return err;
+    auto dtype = StringSwitch<std::optional<DType>>(s)
+                     .Case("f32", DType::F32)
+                     .Case("i32", DType::I32)
+                     .Case("bf16", DType::BF16)
+                     .Case("f16", DType::F16)
+                     .Default(std::nullopt);
+    if (!dtype)
+      return fail(field + ".dtype",
+                  "must be \"f32\", \"i32\", \"bf16\" or \"f16\", got \"" + s +
+                      "\"");
+    capture.dtype = *dtype;
+    int64_t rank;
+    if (Error err = getInt(*obj, "rank", rank, field))
+      return err;
+    if (rank < 1 || rank > 4)
+      return fail(field + ".rank", formatv("must be 1 to 4, got {0}", rank));
+    capture.rank = unsigned(rank);
+    if (capture.role != CaptureRole::Capture &&
+        (capture.rank != 1 || capture.dtype != DType::F32))
+      return fail(field, "the " + captureRoleName(capture.role) +
+                             " are a rank-1 f32 vector, one per head");
+    if (capture.role != CaptureRole::Capture && m.findCapture(capture.role))
+      return fail(field, "a second " + captureRoleName(capture.role));
+    if (capture.role == CaptureRole::SinksGrad && !m.backward)
+      return fail(field, "dsinks belong to the backward pass");
+    m.captures.push_back(capture);
+  }
+  if (m.backward && m.findCapture(CaptureRole::Sinks).has_value() !=
+                        m.findCapture(CaptureRole::SinksGrad).has_value())
+    return fail("captures", "a backward pass takes both the sinks and their "
+                            "gradient (dsinks), or neither");
+  captures = m.captures;
+  return Error::success();
+}
+
+/// The first capture of `m` that no parameter of `lists` passes.
+static std::optional<unsigned>
+captureNotPassed(const KernelMetadata &m, ArrayRef<ArrayRef<ParamSpec>> lists) {
+  for (unsigned i = 0; i < m.captures.size(); ++i) {
+    bool passed = false;
+    for (ArrayRef<ParamSpec> params : lists)
+      passed |= llvm::any_of(params, [&](const ParamSpec &p) {
+        return p.kind == ParamSpec::Kind::Capture && p.capture == i;
+      });
+    if (!passed)
+      return i;
+  }
+  return std::nullopt;
+}
+
 Expected<KernelMetadata> Parser::parse() {
   KernelMetadata m;
   std::string s;
@@ -499,6 +618,8 @@ Expected<KernelMetadata> Parser::parse() {
   if (m.backward)
     if (Error err = getBool("deterministic", m.deterministic))
       return std::move(err);
+  if (Error err = parseCaptures(m))
+    return std::move(err);
 
   auto grid = get(root, "grid", "");
   if (!grid)
@@ -589,6 +710,8 @@ Expected<KernelMetadata> Parser::parse() {
   for (TensorId t : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O})
     if (!tensorSeen[unsigned(t)])
       return fail("params", "no parameter passes tensor " + tensorName(t));
+  if (std::optional<unsigned> i = captureNotPassed(m, {m.params}))
+    return fail("params", formatv("no parameter passes capture {0}", *i));
   // A packed grid's blocks find their sequences through cu_seqlens, and
   // only they can use them.
   for (bool keys : {false, true}) {
@@ -703,8 +826,8 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
           p.kind == ParamSpec::Kind::Seqlens ||
           (p.kind == ParamSpec::Kind::Tma && p.rank != 4))
         return fail(formatv("{0}.params[{1}]", field, j).str(),
-                    "a backward launch takes pointers, workspaces, scalars "
-                    "and rank-4 tma descriptors only");
+                    "a backward launch takes pointers, workspaces, scalars, "
+                    "captures and rank-4 tma descriptors only");
       if (p.kind == ParamSpec::Kind::Ptr || p.isTma())
         tensorSeen[unsigned(p.tensor)] = true;
       l.params.push_back(std::move(p));
@@ -715,6 +838,11 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
     if (!tensorSeen[t])
       return fail("launches",
                   "no launch passes tensor " + tensorName(TensorId(t)));
+  SmallVector<ArrayRef<ParamSpec>, 3> lists;
+  for (const LaunchSpec &l : m.launches)
+    lists.push_back(l.params);
+  if (std::optional<unsigned> i = captureNotPassed(m, lists))
+    return fail("launches", formatv("no launch passes capture {0}", *i));
   return std::move(m);
 }
 

@@ -42,6 +42,21 @@ std::unique_ptr<ParamBuffer> ParamBuffer::allocate(ArrayRef<unsigned> sizes) {
   return buf;
 }
 
+unsigned putMemrefDescriptor(ParamBuffer &buf, unsigned slot,
+                             const TensorArg &t, unsigned rank) {
+  if (rank == 0)
+    rank = t.rank;
+  auto put64 = [&](int64_t v) { std::memcpy(buf.slot(slot++), &v, 8); };
+  put64(int64_t(t.data)); // allocated
+  put64(int64_t(t.data)); // aligned
+  put64(0);               // offset
+  for (unsigned d = 0; d < rank; ++d)
+    put64(t.sizes[d]);
+  for (unsigned d = 0; d < rank; ++d)
+    put64(t.strides[d]);
+  return slot;
+}
+
 Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,
            const ProblemShape &shape, TmaEncoder encodeTma,
@@ -76,13 +91,10 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
                                              : float(meta.scale));
       break;
     case ParamSpec::Kind::Memref:
-      put64(int64_t(t.data)); // allocated
-      put64(int64_t(t.data)); // aligned
-      put64(0);               // offset
-      for (unsigned d = 0; d < p.rank; ++d)
-        put64(t.sizes[d]);
-      for (unsigned d = 0; d < p.rank; ++d)
-        put64(t.strides[d]);
+      slot = putMemrefDescriptor(*buf, slot, t, p.rank);
+      break;
+    case ParamSpec::Kind::Capture:
+      slot = putMemrefDescriptor(*buf, slot, args.captures[p.capture]);
       break;
     case ParamSpec::Kind::Tma: {
       if (p.isStridedTensorMap()) {

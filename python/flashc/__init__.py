@@ -117,7 +117,12 @@ class _Info(ctypes.Structure):
                 ("causal", ctypes.c_int32), ("has_lse", ctypes.c_int32),
                 ("scale", ctypes.c_double), ("device", ctypes.c_int32),
                 ("kernel", ctypes.c_char * 128), ("arch", ctypes.c_char * 16),
-                ("backward", ctypes.c_int32), ("deterministic", ctypes.c_int32)]
+                ("backward", ctypes.c_int32), ("deterministic", ctypes.c_int32),
+                ("num_captures", ctypes.c_int32)]
+
+
+class _Captures(ctypes.Structure):
+    _fields_ = [("tensors", ctypes.POINTER(_Tensor)), ("count", ctypes.c_int32)]
 
 
 _lib = None
@@ -180,9 +185,16 @@ def runtime_library():
                                                 P(_BackwardArgs)]
         lib.flashrt_backward_workspace_bytes.argtypes = [
             ctypes.c_void_p, P(_BackwardArgs), P(ctypes.c_uint64)]
-        if lib.flashrt_abi_version() != 3:
+        lib.flashrt_launch_with_captures.argtypes = [
+            ctypes.c_void_p, P(_LaunchArgs), P(_Captures)]
+        lib.flashrt_launch_backward_with_captures.argtypes = [
+            ctypes.c_void_p, P(_BackwardArgs), P(_Captures)]
+        lib.flashrt_backward_workspace_bytes_with_captures.argtypes = [
+            ctypes.c_void_p, P(_BackwardArgs), P(_Captures),
+            P(ctypes.c_uint64)]
+        if lib.flashrt_abi_version() != 4:
             raise FlashcError(6, f"libflashrt ABI {lib.flashrt_abi_version()}"
-                              " is not the 3 this wrapper speaks")
+                              " is not the 4 this wrapper speaks")
         _lib = lib
         return lib
 
@@ -221,6 +233,19 @@ def _describe(name, t):
     # as much again per call (ctypes).
     return _Tensor(t.data_ptr(), code, rank, _I64x4(*t.shape),
                    _I64x4(*t.stride()), device.index)
+
+
+def _capture_descriptors(captures):
+    """The runtime's flashrt_captures of a sequence of tensors (the array
+    it points to is kept alive by the struct's _keep)."""
+    import torch
+    if isinstance(captures, torch.Tensor):
+        captures = (captures,)
+    descs = [_describe(f"capture {i}", t) for i, t in enumerate(captures)]
+    array = (_Tensor * max(len(descs), 1))(*descs)
+    held = _Captures(ctypes.cast(array, ctypes.POINTER(_Tensor)), len(descs))
+    held._keep = array
+    return held
 
 
 def _current_stream_of(index):
@@ -292,6 +317,7 @@ class Kernel:
         self.packed = _grid_kind(self.path) == "packed"
         self.backward_pass = bool(info.backward)
         self.deterministic = bool(info.deterministic)
+        self.num_captures = info.num_captures
 
     @property
     def dtype(self):
@@ -309,8 +335,13 @@ class Kernel:
                 self._handles[device] = h
             return h
 
-    def __call__(self, q, k, v, out=None, lse=None):
+    def __call__(self, q, k, v, out=None, lse=None, captures=()):
         """Returns O (B x H x Nq x D), or (O, LSE) if the kernel writes LSE.
+
+        `captures` are the tensors of the kernel source's arguments after
+        its tensors (kernel.json's "captures": the score and mask mods'
+        memrefs, the attention sinks), in that order: contiguous CUDA
+        tensors of the source's dtype and rank (the sinks float32 [H]).
 
         Forward only (flashc.attention is the differentiable call). Where
         q, k or v requires grad (and grad mode is on), the outputs come
@@ -328,10 +359,12 @@ class Kernel:
         LSE) are new contiguous tensors unless out= (lse=) is given.
         """
         import torch
+        def launch(q, k, v, out, lse):
+            return self._launch(q, k, v, out, lse, captures)
         if torch.is_grad_enabled() and any(
                 getattr(t, "requires_grad", False) for t in (q, k, v)):
-            return _forward_only().apply(self._launch, q, k, v, out, lse)
-        return self._launch(q, k, v, out, lse)
+            return _forward_only().apply(launch, q, k, v, out, lse)
+        return launch(q, k, v, out, lse)
 
     def varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                out=None, lse=None):
@@ -413,7 +446,7 @@ class Kernel:
             self._handle(q.device.index), ctypes.byref(args)))
         return (out, lse) if self.has_lse else out
 
-    def _launch(self, q, k, v, out, lse):
+    def _launch(self, q, k, v, out, lse, captures=()):
         """The runtime call; (out, lse) or out as __call__ returns."""
         import torch
         if self.packed:
@@ -432,6 +465,15 @@ class Kernel:
         lse_desc = _describe("lse", lse) if lse is not None else None
         handle = self._handle(q.device.index)
         stream = torch.cuda.current_stream(q.device).cuda_stream
+        if captures or self.num_captures:
+            args = _LaunchArgs(*(ctypes.pointer(d) for d in descs))
+            if lse_desc is not None:
+                args.lse = ctypes.pointer(lse_desc)
+            args.stream = stream
+            held = _capture_descriptors(captures)
+            _check(runtime_library().flashrt_launch_with_captures(
+                handle, ctypes.byref(args), ctypes.byref(held)))
+            return (out, lse) if self.has_lse else out
         _check(runtime_library().flashrt_launch(
             handle, *[ctypes.byref(d) for d in descs],
             ctypes.byref(lse_desc) if lse_desc is not None else None,
@@ -484,15 +526,18 @@ class Kernel:
             return o, lse
         return run
 
-    def backward(self, q, k, v, o, lse, do, dq=None, dk=None, dv=None):
+    def backward(self, q, k, v, o, lse, do, dq=None, dk=None, dv=None,
+                 captures=()):
         """A backward kernel's gradients: (dq, dk, dv) of attention(q, k,
         v) (the forward this kernel was compiled for: mask, scale) from the
         forward's O and LSE (float32 B x H x Nq, dense) and do, the loss's
         gradient with respect to O. q, o, do and dq are B x H x Nq x D, k,
         v, dk and dv B x Hkv x Nk x D, with any strides along B, H and N
         (stride 1 along D, 16-byte aligned); dq, dk, dv are new contiguous
-        tensors unless given. The scratch the three launches share comes
-        from torch's allocator on the current stream. Not differentiable
+        tensors unless given. `captures` are the kernel's (as __call__'s;
+        with attention sinks: the sinks, then dsinks, float32 [H], which
+        it writes). The scratch the three launches share comes from
+        torch's allocator on the current stream. Not differentiable
         itself."""
         import torch
         if not self.backward_pass:
@@ -510,14 +555,17 @@ class Kernel:
         lib = runtime_library()
         handle = self._handle(q.device.index)
         args = _BackwardArgs(*(ctypes.pointer(d) for d in descs))
+        held = _capture_descriptors(captures)
         need = ctypes.c_uint64()
-        _check(lib.flashrt_backward_workspace_bytes(
-            handle, ctypes.byref(args), ctypes.byref(need)))
+        _check(lib.flashrt_backward_workspace_bytes_with_captures(
+            handle, ctypes.byref(args), ctypes.byref(held),
+            ctypes.byref(need)))
         workspace = torch.empty(need.value, dtype=torch.uint8, device=q.device)
         args.workspace = workspace.data_ptr()
         args.workspace_bytes = need.value
         args.stream = torch.cuda.current_stream(q.device).cuda_stream
-        _check(lib.flashrt_launch_backward(handle, ctypes.byref(args)))
+        _check(lib.flashrt_launch_backward_with_captures(
+            handle, ctypes.byref(args), ctypes.byref(held)))
         return dq, dk, dv
 
     def __repr__(self):

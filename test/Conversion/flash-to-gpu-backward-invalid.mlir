@@ -39,31 +39,18 @@ func.func @packed(%q: !t, %lse: memref<1x4x?xf32>, %cq: memref<?xi32>,
 
 !t = memref<?x?x?x64xbf16>
 !l = memref<?x?x?xf32>
-func.func @alibi_backward(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l,
-                          %dq: !t, %dk: !t, %dv: !t, %slopes: memref<?xf32>) {
-  // expected-error @+1 {{flash-to-gpu: the backward kernels do not take attention sinks or mods that read captures yet (the CPU path runs them)}}
+func.func @wide_capture(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l,
+                        %dq: !t, %dk: !t, %dv: !t, %slopes: memref<?xf64>) {
+  // expected-error @+1 {{flash-to-gpu: a capture must be a row-major memref of rank 1 to 4 of f32, i32, bf16 or f16 on the GPU, got 'memref<?xf64>'}}
   flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
-      captures(%slopes : memref<?xf32>) {causal}
+      captures(%slopes : memref<?xf64>) {causal}
       : !t, !t, !t, !t, !t, !l -> !t, !t, !t
     score_mod {
-    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %sl: memref<?xf32>):
-      %m = memref.load %sl[%h] : memref<?xf32>
-      %r = arith.addf %x, %m : f32
+    ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %sl: memref<?xf64>):
+      %m = memref.load %sl[%h] : memref<?xf64>
+      %f = arith.truncf %m : f64 to f32
+      %r = arith.addf %x, %f : f32
       flash.yield %r : f32
     }
-  return
-}
-
-// -----
-
-!t = memref<?x?x?x64xbf16>
-!l = memref<?x?x?xf32>
-func.func @sink_backward(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l,
-                         %dq: !t, %dk: !t, %dv: !t, %s: memref<?xf32>,
-                         %ds: memref<?xf32>) {
-  // expected-error @+1 {{flash-to-gpu: the backward kernels do not take attention sinks or mods that read captures yet (the CPU path runs them)}}
-  flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
-      sinks(%s : memref<?xf32> -> %ds : memref<?xf32>) {causal}
-      : !t, !t, !t, !t, !t, !l -> !t, !t, !t
   return
 }

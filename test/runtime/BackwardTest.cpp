@@ -10,6 +10,8 @@
 
 #include "flashc/Runtime/Backward.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -379,6 +381,96 @@ TEST(Backward, ParamBytes) {
   ASSERT_TRUE(bool(post)) << toString(post.takeError());
   EXPECT_EQ(read<uint64_t>((*post)->bytes(1)), args[TensorId::DQ].data);
   EXPECT_FLOAT_EQ(read<float>((*post)->bytes(4)), float(m.scale));
+}
+
+} // namespace
+
+namespace {
+
+/// backwardMetadataJson with attention sinks, as flashc writes it: the pre
+/// launch also takes lse, the sink_partials workspace and the sinks, the
+/// post launch sink_partials and dsinks.
+json::Object sinksBackwardJson() {
+  json::Object m = backwardMetadataJson(false);
+  m["captures"] = json::Array{
+      json::Object{{"role", "sinks"}, {"dtype", "f32"}, {"rank", 1}},
+      json::Object{{"role", "dsinks"}, {"dtype", "f32"}, {"rank", 1}}};
+  json::Array &launches = *m.getArray("launches");
+  auto memref = [](int64_t capture) {
+    return json::Object{{"kind", "memref"}, {"capture", capture}, {"rank", 1}};
+  };
+  append(*launches[0].getAsObject()->getArray("params"),
+         json::Array{param("ptr", "tensor", "lse"),
+                     param("workspace", "name", "sink_partials"), memref(0)});
+  append(*launches[2].getAsObject()->getArray("params"),
+         json::Array{param("workspace", "name", "sink_partials"), memref(1)});
+  return m;
+}
+
+TEST(Backward, SinksTakeTheirGradientAndAWorkspace) {
+  auto meta = parseKernelMetadata(toText(sinksBackwardJson()));
+  ASSERT_TRUE(bool(meta)) << toString(meta.takeError());
+  BackwardArgs args = backwardArgs(2, 8, 2, 300, 700);
+  TensorArg sinks;
+  sinks.data = 0x9000000;
+  sinks.dtype = DType::F32;
+  sinks.rank = 1;
+  sinks.sizes[0] = 8;
+  sinks.strides[0] = 1;
+  TensorArg dsinks = sinks;
+  dsinks.data = 0x9100000;
+  args.captures = {sinks, dsinks};
+  auto shape = validateBackwardArgs(*meta, args);
+  ASSERT_TRUE(bool(shape)) << toString(shape.takeError());
+
+  // 2 x 8 heads x 5 query tiles x 4 warps of partials after dQ's
+  // accumulator.
+  WorkspaceLayout layout = backwardWorkspaceLayout(*meta, *shape);
+  WorkspaceLayout plain = backwardWorkspaceLayout(backwardMetadata(), *shape);
+  EXPECT_EQ(layout.offset[unsigned(Workspace::SinkPartials)], plain.bytes);
+  EXPECT_EQ(layout.bytes, plain.bytes + alignTo(2 * 8 * 5 * 4 * 4, 256));
+
+  const uint64_t workspace = 0x7000000;
+  auto encode = [](const TensorMapRequest &, void *) {
+    return Error::success();
+  };
+  auto pre = packBackwardParams(*meta, meta->launches[0], args, *shape,
+                                workspace, encode);
+  ASSERT_TRUE(bool(pre)) << toString(pre.takeError());
+  // o, do, delta, dq_accum, seq_q, heads, 6 strides, lse, partials, then
+  // the sinks' descriptor: ptr, ptr, 0, [8], [1].
+  EXPECT_EQ(read<uint64_t>((*pre)->bytes(12)), args[TensorId::LSE].data);
+  EXPECT_EQ(read<uint64_t>((*pre)->bytes(13)),
+            workspace + layout.offset[unsigned(Workspace::SinkPartials)]);
+  EXPECT_EQ(read<uint64_t>((*pre)->bytes(14)), sinks.data);
+  EXPECT_EQ(read<uint64_t>((*pre)->bytes(15)), sinks.data);
+  EXPECT_EQ(read<int64_t>((*pre)->bytes(16)), 0);
+  EXPECT_EQ(read<int64_t>((*pre)->bytes(17)), 8);
+  EXPECT_EQ(read<int64_t>((*pre)->bytes(18)), 1);
+  EXPECT_EQ((*pre)->size(), 19u);
+  auto post = packBackwardParams(*meta, meta->launches[2], args, *shape,
+                                 workspace, encode);
+  ASSERT_TRUE(bool(post)) << toString(post.takeError());
+  EXPECT_EQ(read<uint64_t>((*post)->bytes(9)), dsinks.data);
+
+  // dsinks must be there, one per query head.
+  args.captures.pop_back();
+  auto missing = validateBackwardArgs(*meta, args);
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(toString(missing.takeError())
+                .find("1 captures were given; kernel attention_backward "
+                      "takes 2: sinks (f32, rank 1), dsinks (f32, rank 1)"),
+            std::string::npos);
+  // Sinks without their gradient is not a backward pass flashc writes.
+  json::Object half = sinksBackwardJson();
+  half.getArray("captures")->pop_back();
+  half.getArray("launches")
+      ->back()
+      .getAsObject()
+      ->getArray("params")
+      ->pop_back();
+  EXPECT_NE(parseError(half).find("takes both the sinks and their gradient"),
+            std::string::npos);
 }
 
 } // namespace

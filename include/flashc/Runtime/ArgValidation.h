@@ -12,6 +12,7 @@
 
 #include "flashc/Runtime/KernelMetadata.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -39,6 +40,9 @@ struct LaunchArgs {
   /// [1, H, T, D] views of the packed rows, lse [1, H, T_q].
   TensorArg cuSeqlensQ, cuSeqlensK;
   int64_t maxSeqlenQ = 0;
+  /// The kernel's captures (KernelMetadata::captures), in order: the mods'
+  /// memrefs and the attention sinks, each a dense row-major device tensor.
+  llvm::SmallVector<TensorArg, 4> captures;
   TensorArg &operator[](TensorId id) { return tensors[unsigned(id)]; }
   const TensorArg &operator[](TensorId id) const {
     return tensors[unsigned(id)];

@@ -24,6 +24,9 @@ namespace flashc::rt {
 /// log).
 struct BackwardArgs {
   TensorArg tensors[kNumBackwardTensors];
+  /// The kernel's captures (KernelMetadata::captures), in order: the mods'
+  /// memrefs, the sinks and dsinks (which the launches write).
+  llvm::SmallVector<TensorArg, 4> captures;
   TensorArg &operator[](TensorId id) { return tensors[unsigned(id)]; }
   const TensorArg &operator[](TensorId id) const {
     return tensors[unsigned(id)];
@@ -32,7 +35,7 @@ struct BackwardArgs {
 
 /// Where each workspace lies in the one allocation the launches share.
 struct WorkspaceLayout {
-  uint64_t offset[kNumWorkspaces] = {0, 0, 0};
+  uint64_t offset[kNumWorkspaces] = {0, 0, 0, 0};
   uint64_t bytes = 0;
 };
 

@@ -72,6 +72,7 @@ private:
   /// `t` (when present) is device memory of this kernel's device; the
   /// error names it `name`.
   llvm::Error checkPointer(llvm::StringRef name, const TensorArg &t);
+  llvm::Error checkCapturePointers(llvm::ArrayRef<TensorArg> captures);
   /// Encodes `r` into the CUtensorMap at `out` (a parameter by value).
   llvm::Error encodeTensorMap(const TensorMapRequest &r, void *out);
   /// Encodes `r` and copies it to a new device allocation (cache miss).

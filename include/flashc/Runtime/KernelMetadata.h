@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace flashc::rt {
@@ -34,10 +35,26 @@ llvm::StringRef tensorName(TensorId id);
 /// Scratch the backward pass's launches share, which the runtime provides
 /// (sizes in backwardWorkspaceLayout): delta (f32, B x H x Nq), the dQ
 /// accumulator (f32, B x H x Nq x D, cleared by the first launch) and, for
-/// the deterministic mode, the dQ turns (i32, B x H x ceil(Nq / 64)).
-enum class Workspace { Delta = 0, DqAccum, DqTurns };
-constexpr unsigned kNumWorkspaces = 3;
+/// the deterministic mode, the dQ turns (i32, B x H x ceil(Nq / 64)); with
+/// attention sinks, each warp's share of their gradient (f32, B x H x
+/// ceil(Nq / 64) x 4).
+enum class Workspace { Delta = 0, DqAccum, DqTurns, SinkPartials };
+constexpr unsigned kNumWorkspaces = 4;
 llvm::StringRef workspaceName(Workspace w);
+
+/// A memref argument a kernel takes whole, after its tensors (kernel.json's
+/// "captures"): a score or mask mod's capture, which the kernel reads; the
+/// attention sinks (f32 [H], one logit per query head); or, in the
+/// backward pass, their gradient (f32 [H], written).
+enum class CaptureRole { Capture, Sinks, SinksGrad };
+llvm::StringRef captureRoleName(CaptureRole role);
+struct CaptureSpec {
+  CaptureRole role = CaptureRole::Capture;
+  DType dtype = DType::F32;
+  unsigned rank = 1; ///< 1 to 4
+};
+/// How many captures a kernel may take.
+constexpr unsigned kMaxCaptures = 8;
 
 /// A scalar a kernel parameter carries; strides name a tensor and dimension.
 enum class ScalarKind {
@@ -64,6 +81,8 @@ struct ParamSpec {
   /// (int32 prefix sums of the packed sequences' lengths).
   /// Workspace: the 8-byte device address of one of the backward pass's
   /// workspaces.
+  /// Capture: capture `capture` of the kernel's "captures", as MLIR's
+  /// expanded memref descriptor (kernel.json: a "memref" with "capture").
   enum class Kind {
     Ptr,
     I32,
@@ -74,7 +93,8 @@ struct ParamSpec {
     TmaPtr,
     TileCounter,
     Seqlens,
-    Workspace
+    Workspace,
+    Capture
   };
   Kind kind;
   std::string text; ///< value name or tensor name as written, for messages
@@ -83,7 +103,8 @@ struct ParamSpec {
   unsigned strideDim = 0;                ///< Stride: 0=b 1=h 2=n 3=d
   bool keys = false; ///< Seqlens: cu_seqlens_k (else cu_seqlens_q)
   Workspace workspace = Workspace::Delta; ///< Workspace
-  unsigned rank = 0; ///< Memref; Tma (2, 3 or 4); TmaPtr (3)
+  unsigned rank = 0;    ///< Memref, Capture; Tma (2, 3 or 4); TmaPtr (3)
+  unsigned capture = 0; ///< Capture: index into KernelMetadata::captures
   int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
   unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
 
@@ -139,6 +160,9 @@ struct KernelMetadata {
   int64_t gridSectionKeys = 0; ///< Sections
   std::map<std::string, int64_t> config;
   llvm::SmallVector<ParamSpec, 16> params;
+  /// The memref arguments after the tensors, in the source's order; the
+  /// caller passes one tensor for each.
+  llvm::SmallVector<CaptureSpec, 4> captures;
   /// The backward pass: dQ, dK and dV from Q, K, V, O, dO and LSE in the
   /// three launches of `launches`; `deterministic` orders dQ's additions.
   /// The fields above are the main launch's.
@@ -163,6 +187,8 @@ struct KernelMetadata {
   /// parameter, memref or TMA descriptor for it: it then indexes the tensor
   /// as dense row-major (B x H x N x D; LSE B x H x Nq).
   bool assumesDenseLayout(TensorId id) const;
+  /// The capture with `role`, if the kernel takes one.
+  std::optional<unsigned> findCapture(CaptureRole role) const;
   /// Bytes each kernel parameter occupies, after memref expansion.
   llvm::SmallVector<unsigned, 32> paramSizes() const;
   /// The same for any parameter list (a backward launch's).

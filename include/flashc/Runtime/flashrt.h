@@ -21,7 +21,7 @@ extern "C" {
 #define FLASHRT_API
 #endif
 
-#define FLASHRT_ABI_VERSION 3
+#define FLASHRT_ABI_VERSION 4
 
 typedef enum flashrt_status {
   FLASHRT_OK = 0,
@@ -62,6 +62,7 @@ typedef struct flashrt_kernel_info {
   char arch[16];
   int32_t backward;      /* 1: the backward pass (flashrt_launch_backward) */
   int32_t deterministic; /* backward: dQ added in a fixed order */
+  int32_t num_captures;  /* tensors the *_with_captures calls must pass */
 } flashrt_kernel_info;
 
 typedef struct flashrt_kernel flashrt_kernel;
@@ -143,6 +144,33 @@ FLASHRT_API flashrt_status flashrt_launch_backward(
  * (args->workspace and args->stream are not used). */
 FLASHRT_API flashrt_status flashrt_backward_workspace_bytes(
     flashrt_kernel *kernel, const flashrt_backward_args *args, uint64_t *bytes);
+
+/* A kernel whose kernel.json lists "captures" (the score and mask mods'
+ * memrefs, the attention sinks, the backward's dsinks: the kernel source's
+ * arguments after its tensors) takes them here, in that order: `count`
+ * dense row-major device tensors of rank 1 to 4 (only the first `rank`
+ * sizes and strides are read). The sinks and dsinks are f32 [H]. The
+ * calls without captures refuse such a kernel. */
+typedef struct flashrt_captures {
+  const flashrt_tensor *tensors;
+  int32_t count;
+} flashrt_captures;
+
+FLASHRT_API flashrt_status flashrt_launch_with_captures(
+    flashrt_kernel *kernel, const flashrt_launch_args *args,
+    const flashrt_captures *captures);
+
+FLASHRT_API flashrt_status flashrt_launch_backward_with_captures(
+    flashrt_kernel *kernel, const flashrt_backward_args *args,
+    const flashrt_captures *captures);
+
+FLASHRT_API flashrt_status flashrt_backward_workspace_bytes_with_captures(
+    flashrt_kernel *kernel, const flashrt_backward_args *args,
+    const flashrt_captures *captures, uint64_t *bytes);
+
+FLASHRT_API flashrt_status flashrt_validate_with_captures(
+    const char *metadata_path, const flashrt_launch_args *args,
+    const flashrt_captures *captures);
 
 /* Checks arguments against a metadata file only: no driver, no GPU. */
 FLASHRT_API flashrt_status flashrt_validate(const char *metadata_path,

@@ -34,6 +34,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -65,6 +66,10 @@ public:
   void emitPre(gpu::GPUFuncOp func);
   void emitMain(gpu::GPUFuncOp func);
   void emitPost(gpu::GPUFuncOp func);
+  /// dsinks[h] = the sum of `partials` (the pre kernel's, per batch, query
+  /// tile and warp) of head h, in a fixed order, by the first warp of the
+  /// post kernel's block (0, h).
+  void emitSinkGradSum(Value partials, Value dsinks, Value seqQ, Value heads);
 
   /// The kernels' parameters, in launch order, as kernel.json lists them
   /// (docs/kernel-metadata.md); each gives the gpu.func argument types.
@@ -131,6 +136,16 @@ private:
   int64_t rowsPerPass() const { return kThreads / threadsPerRow(); }
   /// Sums `v` over the threadsPerRow() lanes that share a row.
   Value sumOverRow(Value v);
+  /// Sums `v` over the 32 lanes of the warp by a butterfly, which gives
+  /// every lane the same bits.
+  Value sumOverWarp(Value v);
+  /// The gpu.func arguments from `next` on: the captures a kernel's
+  /// parameters end with.
+  SmallVector<Value> captureArgs(Block *entry, unsigned next) {
+    return SmallVector<Value>(llvm::map_range(
+        llvm::seq<unsigned>(next, entry->getNumArguments()),
+        [&](unsigned i) -> Value { return entry->getArgument(i); }));
+  }
   /// A SIMT kernel's block, (query tile, batch x head), and the first of
   /// this thread's 8 columns.
   struct TileRows {
@@ -212,6 +227,13 @@ public:
     params.push_back({b.getDictionaryAttr(attrs), type});
     return *this;
   }
+  /// Capture `index` of `captures`, a memref (MLIR's expanded
+  /// descriptor).
+  ParamList &capture(ArrayRef<CaptureArg> captures, unsigned index) {
+    params.push_back(
+        {captureParamAttr(b, index, captures[index]), captures[index].type});
+    return *this;
+  }
   SmallVector<BackwardBuilder::Param> take() { return std::move(params); }
 
 private:
@@ -238,6 +260,10 @@ SmallVector<BackwardBuilder::Param> BackwardBuilder::preParams() {
       .scalar("i32", "heads", i32)
       .strides("o", i64)
       .strides("do", i64);
+  if (spec.sinkCapture)
+    list.tensor("lse", globalPtr)
+        .workspace("sink_partials", globalPtr)
+        .capture(spec.captures, *spec.sinkCapture);
   return list.take();
 }
 
@@ -261,6 +287,9 @@ SmallVector<BackwardBuilder::Param> BackwardBuilder::mainParams() {
       .scalar("i32", "heads", i32)
       .strides("dk", i64)
       .strides("dv", i64);
+  for (auto [i, capture] : llvm::enumerate(spec.captures))
+    if (capture.role == CaptureRole::Capture)
+      list.capture(spec.captures, i);
   return list.take();
 }
 
@@ -272,6 +301,9 @@ SmallVector<BackwardBuilder::Param> BackwardBuilder::postParams() {
       .scalar("i32", "heads", i32)
       .scalar("f32", "scale", f32)
       .strides("dq", i64);
+  if (spec.sinkGradCapture)
+    list.workspace("sink_partials", globalPtr)
+        .capture(spec.captures, *spec.sinkGradCapture);
   return list.take();
 }
 
@@ -298,6 +330,16 @@ BackwardBuilder::TileRows BackwardBuilder::forEachTileRow(
   return t;
 }
 
+Value BackwardBuilder::sumOverWarp(Value v) {
+  for (int64_t lanes = 16; lanes >= 1; lanes /= 2)
+    v = arith::AddFOp::create(b, v,
+                              gpu::ShuffleOp::create(b, v, cI32(lanes),
+                                                     cI32(32),
+                                                     gpu::ShuffleMode::XOR)
+                                  .getShuffleResult());
+  return v;
+}
+
 Value BackwardBuilder::sumOverRow(Value v) {
   for (int64_t lanes = 1; lanes < threadsPerRow(); lanes *= 2)
     v = arith::AddFOp::create(b, v,
@@ -319,9 +361,19 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
   Value seqQ = arg(next++), heads = arg(next++);
   SmallVector<Value> oStrides = {arg(next), arg(next + 1), arg(next + 2)};
   SmallVector<Value> doStrides = {arg(next + 3), arg(next + 4), arg(next + 5)};
+  next += 6;
+  Value lse, sinkPartials, sinks;
+  if (spec.sinkCapture) {
+    lse = arg(next++);
+    sinkPartials = arg(next++);
+    sinks = arg(next++);
+  }
 
   auto vecType = VectorType::get({8}, spec.elementType);
   auto quadF32 = VectorType::get({4}, f32);
+  // With sinks, this thread's rows' share of dsinks[head]:
+  // -sum exp(sink - lse) delta, from the lanes that hold a row's delta.
+  Value sink2, sinkShare = spec.sinkCapture ? cF32(0.0f) : Value();
   TileRows rows = forEachTileRow(heads, [&](const TileRows &t, Value q) {
     Value batch = t.batch, head = t.head, col = t.col, bh = t.bh;
     Value inside = cmp(arith::CmpIPredicate::slt, q, seqQ);
@@ -351,6 +403,28 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
             [&]() -> SmallVector<Value> { return {cF32(0.0f)}; })
             .front();
     Value rowSum = sumOverRow(partial);
+    if (sinkShare) {
+      if (!sink2)
+        sink2 = arith::MulFOp::create(
+            b, memref::LoadOp::create(b, sinks, ValueRange{index(head)}),
+            cF32(float(M_LOG2E)));
+      Value holds = arith::AndIOp::create(
+          b, inside, cmp(arith::CmpIPredicate::eq, col, cI32(0)));
+      Value share =
+          wg_lowering::ifThenElse(
+              b, b.getLoc(), holds, TypeRange{f32},
+              [&]() -> SmallVector<Value> {
+                Value row = add(mul(toI64(bh), toI64(seqQ)), toI64(q));
+                Value l = LLVM::LoadOp::create(b, f32, gep(lse, f32, row), 4);
+                Value x =
+                    LLVM::FMAOp::create(b, l, cF32(-float(M_LOG2E)), sink2);
+                return {
+                    arith::MulFOp::create(b, exp2FlushDenormals(b, x), rowSum)};
+              },
+              [&]() -> SmallVector<Value> { return {cF32(0.0f)}; })
+              .front();
+      sinkShare = arith::SubFOp::create(b, sinkShare, share);
+    }
     ifThen(inside, [&] {
       Value row = add(mul(toI64(bh), toI64(seqQ)), toI64(q));
       Value first = cmp(arith::CmpIPredicate::eq, col, cI32(0));
@@ -371,6 +445,19 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
       LLVM::StoreOp::create(b, cI32(0), gep(turns, i32, at), 4);
     });
   }
+  if (sinkShare) {
+    // One partial per warp: [B x H][query tile][warp].
+    Value warpSum = sumOverWarp(sinkShare);
+    Value lane = arith::RemUIOp::create(b, rows.tid, cI32(32));
+    ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)), [&] {
+      Value tiles = arith::CeilDivUIOp::create(b, seqQ, cI32(64));
+      Value at =
+          add(mul(add(mul(toI64(rows.bh), toI64(tiles)), toI64(rows.tile)),
+                  cI64(kThreads / 32)),
+              toI64(arith::DivUIOp::create(b, rows.tid, cI32(32))));
+      LLVM::StoreOp::create(b, warpSum, gep(sinkPartials, f32, at), 4);
+    });
+  }
   gpu::ReturnOp::create(b);
 }
 
@@ -381,6 +468,8 @@ void BackwardBuilder::emitPost(gpu::GPUFuncOp func) {
   Value accum = arg(0), dq = arg(1), seqQ = arg(2), heads = arg(3),
         scale = arg(4);
   SmallVector<Value> strides = {arg(5), arg(6), arg(7)};
+  if (spec.sinkGradCapture)
+    emitSinkGradSum(arg(8), arg(9), seqQ, heads);
 
   auto quadF32 = VectorType::get({4}, f32);
   auto vecType = VectorType::get({8}, spec.elementType);
@@ -406,6 +495,52 @@ void BackwardBuilder::emitPost(gpu::GPUFuncOp func) {
     });
   });
   gpu::ReturnOp::create(b);
+}
+
+void BackwardBuilder::emitSinkGradSum(Value partials, Value dsinks, Value seqQ,
+                                      Value heads) {
+  Value tile = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value bh = arith::IndexCastOp::create(
+      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
+  Value tid = arith::IndexCastOp::create(
+      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  Value first = arith::AndIOp::create(
+      b,
+      arith::AndIOp::create(b, cmp(arith::CmpIPredicate::eq, tile, cI32(0)),
+                            cmp(arith::CmpIPredicate::ult, bh, heads)),
+      cmp(arith::CmpIPredicate::ult, tid, cI32(32)));
+  ifThen(first, [&] {
+    // Block y = batch x heads + head: the batches are the grid's y / heads.
+    Value batches = arith::DivUIOp::create(
+        b,
+        arith::IndexCastOp::create(
+            b, i32, gpu::GridDimOp::create(b, gpu::Dimension::y)),
+        heads);
+    Value perBatch =
+        mul(arith::CeilDivUIOp::create(b, seqQ, cI32(64)), cI32(kThreads / 32));
+    Value count = mul(batches, perBatch);
+    // Lane l adds partials l, l + 32, ... of the head in order; the warp's
+    // butterfly then sums the lanes the same way every run.
+    auto loop = scf::ForOp::create(b, index(tid), index(count), cIndex(32),
+                                   ValueRange{cF32(0.0f)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value i = arith::IndexCastOp::create(b, i32, loop.getInductionVar());
+      Value batch = arith::DivUIOp::create(b, i, perBatch);
+      Value within = arith::RemUIOp::create(b, i, perBatch);
+      Value at = add(mul(toI64(add(mul(batch, heads), bh)), toI64(perBatch)),
+                     toI64(within));
+      Value x = LLVM::LoadOp::create(b, f32, gep(partials, f32, at), 4);
+      scf::YieldOp::create(b, ValueRange{arith::AddFOp::create(
+                                  b, loop.getRegionIterArgs().front(), x)});
+    }
+    Value sum = sumOverWarp(loop.getResult(0));
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      memref::StoreOp::create(b, sum, dsinks, ValueRange{index(bh)});
+    });
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -439,6 +574,8 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         group = arg(next++), heads = arg(next++);
   SmallVector<Value> dkStrides = {arg(next), arg(next + 1), arg(next + 2)};
   SmallVector<Value> dvStrides = {arg(next + 3), arg(next + 4), arg(next + 5)};
+  // The mods' captures, the last parameters.
+  SmallVector<Value> captures = captureArgs(entry, next + 6);
 
   auto smemType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                                   AffineMap(), workgroup);
@@ -685,6 +822,7 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
             SmallVector<Value> at = {batchIdx, index(head),
                                      clampedIndex(q, seqQ),
                                      clampedIndex(key, seqK)};
+            llvm::append_range(at, captures);
             Value modded = y;
             if (spec.scoreMod) {
               SmallVector<Value> args = {y};
@@ -851,6 +989,9 @@ DictionaryAttr launchAttr(MLIRContext *ctx, const BackwardSpec &spec,
               {b.getNamedAttr("block_m", b.getI64IntegerAttr(spec.blockM)),
                b.getNamedAttr("block_n", b.getI64IntegerAttr(spec.blockN))})),
       b.getNamedAttr("params", b.getArrayAttr(paramAttrs))};
+  if (!spec.captures.empty())
+    entries.push_back(
+        b.getNamedAttr("captures", capturesAttr(b, spec.captures)));
   return b.getDictionaryAttr(entries);
 }
 

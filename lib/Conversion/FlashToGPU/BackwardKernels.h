@@ -15,10 +15,17 @@
 //                accumulator (in key-tile order under `deterministic`);
 //   <name>_post  per (query tile, batch x head): dQ = scale x accumulator.
 //
+// With attention sinks, the pre kernel also sums each warp's rows of
+// -exp(sink - lse) delta into the `sink_partials` workspace, and the post
+// kernel's first block of each head adds them up, in a fixed order, into
+// dsinks.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_BACKWARDKERNELS_H
 #define FLASHC_LIB_CONVERSION_FLASHTOGPU_BACKWARDKERNELS_H
+
+#include "CaptureArgs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -45,6 +52,11 @@ struct BackwardSpec {
   /// The mask_mod hides keys more than this many behind the query
   /// (MaskAnalysis.h): a key tile's query tiles end at its last key + W.
   std::optional<int64_t> keyWindow;
+  /// The memref arguments the kernels take whole (CaptureArgs.h): the
+  /// mods' captures (the main kernel's), the sinks and their gradient
+  /// (the pre and post kernels'); the sinks' indices, when there are some.
+  SmallVector<CaptureArg> captures;
+  std::optional<unsigned> sinkCapture, sinkGradCapture;
 
   /// One 64-row tile of Q, dO, K or V: D/64 boxes of 64 x 64 16-bit
   /// elements (128-byte rows, 128-byte swizzle).

@@ -84,6 +84,8 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
     params.push_back(
         dict({{"kind", str("i64")}, {"value", str("stride_o_n")}}));
   }
+  for (auto [i, capture] : llvm::enumerate(spec.captures))
+    params.push_back(captureParamAttr(b, i, capture));
   // The tile sizes, the roles' registers and every schedule switch as
   // applied (kernel.json's "config").
   auto configDict = [&] {
@@ -127,6 +129,8 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
     entries.push_back({"heads", i64(spec.heads)});
   if (spec.kvHeads)
     entries.push_back({"kv_heads", i64(spec.kvHeads)});
+  if (!spec.captures.empty())
+    entries.push_back({"captures", capturesAttr(b, spec.captures)});
   return dict(entries);
 }
 
@@ -158,6 +162,8 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
       args.push_back(globalPtr);
     args.append({b.getI64Type(), b.getI64Type()});
   }
+  for (const CaptureArg &capture : spec.captures)
+    args.push_back(capture.type);
   auto kernel =
       gpu::GPUFuncOp::create(b, spec.name, b.getFunctionType(args, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());

@@ -3,7 +3,8 @@
 // The tile program's epilogue on a consumer, rewritten by patterns after its
 // key loops: flash.finalize quad-reduces the row sums (flash.wg.row_sum) and
 // gives O = acc / l (0 when l = 0; flash.wg.scale_rows) and
-// LSE = (m + log2 l) * ln 2 (-inf when l = 0) as a row vector; O's
+// LSE = (m + log2 l) * ln 2 (-inf when l = 0) as a row vector, with an
+// attention sink in l (its head's, loaded here); O's
 // arith.truncf rounds it to 16-bit pairs (flash.wg.truncf, by the truncf
 // pattern of KeyLoopToWarpgroup.cpp); flash.store_tile stores from the
 // registers with a row bound check (flash.wg.store_global: the op's "rows
@@ -52,17 +53,44 @@ struct FinalizeToRowOps : RolePattern<FinalizeOp, ConsumerRole> {
     SmallVector<Value> mRegs = registersOf(b, m);
     Value negInf = role.cF32(-std::numeric_limits<float>::infinity());
     Value sums = WgRowSumOp::create(b, role.k.rowsF32Type, l);
+    // The head's sink in base 2 (the program's load of it is a placeholder
+    // here: the kernel loads it for its own head).
+    Value sink2;
+    if (op.getSink()) {
+      auto [batch, head] = role.k.batchAndHead(role.tile.blockY);
+      Value sink = memref::LoadOp::create(
+          b, role.k.captures[*role.spec.sinkCapture], ValueRange{head});
+      sink2 = arith::MulFOp::create(b, sink, role.cF32(float(M_LOG2E)));
+    }
     SmallVector<Value, 2> inv, lse;
-    for (auto [r, sum] :
+    for (auto [r, rowSum] :
          llvm::enumerate(WgFragmentValuesOp::create(b, sums).getValues())) {
-      Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
+      // With a sink, the denominator is l 2^(m - top) + 2^(sink - top) and
+      // acc is scaled by 2^(m - top), top = max(m, sink): a row that saw no
+      // key (m = -inf, l = 0) gets O = 0 and the LSE below the sink.
+      Value sum = rowSum, top = mRegs[r], numerator;
+      if (sink2) {
+        top = arith::MaximumFOp::create(b, mRegs[r], sink2);
+        numerator =
+            math::Exp2Op::create(b, arith::SubFOp::create(b, mRegs[r], top));
+        sum = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, rowSum, numerator),
+            math::Exp2Op::create(b, arith::SubFOp::create(b, sink2, top)));
+      }
+      Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, rowSum,
                                           role.cF32(0.0f));
-      Value rcp = arith::DivFOp::create(b, role.cF32(1.0f), sum);
+      Value rcp = arith::DivFOp::create(
+          b, numerator ? numerator : role.cF32(1.0f), sum);
       inv.push_back(arith::SelectOp::create(b, empty, role.cF32(0.0f), rcp));
+      // The LSE is -inf where the sum is 0 or, a sink of -inf on a row that
+      // saw no key, NaN.
+      if (sink2)
+        empty = arith::CmpFOp::create(b, arith::CmpFPredicate::UEQ, sum,
+                                      role.cF32(0.0f));
       if (!wantLse)
         continue;
       Value lg = math::Log2Op::create(b, sum);
-      Value t = arith::AddFOp::create(b, mRegs[r], lg);
+      Value t = arith::AddFOp::create(b, top, lg);
       Value t2 = arith::MulFOp::create(b, t, role.cF32(float(std::log(2.0))));
       lse.push_back(arith::SelectOp::create(b, empty, negInf, t2));
     }

@@ -18,6 +18,7 @@
 #define FLASHC_LIB_CONVERSION_FLASHTOGPU_FLASHTOGPU_H
 
 #include "../InlinePtx.h"
+#include "CaptureArgs.h"
 #include "Flash/FlashAttrs.h"
 #include "Flash/FlashOps.h"
 #include "Flash/FlashTypes.h"
@@ -91,6 +92,10 @@ struct KernelSpec {
   /// The mask_mod is that window and nothing else (keyWindowExactly): a
   /// key tile every row sees from within its window skips the mask_mod.
   bool maskIsKeyWindow = false;
+  /// The memref arguments the kernel takes whole, after all others: the
+  /// mods' captures and the sinks (whose index is sinkCapture).
+  SmallVector<CaptureArg> captures;
+  std::optional<unsigned> sinkCapture;
 
   /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
   /// switches of include/flashc/Config/ScheduleSwitches.def as applied,
@@ -420,6 +425,8 @@ public:
   Value cuSeqlensQ, cuSeqlensK, oStrideH, oStrideN;
   // Query heads per K/V head (i32): K and V have H / kvGroup heads.
   Value kvGroup;
+  /// The captures (KernelSpec::captures), memref arguments of the kernel.
+  SmallVector<Value> captures;
   // The Q, K and V tensor-map pointers as passed (!llvm.ptr), for the NVVM
   // prefetch op, which takes no nvgpu descriptor.
   Value qMapPtr, kMapPtr, vMapPtr;

@@ -66,7 +66,8 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   // tmaStoreO a CUtensorMap too), [LSE], seq_q, seq_k, scale_log2,
   // kv_group (query heads per K/V head), for a persistent kernel batch,
   // heads, with dynamicSchedule the tile counter, and a packed kernel's
-  // cu_seqlens_q, cu_seqlens_k and O's strides (stride_o_h, stride_o_n). A
+  // cu_seqlens_q, cu_seqlens_k and O's strides (stride_o_h, stride_o_n),
+  // then the captures (memrefs: MLIR's expanded descriptors). A
   // kernel argument of the nvgpu descriptor type makes convert-gpu-to-nvvm fail
   // to legalize the gpu.func, so the pointers are cast here; the descriptor
   // type lowers to !llvm.ptr and the casts fold.
@@ -104,6 +105,8 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
     oStrideH = entry->getArgument(next++);
     oStrideN = entry->getArgument(next++);
   }
+  for (unsigned i = 0, e = spec.captures.size(); i < e; ++i)
+    captures.push_back(entry->getArgument(next++));
   totalQ = seqQ;
   totalK = seqK;
   // Constants go before the casts, in creation order.

@@ -24,6 +24,8 @@
 #include "Flash/FlashOps.h"
 #include "flashc/Transforms/MaskAnalysis.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -43,12 +45,50 @@ mlir::flash::gpu_lowering::matchBackwardTileProgram(func::FuncOp func) {
   };
   BackwardSpec spec;
   spec.name = func.getSymName().str();
-  // Packed sequences' offsets are rank-1 integer memrefs.
-  if (llvm::any_of(func.getArgumentTypes(), [](Type type) {
-        auto memref = dyn_cast<MemRefType>(type);
-        return memref && memref.getRank() == 1 &&
-               isa<IntegerType>(memref.getElementType());
-      }))
+  // The mods' captures, the sinks and their gradient are memref arguments
+  // after the nine tensors, which the kernels take whole.
+  SmallVector<CaptureUse> captureUses;
+  ModScoresOp mods;
+  auto isArgument = [&](Value value) {
+    auto arg = dyn_cast<BlockArgument>(value);
+    return arg && arg.getOwner() == &func.getBody().front();
+  };
+  func.walk([&](Operation *op) {
+    if (auto m = dyn_cast<ModScoresOp>(op)) {
+      if (!mods)
+        mods = m;
+      for (Value capture : m.getCaptures())
+        captureUses.push_back({op, capture, CaptureRole::Capture});
+    }
+  });
+  // The sink gradient's grid loads the head's sink and stores its dsinks.
+  func.walk([&](SinkGradOp sinkGrad) {
+    if (auto load = sinkGrad.getSink().getDefiningOp<memref::LoadOp>())
+      captureUses.push_back({sinkGrad, load.getMemRef(), CaptureRole::Sinks});
+    if (auto grid = sinkGrad->getParentOfType<GridOp>())
+      grid.walk([&](memref::StoreOp store) {
+        if (isArgument(store.getMemRef()))
+          captureUses.push_back(
+              {store, store.getMemRef(), CaptureRole::SinksGrad});
+      });
+  });
+  FailureOr<SmallVector<CaptureArg>> captures =
+      collectCaptureArgs(func, captureUses);
+  if (failed(captures))
+    return failure();
+  spec.captures = std::move(*captures);
+  spec.sinkCapture = findCapture(spec.captures, CaptureRole::Sinks);
+  spec.sinkGradCapture = findCapture(spec.captures, CaptureRole::SinksGrad);
+  if (static_cast<bool>(spec.sinkCapture) !=
+      static_cast<bool>(spec.sinkGradCapture))
+    return fail("need both the sinks and their gradient, or neither");
+  // Packed sequences' offsets are rank-1 integer memrefs before them.
+  if (llvm::any_of(func.getArguments().drop_back(spec.captures.size()),
+                   [](BlockArgument arg) {
+                     auto memref = dyn_cast<MemRefType>(arg.getType());
+                     return memref && memref.getRank() == 1 &&
+                            isa<IntegerType>(memref.getElementType());
+                   }))
     return fail("take dense batches only: packed sequences' backward runs "
                 "on the CPU target so far");
   auto q = dyn_cast<MemRefType>(func.getArgument(0).getType());
@@ -70,26 +110,11 @@ mlir::flash::gpu_lowering::matchBackwardTileProgram(func::FuncOp func) {
     return fail("take 64 x 64 tiles (block_m = 64, block_n = 64; got ")
            << spec.blockM << " x " << spec.blockN << ")";
 
-  // The kernels have no sink reduction and no kernel argument for a
-  // capture.
-  Operation *unlowered = nullptr;
-  ModScoresOp mods;
-  func.walk([&](Operation *op) {
-    if (auto m = dyn_cast<ModScoresOp>(op)) {
-      if (!mods)
-        mods = m;
-      if (!m.getCaptures().empty() && !unlowered)
-        unlowered = op;
-    }
-    if (isa<SinkGradOp>(op) && !unlowered)
-      unlowered = op;
-  });
-  if (unlowered)
-    return unlowered->emitError("flash-to-gpu: the backward kernels do not "
-                                "take attention sinks or mods that read "
-                                "captures yet (the CPU path runs them)");
-  if (llvm::range_size(func.getOps<GridOp>()) != 3)
-    return fail("expected the three grids -flash-tile writes");
+  // With sinks, -flash-tile writes a fourth grid for their gradient (the
+  // pre and post kernels compute it).
+  if (llvm::range_size(func.getOps<GridOp>()) != (spec.sinkCapture ? 4 : 3))
+    return fail("expected the grids -flash-tile writes (three, and one for "
+                "the sinks' gradient)");
   SmallVector<SoftmaxRecomputeOp> recomputes;
   func.walk([&](SoftmaxRecomputeOp op) { recomputes.push_back(op); });
   if (recomputes.empty())

@@ -130,27 +130,18 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << grids.size();
   }
   GridOp grid = grids.front();
-  // A capture is one more kernel argument, which the launch contract has
-  // no place for yet: say so before the arguments are counted.
-  WalkResult captures = grid.walk([](ModScoresOp mods) {
-    if (mods.getCaptures().empty())
-      return WalkResult::advance();
-    mods.emitError("flash-to-gpu: score and mask mods that read captures "
-                   "are not lowered to the GPU yet (the CPU path runs them)");
-    return WalkResult::interrupt();
+  // The mods' captures and the sinks are memref arguments after the
+  // tensors; the kernel takes each whole (CaptureArgs.h).
+  SmallVector<CaptureUse> captureUses;
+  grid.walk([&](Operation *op) {
+    if (auto mods = dyn_cast<ModScoresOp>(op))
+      for (Value capture : mods.getCaptures())
+        captureUses.push_back({op, capture, CaptureRole::Capture});
+    if (auto finalize = dyn_cast<FinalizeOp>(op);
+        finalize && finalize.getSink())
+      if (auto load = finalize.getSink().getDefiningOp<memref::LoadOp>())
+        captureUses.push_back({op, load.getMemRef(), CaptureRole::Sinks});
   });
-  if (captures.wasInterrupted())
-    return failure();
-  // So is the sink's memref.
-  WalkResult sinks = grid.walk([](FinalizeOp finalize) {
-    if (!finalize.getSink())
-      return WalkResult::advance();
-    finalize.emitError("flash-to-gpu: attention sinks are not lowered to "
-                       "the GPU yet (the CPU path runs them)");
-    return WalkResult::interrupt();
-  });
-  if (sinks.wasInterrupted())
-    return failure();
   // -flash-tile guards a packed sequences' program with its sequence's
   // bounds (scf.if) and views its rows (memref.subview); the program proper
   // is the guarded block.
@@ -171,9 +162,19 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return func.emitError(
         "flash-to-gpu: missing the flash.config tile configuration");
 
-  // Arguments: q, k, v, o [, lse], and for packed sequences cu_seqlens_q,
-  // cu_seqlens_k and max_seqlen_q.
-  unsigned numTensors = func.getNumArguments() - (guard ? 3 : 0);
+  if (guard && !captureUses.empty())
+    return captureUses.front().user->emitError(
+        "flash-to-gpu: captures and sinks with packed sequences are not "
+        "lowered to the GPU yet (the CPU path runs them)");
+  FailureOr<SmallVector<CaptureArg>> captures =
+      collectCaptureArgs(func, captureUses);
+  if (failed(captures))
+    return failure();
+
+  // Arguments: q, k, v, o [, lse], the captures, and for packed sequences
+  // cu_seqlens_q, cu_seqlens_k and max_seqlen_q.
+  unsigned numTensors =
+      func.getNumArguments() - (guard ? 3 : 0) - captures->size();
   if (numTensors != 4 && numTensors != 5)
     return func.emitError("flash-to-gpu: expected arguments (q, k, v, o[, "
                           "lse]")
@@ -249,6 +250,8 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << " is not supported: each consumer warpgroup owns 64 query rows "
               "(block_m = 64 * warpgroups)";
   spec.packed = static_cast<bool>(guard);
+  spec.captures = std::move(*captures);
+  spec.sinkCapture = findCapture(spec.captures, CaptureRole::Sinks);
   // The grid body, reading the arguments or (packed) the guard's views of
   // the sequence's rows of them.
   Value q = func.getArgument(0), k = func.getArgument(1),
@@ -302,6 +305,12 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
         return store.emitError("flash-to-gpu: unexpected flash.store_tile "
                                "(one store of O and at most one of LSE)");
       }
+    } else if (auto load = dyn_cast<memref::LoadOp>(op);
+               load && spec.sinkCapture &&
+               load.getMemRef() ==
+                   func.getArgument(
+                       spec.captures[*spec.sinkCapture].argNumber)) {
+      // The head's sink, which the epilogue loads for the kernel's head.
     } else if (!isa<ProgramIdOp, scf::YieldOp>(op) &&
                !(guard && isa<memref::SubViewOp, memref::DimOp>(op)) &&
                !isa<arith::ArithDialect>(op.getDialect())) {
@@ -372,6 +381,9 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
           "flash-to-gpu: the key loops disagree on the softmax scale");
     scaleLog2 = scale;
   }
+  if (finalize.getSink() && !spec.sinkCapture)
+    return finalize.emitError("flash-to-gpu: the sink must be loaded from "
+                              "the sinks argument (memref.load)");
   if (!finalize.getBase2())
     return finalize.emitError("flash-to-gpu: the GPU kernel needs the base-2 "
                               "flash.finalize (run -flash-fuse)");

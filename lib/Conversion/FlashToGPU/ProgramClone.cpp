@@ -32,7 +32,8 @@ ProgramClone::ProgramClone(KernelContext &k, StringRef role,
   // Q, K and V are read through their tensor maps; the rest (the Q tile, the
   // tiles' coordinates, the lengths, the bounds) has kernel-level
   // counterparts the patterns take from their role, so it becomes a
-  // placeholder that must be left without uses.
+  // placeholder that must be left without uses. The captures are kernel
+  // arguments too.
   llvm::SmallPtrSet<Operation *, 8> program(ops.begin(), ops.end());
   auto bring = [&](Value value) {
     if (map.contains(value))
@@ -58,6 +59,14 @@ ProgramClone::ProgramClone(KernelContext &k, StringRef role,
                          .getResult(0));
       return;
     }
+    // A capture is the kernel's own memref argument.
+    if (arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+      for (auto [capture, kernelArg] :
+           llvm::zip_equal(k.spec.captures, k.captures))
+        if (capture.argNumber == arg.getArgNumber()) {
+          map.map(value, kernelArg);
+          return;
+        }
     auto placeholder =
         UnrealizedConversionCastOp::create(b, value.getType(), ValueRange());
     placeholders.push_back(placeholder);

@@ -59,10 +59,11 @@ Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
     whole = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, reach,
                                   arith::MaxSIOp::create(b, row0, row1));
   }
-  auto mod = WgModScoresOp::create(
-      b, k.sType, scores, rows, first, k.seqQ, k.seqK,
-      arith::IndexCastOp::create(b, k.i32, batch),
-      arith::IndexCastOp::create(b, k.i32, head), scale, whole);
+  auto mod =
+      WgModScoresOp::create(b, k.sType, scores, rows, first, k.seqQ, k.seqK,
+                            arith::IndexCastOp::create(b, k.i32, batch),
+                            arith::IndexCastOp::create(b, k.i32, head), scale,
+                            whole, op.getCaptures());
   IRMapping mapping;
   op.getScoreMod().cloneInto(&mod.getScoreMod(), mapping);
   op.getMaskMod().cloneInto(&mod.getMaskMod(), mapping);

@@ -4,9 +4,9 @@
 // of the thread's two, rowHalf) and column (the tile's first key, the
 // thread's column offset and the register's place in the layout) clamped
 // into the sequences, the score scaled, then the regions' ops inlined with
-// those indices. LLVM folds what depends on the row alone into the two
-// rows. math.tanh becomes one tanh.approx (soft-capping); arith.divf may
-// use the reciprocal (arcp), as Triton's default division does.
+// those indices and the captures. LLVM folds what depends on the row
+// alone into the two rows. math.tanh becomes one tanh.approx (soft-capping);
+// arith.divf may use the reciprocal (arcp), as Triton's default division does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <limits>
 
@@ -46,9 +47,27 @@ Value clampedIndex(ImplicitLocOpBuilder &b, Operation *op, Value x,
       entryConstant(b, op, b.getI32IntegerAttr(1)));
 }
 
+/// `load`'s indices clamped into its memref's bounds: a capture of the
+/// wrong shape then gives wrong numbers, never a read outside it.
+void clampLoadIndices(ImplicitLocOpBuilder &b, memref::LoadOp load) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(load);
+  b.setLoc(load.getLoc());
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  for (OpOperand &index : load.getIndicesMutable()) {
+    Value size = memref::DimOp::create(b, load.getMemRef(),
+                                       index.getOperandNumber() - 1);
+    Value last = arith::SubIOp::create(b, size, one);
+    index.set(arith::MinSIOp::create(
+        b, arith::MaxSIOp::create(b, index.get(), zero), last));
+  }
+}
+
 /// `inline_` (which clones ops at `b`'s insertion point and gives a value
-/// of them), then the GPU's forms of tanh and division on what it cloned;
-/// `*also` (when given), another value of them, follows the rewrite too.
+/// of them), then the GPU's forms of tanh and division on what it cloned
+/// and its capture loads clamped; `*also` (when given), another value of
+/// them, follows the rewrite too.
 Value inlineInGpuForms(ImplicitLocOpBuilder &b, function_ref<Value()> inline_,
                        Value *also = nullptr) {
   Block *block = b.getInsertionBlock();
@@ -64,6 +83,8 @@ Value inlineInGpuForms(ImplicitLocOpBuilder &b, function_ref<Value()> inline_,
   for (Operation *op : cloned) {
     if (auto div = dyn_cast<arith::DivFOp>(op)) {
       div.setFastmath(arith::FastMathFlags::arcp);
+    } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      clampLoadIndices(b, load);
     } else if (auto tanh = dyn_cast<math::TanhOp>(op)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(tanh);
@@ -120,6 +141,9 @@ struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
     Value head = arith::IndexCastOp::create(b, b.getIndexType(),
                                             adaptor.getHead().front());
     Value scale = adaptor.getScale().front();
+    SmallVector<Value> captures;
+    for (ValueRange capture : adaptor.getCaptures())
+      captures.push_back(capture.front());
     Value rowIndex[2] = {clampedIndex(b, op, rows[0], seqQ),
                          clampedIndex(b, op, rows[1], seqQ)};
     Value negInf = entryConstant(
@@ -133,12 +157,15 @@ struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
         Value key = clampedIndex(b, op, column, seqK);
         Value query = rowIndex[rowHalf(i)];
         Value y = arith::MulFOp::create(b, x, scale);
-        if (!op.getScoreMod().empty())
-          y = inlineModRegionForGpu(b, op.getScoreMod(),
-                                    ValueRange{y, batch, head, query, key});
+        if (!op.getScoreMod().empty()) {
+          SmallVector<Value> args = {y, batch, head, query, key};
+          llvm::append_range(args, captures);
+          y = inlineModRegionForGpu(b, op.getScoreMod(), args);
+        }
         if (withMask && !op.getMaskMod().empty()) {
-          Value keep = inlineModRegionForGpu(
-              b, op.getMaskMod(), ValueRange{batch, head, query, key});
+          SmallVector<Value> args = {batch, head, query, key};
+          llvm::append_range(args, captures);
+          Value keep = inlineModRegionForGpu(b, op.getMaskMod(), args);
           y = arith::SelectOp::create(b, keep, y, negInf);
         }
         out.push_back(y);

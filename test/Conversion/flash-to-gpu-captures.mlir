@@ -1,0 +1,83 @@
+// The mods' captures and the attention sinks on the GPU. Each is a memref
+// argument of the kernel after all the others, listed in kernel.json's
+// "captures" with its role and passed by a "memref" parameter naming it
+// (MLIR's expanded descriptor). flash.wg.mod_scores takes the captures and
+// its regions read them; every index of such a load is clamped into the
+// capture's bounds. The sink is loaded for the block's head in the
+// epilogue and joins each row's denominator; the backward's pre kernel
+// sums each warp's share of dsinks into a workspace that the post kernel
+// adds up in a fixed order.
+// RUN: flash-opt %kernels/attention_alibi.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=WG
+// RUN: flash-opt %kernels/attention_sink.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=SINK
+// RUN: rm -rf %t.dir && mkdir -p %t.dir
+// RUN: flashc %kernels/attention_document.mlir --emit=ptx -o %t.dir/document.ptx
+// RUN: FileCheck %s --check-prefix=DOCPTX --input-file %t.dir/document.ptx
+// RUN: FileCheck %s --check-prefix=DOCJSON --input-file %t.dir/document.json
+// RUN: flashc %kernels/attention_sink.mlir --backward --emit=ptx -o %t.dir/sink_backward.ptx
+// RUN: FileCheck %s --check-prefix=SINKBWD --input-file %t.dir/sink_backward.json
+// RUN: flashc %kernels/attention_prefix_lm.mlir --backward --emit=ptx -o %t.dir/prefix_backward.ptx
+// RUN: FileCheck %s --check-prefix=PREFIXBWD --input-file %t.dir/prefix_backward.json
+
+// WG-LABEL: gpu.func @attention_alibi
+// WG-SAME: %[[SLOPES:arg10]]: memref<?xf32>)
+// WG-SAME: captures = [{dtype = "f32", rank = 1 : i64, role = "capture"}]
+// WG-SAME: {capture = 0 : i64, kind = "memref", rank = 1 : i64}]
+// WG: flash.wg.mod_scores {{.*}} captures(%[[SLOPES]] : memref<?xf32>)
+// WG-NEXT: ^bb0({{.*}}, %[[SL:.*]]: memref<?xf32>):
+// WG-NEXT: memref.load %[[SL]][
+
+// The sink in base 2 beside each row's max; 2^(m - top) scales acc, and
+// the LSE is -inf where the sum is 0 or NaN (unordered).
+// SINK-LABEL: gpu.func @attention_sink
+// SINK-SAME: %[[SINKS:arg10]]: memref<?xf32>)
+// SINK-SAME: role = "sinks"
+// SINK: %[[SINK:.*]] = memref.load %[[SINKS]][%{{.*}}] : memref<?xf32>
+// SINK: %[[SINK2:.*]] = arith.mulf %[[SINK]], %{{.*}} : f32
+// SINK: %[[TOP:.*]] = arith.maximumf %{{.*}}, %[[SINK2]] : f32
+// SINK: math.exp2
+// SINK: math.exp2
+// SINK: arith.cmpf ueq
+
+// Each index of the document id loads clamped into the capture's sizes
+// (the descriptor's size fields), the kernel's last parameters.
+// DOCPTX-LABEL: .visible .entry attention_document(
+// DOCPTX: .param .u64 .ptr .align 1 attention_document_param_10,
+// DOCPTX: .param .u64 .ptr .align 1 attention_document_param_11,
+// DOCPTX: .param .u64 attention_document_param_12,
+// DOCPTX: .param .u64 attention_document_param_13,
+// DOCPTX: .param .u64 attention_document_param_14,
+// DOCPTX: .param .u64 attention_document_param_15,
+// DOCPTX: .param .u64 attention_document_param_16
+// DOCPTX-NEXT: )
+// DOCPTX: min.s64
+// DOCJSON: "captures": [
+// DOCJSON-NEXT: {
+// DOCJSON-NEXT: "dtype": "i32",
+// DOCJSON-NEXT: "rank": 2,
+// DOCJSON-NEXT: "role": "capture"
+// DOCJSON: "capture": 0,
+// DOCJSON-NEXT: "kind": "memref",
+// DOCJSON-NEXT: "rank": 2
+
+// Each launch's params come before its role.
+// SINKBWD: "captures": [
+// SINKBWD: "role": "sinks"
+// SINKBWD: "role": "dsinks"
+// SINKBWD: "launches": [
+// SINKBWD: "name": "sink_partials"
+// SINKBWD: "capture": 0,
+// SINKBWD: "role": "pre"
+// SINKBWD-NOT: "capture"
+// SINKBWD: "role": "main"
+// SINKBWD: "name": "sink_partials"
+// SINKBWD: "capture": 1,
+// SINKBWD: "role": "post"
+
+// The mask's capture goes to the main kernel only.
+// PREFIXBWD: "launches": [
+// PREFIXBWD-NOT: "capture":
+// PREFIXBWD: "role": "pre"
+// PREFIXBWD: "capture": 0,
+// PREFIXBWD: "role": "main"
+// PREFIXBWD-NOT: "capture":
+// PREFIXBWD: "role": "post"
