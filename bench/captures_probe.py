@@ -7,7 +7,8 @@ correctness against float64 and speed beside FlexAttention.
 DIR holds compiled kernels (<name>.cubin + <name>.json) of
 kernels/attention_alibi.mlir (slopes[h] * (kv - q) added to each logit,
 causal), attention_document.mlir (a query sees its own document's keys,
-document ids B x N, causal), attention_prefix_lm.mlir (the first prefix[b]
+document ids B x N and their block mask, flashc.document_key_ranges,
+causal), attention_prefix_lm.mlir (the first prefix[b]
 keys bidirectionally, then causal) and attention_sink.mlir (D 64, causal,
 one sink logit per head in every row's denominator). Each runs through the
 runtime (flashc.load, its captures passed in the source's order) on random
@@ -69,7 +70,9 @@ def make_captures(kernel, B, H, NQ, NK, gen):
                                  generator=gen, device=dev).sort().values
             ids[b] = torch.bucketize(torch.arange(n, device=dev), cuts,
                                      right=True).to(torch.int32)
-        return [ids]
+        # The block mask of 128-row blocks (the kernel's key_ranges).
+        return [ids, flashc.document_key_ranges(ids, 128, seq_q=NQ,
+                                                seq_k=NK)]
     if kernel == "attention_prefix_lm":
         return [torch.randint(0, NK + 1, (B,), generator=gen, device=dev,
                               dtype=torch.int32)]
@@ -271,7 +274,7 @@ def bench_captures(kernel, B, H, N):
             ends = lengths.cumsum(0)
             ids[b] = torch.bucketize(torch.arange(N, device=DEV), ends,
                                      right=True).to(torch.int32)
-        return [ids]
+        return [ids, flashc.document_key_ranges(ids, 128)]
     if kernel == "attention_prefix_lm":
         return [torch.full((B,), N // 4, dtype=torch.int32, device=DEV)]
     return make_captures(kernel, B, H, N, N, gen)

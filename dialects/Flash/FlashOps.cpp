@@ -371,8 +371,33 @@ Value mlir::flash::inlineModRegion(OpBuilder &b, Region &region,
   return mapping.lookup(cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
+/// `key_ranges` = [c, rows]: capture c an i32 [B, blocks, 2] table.
+static LogicalResult verifyKeyRanges(Operation *op,
+                                     std::optional<ArrayRef<int64_t>> ranges,
+                                     ValueRange captures) {
+  if (!ranges)
+    return success();
+  if (ranges->size() != 2 || (*ranges)[1] < 1)
+    return op->emitOpError("'key_ranges' must be [capture, rows] with rows "
+                           ">= 1");
+  int64_t index = (*ranges)[0];
+  if (index < 0 || index >= int64_t(captures.size()))
+    return op->emitOpError("'key_ranges' names capture #")
+           << index << " but there are " << captures.size();
+  auto type = cast<MemRefType>(captures[index].getType());
+  if (type.getRank() != 3 || type.getDimSize(2) != 2 ||
+      !type.getElementType().isInteger(32))
+    return op->emitOpError("'key_ranges' capture #")
+           << index
+           << " must be an i32 memref of [batch, query blocks, 2], got "
+           << type;
+  return success();
+}
+
 LogicalResult AttentionOp::verifyRegions() {
-  return verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures());
+  if (failed(verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures())))
+    return failure();
+  return verifyKeyRanges(*this, getKeyRanges(), getCaptures());
 }
 
 /// The backward's score mod must be differentiable op by op.
@@ -414,7 +439,9 @@ LogicalResult SinkGradOp::verify() {
 }
 
 LogicalResult ModScoresOp::verifyRegions() {
-  return verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures());
+  if (failed(verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures())))
+    return failure();
+  return verifyKeyRanges(*this, getKeyRanges(), getCaptures());
 }
 
 LogicalResult ModScoresOp::verify() {

@@ -40,6 +40,15 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
       lower triangle). A row that sees no key gets O = 0 and LSE = -inf.
     - `config` (`#flash.config`): the tile configuration; when absent the
       lowering picks a default for the head dim.
+    - `key_ranges` (`array<i64: c, rows>`): block sparsity the mask_mod's
+      data decides (FlexAttention's BlockMask, as a range per block):
+      capture `c` is an i32 [B, ceil(seq_q / rows), 2] table whose entry
+      (b, i) = [lo, hi) bounds the keys any query row of rows
+      [i * rows, (i + 1) * rows) of batch b sees. The caller promises that
+      the mask_mod (with `causal`) hides every key outside it; the GPU
+      kernel then neither loads nor computes the key tiles outside, and the
+      CPU path, which computes them all, gives the same result. A table
+      that breaks the promise gives wrong rows, as a wrong block mask does.
 
     Example:
 
@@ -144,7 +153,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     Arg<Optional<AnyMemRef>, "per-head sink logits", [MemRead]>:$sinks,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
-    OptionalAttr<Flash_ConfigAttr>:$config
+    OptionalAttr<Flash_ConfigAttr>:$config,
+    OptionalAttr<DenseI64ArrayAttr>:$key_ranges
   );
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
@@ -610,7 +620,8 @@ def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
     `flash.attention`'s, with the same arguments and captures. They run
     only on rows below `seq_q` and keys below `seq_k`: elements past either
     end are unspecified here, and the `flash.mask` after this op hides the
-    keys past the end.
+    keys past the end. `key_ranges` is `flash.attention`'s, for the
+    lowering that skips key tiles by it (the op itself does not read it).
 
     Example:
 
@@ -628,7 +639,8 @@ def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
                        Index:$row_start, Index:$col_start, Index:$seq_q,
                        Index:$seq_k,
                        Arg<Variadic<AnyMemRef>, "captures", [MemRead]>:$captures,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       OptionalAttr<DenseI64ArrayAttr>:$key_ranges);
   let results = (outs AnyRankedTensor:$result);
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{

@@ -27,9 +27,10 @@ using namespace mlir::flash;
 
 Value mlir::flash::buildModScores(ImplicitLocOpBuilder &b, const Mods &mods,
                                   Value scores, const TileCoordinates &at) {
-  auto mod = ModScoresOp::create(b, scores.getType(), scores, at.sequence,
-                                 at.head, at.row, at.col, at.seqQ, at.seqK,
-                                 mods.captures, b.getF32FloatAttr(mods.scale));
+  auto mod =
+      ModScoresOp::create(b, scores.getType(), scores, at.sequence, at.head,
+                          at.row, at.col, at.seqQ, at.seqK, mods.captures,
+                          b.getF32FloatAttr(mods.scale), mods.keyRanges);
   IRMapping mapping;
   mods.scoreMod.cloneInto(&mod.getScoreMod(), mapping);
   mods.maskMod.cloneInto(&mod.getMaskMod(), mapping);
@@ -123,11 +124,11 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
                                      ValueRange{batch, kvHead, col});
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
         if (mods)
-          scores =
-              buildModScores(lb,
-                             {op.getScoreMod(), op.getMaskMod(),
-                              op.getCaptures(), op.getEffectiveScale()},
-                             scores, {sequence, head, row, col, seqQ, seqK});
+          scores = buildModScores(
+              lb,
+              {op.getScoreMod(), op.getMaskMod(), op.getCaptures(),
+               op.getEffectiveScale(), op.getKeyRangesAttr()},
+              scores, {sequence, head, row, col, seqQ, seqK});
         Value masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);

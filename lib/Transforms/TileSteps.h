@@ -39,6 +39,8 @@ struct Mods {
   Region &maskMod;
   ValueRange captures;
   float scale;
+  /// flash.attention's key_ranges (null: none).
+  DenseI64ArrayAttr keyRanges = {};
 };
 
 /// Where a logit tile lies: the sequence (what the mods see as the batch

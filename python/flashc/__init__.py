@@ -70,7 +70,8 @@ import os
 import threading
 
 __all__ = ["attention", "varlen_attention", "scaled_dot_product_attention",
-           "load", "Kernel", "FlashcError", "runtime_library"]
+           "load", "Kernel", "FlashcError", "runtime_library",
+           "document_key_ranges"]
 
 _DTYPE_BF16, _DTYPE_F16, _DTYPE_F32, _DTYPE_I32 = 0, 1, 2, 3
 
@@ -682,6 +683,17 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
 
 
 _ops = None  # flashc.ops, imported (with torch) on the first attention call
+
+
+def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
+                        seq_k=None):
+    from .masks import document_key_ranges as build
+    return build(document, rows, causal=causal, seq_q=seq_q, seq_k=seq_k)
+
+
+document_key_ranges.__doc__ = """The key_ranges table (block mask) of
+document masking, for kernels/attention_document.mlir: see
+flashc.masks.document_key_ranges."""
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

@@ -6,9 +6,12 @@
 // capture's bounds. The sink is loaded for the block's head in the
 // epilogue and joins each row's denominator; the backward's pre kernel
 // sums each warp's share of dsinks into a workspace that the post kernel
-// adds up in a fixed order.
+// adds up in a fixed order. A key_ranges table (the document kernel's
+// block mask) bounds each tile's key tiles.
 // RUN: flash-opt %kernels/attention_alibi.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=WG
 // RUN: flash-opt %kernels/attention_sink.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=SINK
+// RUN: flash-opt %kernels/attention_document.mlir -flash-tile | FileCheck %s --check-prefix=DOCTILE
+// RUN: flash-opt %kernels/attention_document.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=DOCWG
 // RUN: rm -rf %t.dir && mkdir -p %t.dir
 // RUN: flashc %kernels/attention_document.mlir --emit=ptx -o %t.dir/document.ptx
 // RUN: FileCheck %s --check-prefix=DOCPTX --input-file %t.dir/document.ptx
@@ -47,7 +50,9 @@
 // DOCPTX: .param .u64 attention_document_param_13,
 // DOCPTX: .param .u64 attention_document_param_14,
 // DOCPTX: .param .u64 attention_document_param_15,
-// DOCPTX: .param .u64 attention_document_param_16
+// DOCPTX: .param .u64 attention_document_param_16,
+// DOCPTX-NEXT: .param .u64 .ptr .align 1 attention_document_param_17,
+// DOCPTX: .param .u64 attention_document_param_25
 // DOCPTX-NEXT: )
 // DOCPTX: min.s64
 // DOCJSON: "captures": [
@@ -58,6 +63,27 @@
 // DOCJSON: "capture": 0,
 // DOCJSON-NEXT: "kind": "memref",
 // DOCJSON-NEXT: "rank": 2
+// DOCJSON: "capture": 1,
+// DOCJSON-NEXT: "kind": "memref",
+// DOCJSON-NEXT: "rank": 3
+
+// The block mask: flash.mod_scores keeps key_ranges, and each tile's key
+// tiles run from the smallest lo to the largest hi of the table entries
+// over its rows (batch and entry clamped into the table), within those the
+// causal mask leaves.
+// DOCTILE: flash.mod_scores {{.*}} captures(%arg5, %arg6 : memref<?x?xi32>, memref<?x?x2xi32>) {key_ranges = array<i64: 1, 128>,
+// DOCWG-LABEL: gpu.func @attention_document
+// DOCWG-SAME: %[[DOC:arg10]]: memref<?x?xi32>, %[[RANGES:arg11]]: memref<?x?x2xi32>)
+// DOCWG: %m0, %n_full, %n_hi = flash.wg.tile_bounds
+// DOCWG: %[[RANGE:.*]]:2 = scf.for {{.*}} iter_args(%[[LO:.*]] = %c2147483647_i32, %[[HI:.*]] = %c0_i32) -> (i32, i32) {
+// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c0] : memref<?x?x2xi32>
+// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c1] : memref<?x?x2xi32>
+// DOCWG: %[[FROM:.*]] = arith.maxsi %[[RANGE]]#0, %c0_i32 : i32
+// DOCWG: %[[LOTILE:.*]] = arith.divui %[[FROM]], %c128_i32 : i32
+// DOCWG: %[[TO:.*]] = arith.maxsi %[[RANGE]]#1, %c0_i32 : i32
+// DOCWG: %[[HITILE:.*]] = arith.ceildivui %[[TO]], %c128_i32 : i32
+// DOCWG: arith.minsi %n_full, %[[HITILE]] : i32
+// DOCWG: arith.minsi %n_hi, %[[HITILE]] : i32
 
 // Each launch's params come before its role.
 // SINKBWD: "captures": [

@@ -120,3 +120,49 @@ func.func @tile_scores_f16(%s: tensor<64x32xf16>, %i: index) {
   %r = flash.mod_scores %s, %i, %i, %i, %i, %i, %i : tensor<64x32xf16>
   return
 }
+
+// -----
+
+// key_ranges names a capture that is an i32 [batch, blocks, 2] table.
+!t = memref<?x?x?x64xbf16>
+func.func @key_ranges_index(%q: !t, %k: !t, %v: !t, %o: !t, %doc: memref<?x?xi32>) {
+  // expected-error @+1 {{'flash.attention' op 'key_ranges' names capture #1 but there are 1}}
+  flash.attention %q, %k, %v -> %o captures(%doc : memref<?x?xi32>)
+      {key_ranges = array<i64: 1, 128>} : !t, !t, !t -> !t
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %kv: index, %d: memref<?x?xi32>):
+      %t = arith.constant true
+      flash.yield %t : i1
+    }
+  return
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16>
+func.func @key_ranges_type(%q: !t, %k: !t, %v: !t, %o: !t, %doc: memref<?x?xi32>) {
+  // expected-error @+1 {{'flash.attention' op 'key_ranges' capture #0 must be an i32 memref of [batch, query blocks, 2], got 'memref<?x?xi32>'}}
+  flash.attention %q, %k, %v -> %o captures(%doc : memref<?x?xi32>)
+      {key_ranges = array<i64: 0, 128>} : !t, !t, !t -> !t
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %kv: index, %d: memref<?x?xi32>):
+      %t = arith.constant true
+      flash.yield %t : i1
+    }
+  return
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16>
+func.func @key_ranges_rows(%q: !t, %k: !t, %v: !t, %o: !t, %r: memref<?x?x2xi32>) {
+  // expected-error @+1 {{'flash.attention' op 'key_ranges' must be [capture, rows] with rows >= 1}}
+  flash.attention %q, %k, %v -> %o captures(%r : memref<?x?x2xi32>)
+      {key_ranges = array<i64: 0, 0>} : !t, !t, !t -> !t
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %kv: index, %d: memref<?x?x2xi32>):
+      %t = arith.constant true
+      flash.yield %t : i1
+    }
+  return
+}

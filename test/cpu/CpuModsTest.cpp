@@ -27,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -59,7 +60,16 @@ struct Captures {
   std::vector<float> slopes, sinks;
   std::vector<int32_t> documents, prefix;
   int64_t documentRows = 0;
+  /// attention_document's key_ranges: [lo, hi) keys per batch and block
+  /// of kKeyRangeRows query rows, the smallest range holding every key the
+  /// block's rows see (the CPU path computes every key; the table is the
+  /// one a caller would pass).
+  std::vector<int32_t> keyRanges;
+  int64_t keyRangeBlocks = 0;
 };
+
+/// The rows per key_ranges entry kernels/attention_document.mlir declares.
+constexpr int64_t kKeyRangeRows = 128;
 
 Captures makeCaptures(const ModCase &c, std::mt19937 &rng) {
   Captures cap;
@@ -79,6 +89,22 @@ Captures makeCaptures(const ModCase &c, std::mt19937 &rng) {
           left = length(rng) - 1;
         }
         cap.documents.push_back(id);
+      }
+    }
+    cap.keyRangeBlocks = (c.seqQ + kKeyRangeRows - 1) / kKeyRangeRows;
+    for (int64_t b = 0; b < c.batch; ++b) {
+      const int32_t *doc = cap.documents.data() + b * cap.documentRows;
+      for (int64_t blk = 0; blk < cap.keyRangeBlocks; ++blk) {
+        int64_t lo = c.seqK, hi = 0;
+        for (int64_t i = blk * kKeyRangeRows;
+             i < std::min(c.seqQ, (blk + 1) * kKeyRangeRows); ++i)
+          for (int64_t j = 0; j < c.seqK; ++j)
+            if (doc[i] == doc[j] && j <= i + c.seqK - c.seqQ) {
+              lo = std::min(lo, j);
+              hi = std::max(hi, j + 1);
+            }
+        cap.keyRanges.push_back(int32_t(lo));
+        cap.keyRanges.push_back(int32_t(hi));
       }
     }
   }
@@ -141,7 +167,12 @@ struct ExtraArgs {
                   cap.documents.data(),
                   0,
                   {c.batch, cap.documentRows},
-                  {cap.documentRows, 1}} {
+                  {cap.documentRows, 1}},
+        keyRanges{cap.keyRanges.data(),
+                  cap.keyRanges.data(),
+                  0,
+                  {c.batch, cap.keyRangeBlocks, 2},
+                  {cap.keyRangeBlocks * 2, 2, 1}} {
     if (!cap.slopes.empty())
       floats = floatView(cap.slopes);
     if (!cap.sinks.empty()) {
@@ -161,13 +192,16 @@ struct ExtraArgs {
       args.push_back(&floats);
     if (withGradients && gradients.data)
       args.push_back(&gradients);
-    if (hasDocuments)
+    if (hasDocuments) {
       args.push_back(&documents);
+      args.push_back(&keyRanges);
+    }
     if (prefix.data)
       args.push_back(&prefix);
   }
   StridedMemRefType<float, 1> floats{}, gradients{};
   StridedMemRefType<int32_t, 2> documents;
+  StridedMemRefType<int32_t, 3> keyRanges;
   StridedMemRefType<int32_t, 1> prefix{};
   std::vector<float> dSinks;
   bool hasDocuments = false;
@@ -183,6 +217,9 @@ void callKernel(void *fn, const std::vector<void *> &a) {
   case 6:
     return reinterpret_cast<void (*)(P, P, P, P, P, P)>(fn)(a[0], a[1], a[2],
                                                             a[3], a[4], a[5]);
+  case 7:
+    return reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(fn)(
+        a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
   case 9:
     return reinterpret_cast<void (*)(P, P, P, P, P, P, P, P, P)>(fn)(
         a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);

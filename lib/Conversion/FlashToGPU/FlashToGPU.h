@@ -96,6 +96,14 @@ struct KernelSpec {
   /// mods' captures and the sinks (whose index is sinkCapture).
   SmallVector<CaptureArg> captures;
   std::optional<unsigned> sinkCapture;
+  /// flash.attention's key_ranges: the capture (index into `captures`)
+  /// holding [lo, hi) keys per block of `rows` query rows, outside which a
+  /// tile's key tiles are neither loaded nor computed.
+  struct KeyRanges {
+    unsigned capture;
+    int64_t rows;
+  };
+  std::optional<KeyRanges> keyRanges;
 
   /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
   /// switches of include/flashc/Config/ScheduleSwitches.def as applied,
@@ -129,7 +137,9 @@ struct KernelSpec {
   /// block_m that happens only for lengths off the tile grid, so those
   /// kernels keep one range (the D64 and D128 causal bm128 bn128 picks
   /// would compile without spills with two; not timed).
-  bool ownKeyRanges() const { return causal && blockN < blockM && !keyWindow; }
+  bool ownKeyRanges() const {
+    return causal && blockN < blockM && !keyWindow && !keyRanges;
+  }
 
   int64_t threads() const { return 128 * (warpgroups + 1); }
   /// Keys whose K and V fill kSectionBytes: a section holds
@@ -352,6 +362,10 @@ public:
   void emitSharedMemoryAndBarriers();
   /// `tile`'s bounds (flash.wg.tile_bounds) from its query block.
   void emitTileBounds(TileValues &tile);
+  /// KernelSpec::keyRanges: the [lo, hi) keys of `tile`'s rows, the
+  /// smallest lo and largest hi of the table's entries that cover them
+  /// (i32; every index clamped into the table).
+  std::pair<Value, Value> blockKeyRange(const TileValues &tile);
   /// Causal: the key tiles that rows below `rowsEnd` see
   /// (flash.wg.key_tiles_seen).
   Value keyTilesSeenBelow(Value rowsEnd);

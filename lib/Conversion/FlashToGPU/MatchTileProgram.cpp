@@ -369,6 +369,15 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       spec.keyWindow = window;
       spec.maskIsKeyWindow =
           window && keyWindowExactly(info->mods.getMaskMod()) == window;
+      if (std::optional<ArrayRef<int64_t>> ranges = info->mods.getKeyRanges()) {
+        Value table = info->mods.getCaptures()[(*ranges)[0]];
+        auto arg = cast<BlockArgument>(table);
+        auto *capture = llvm::find_if(spec.captures, [&](const CaptureArg &c) {
+          return c.argNumber == arg.getArgNumber();
+        });
+        spec.keyRanges = KernelSpec::KeyRanges{
+            unsigned(capture - spec.captures.begin()), (*ranges)[1]};
+      }
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)
         return info->mods.emitError(

@@ -14,7 +14,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -90,12 +93,27 @@ void KernelContext::emitTileBounds(TileValues &tile) {
   tile.m0 = bounds.getM0();
   tile.nFull = bounds.getNFull();
   tile.nHi = bounds.getNHi();
+  Value kLo;
   if (spec.keyWindow) {
     // The block's first row sees no key before m0 - W, and later rows see
     // fewer: its key tiles start at max(m0 - W, 0) / block_n.
     Value first = arith::MaxSIOp::create(
         b, arith::SubIOp::create(b, tile.m0, cI32(*spec.keyWindow)), cI32(0));
-    Value kLo = arith::DivUIOp::create(b, first, cI32(spec.blockN));
+    kLo = arith::DivUIOp::create(b, first, cI32(spec.blockN));
+  }
+  if (spec.keyRanges) {
+    // The caller's [lo, hi) keys for the block's rows: the key tiles from
+    // lo's to hi's, within those the mask leaves.
+    auto [lo, hi] = blockKeyRange(tile);
+    Value loTile = arith::DivUIOp::create(
+        b, arith::MaxSIOp::create(b, lo, cI32(0)), cI32(spec.blockN));
+    Value hiTile = arith::CeilDivUIOp::create(
+        b, arith::MaxSIOp::create(b, hi, cI32(0)), cI32(spec.blockN));
+    tile.nFull = arith::MinSIOp::create(b, tile.nFull, hiTile);
+    tile.nHi = arith::MinSIOp::create(b, tile.nHi, hiTile);
+    kLo = kLo ? arith::MaxSIOp::create(b, kLo, loTile).getResult() : loTile;
+  }
+  if (kLo) {
     auto countFrom = [&](Value n) -> Value {
       return arith::MaxSIOp::create(b, arith::SubIOp::create(b, n, kLo),
                                     cI32(0));
@@ -107,6 +125,38 @@ void KernelContext::emitTileBounds(TileValues &tile) {
   tile.nFullIdx = arith::IndexCastOp::create(b, indexTy, tile.nFull);
   tile.nHiIdx = arith::IndexCastOp::create(b, indexTy, tile.nHi);
   tile.m0Idx = arith::IndexCastOp::create(b, indexTy, tile.m0);
+}
+
+std::pair<Value, Value> KernelContext::blockKeyRange(const TileValues &tile) {
+  Value table = captures[spec.keyRanges->capture];
+  Value rows = cI32(spec.keyRanges->rows);
+  Value first = arith::MaxSIOp::create(b, tile.m0, cI32(0));
+  Value end = arith::MinSIOp::create(
+      b, arith::AddIOp::create(b, tile.m0, cI32(spec.blockM)), seqQ);
+  Value e0 = arith::DivUIOp::create(b, first, rows);
+  Value e1 = arith::CeilDivUIOp::create(
+      b, arith::MaxSIOp::create(b, end, cI32(0)), rows);
+  auto clampTo = [&](Value x, int64_t dim) {
+    Value last = arith::SubIOp::create(b, memref::DimOp::create(b, table, dim),
+                                       cIndex(1));
+    return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, x, cIndex(0)),
+                                  last);
+  };
+  Value batch = clampTo(batchAndHead(tile.blockY).first, 0);
+  SmallVector<Value> range =
+      forLoop(arith::IndexCastOp::create(b, indexTy, e0),
+              arith::IndexCastOp::create(b, indexTy, e1),
+              ValueRange{cI32(std::numeric_limits<int32_t>::max()), cI32(0)},
+              [&](Value e, ValueRange loHi) -> SmallVector<Value> {
+                Value entry = clampTo(e, 1);
+                Value lo = memref::LoadOp::create(
+                    b, table, ValueRange{batch, entry, cIndex(0)});
+                Value hi = memref::LoadOp::create(
+                    b, table, ValueRange{batch, entry, cIndex(1)});
+                return {arith::MinSIOp::create(b, loHi[0], lo),
+                        arith::MaxSIOp::create(b, loHi[1], hi)};
+              });
+  return {range[0], range[1]};
 }
 
 Value KernelContext::keyTilesSeenBelow(Value rowsEnd) {

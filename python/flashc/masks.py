@@ -1,0 +1,54 @@
+"""Block masks computed once per input, for the kernels whose mask_mod
+depends on data (flash.attention's `key_ranges`): a range of keys per
+block of query rows, outside which the mask hides every key, so that the
+GPU kernel skips those key tiles (FlexAttention's BlockMask, as ranges)."""
+
+
+def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
+                        seq_k=None):
+    """The key_ranges table of document masking (query i sees key j iff
+    document[b, i] == document[b, j], and with `causal` j <= i + seq_k -
+    seq_q): an int32 [B, ceil(seq_q / rows), 2] tensor on document's
+    device whose entry (b, blk) = [lo, hi) is the smallest range holding
+    every key that rows [blk * rows, (blk + 1) * rows) see ([seq_k, 0)
+    where they see none). `document` is B x N integer ids, N at least
+    seq_q and seq_k (both default to N); any ids, not only contiguous
+    documents (the range then spans from the first to the last key of the
+    rows' documents they see).
+    kernels/attention_document.mlir takes it with rows = 128."""
+    import torch
+    ids = document.long()
+    if ids.dim() != 2:
+        raise ValueError(f"document must be B x N ids, got {tuple(ids.shape)}")
+    batch, n = ids.shape
+    nq = n if seq_q is None else int(seq_q)
+    nk = n if seq_k is None else int(seq_k)
+    if not (0 < nq <= n and 0 < nk <= n) or rows < 1:
+        raise ValueError(f"seq_q = {nq} and seq_k = {nk} must be in [1, {n}]"
+                         f" and rows = {rows} at least 1")
+    # The keys sorted by (id, position) as one integer: a row's visible
+    # keys are the run of its id, up to its causal bound.
+    span = nk + 1
+    position = torch.arange(nk, device=ids.device)
+    keys = torch.sort(ids[:, :nk] * span + position, dim=1).values
+    base = ids[:, :nq] * span
+    bound = torch.full((nq,), nk - 1, device=ids.device)
+    if causal:
+        bound = torch.clamp(torch.arange(nq, device=ids.device) + nk - nq,
+                            max=nk - 1)
+    start = torch.searchsorted(keys, base.contiguous(), right=False)
+    end = torch.searchsorted(keys, (base + bound[None, :]).contiguous(),
+                             right=True) - 1
+    first = torch.gather(keys, 1, start.clamp(max=nk - 1)) - base
+    last = torch.gather(keys, 1, end.clamp(min=0)) - base
+    seen = ((start < nk) & (end >= 0) & (first >= 0) & (last >= first)
+            & (last <= bound[None, :]) & (bound[None, :] >= 0))
+    lo = torch.where(seen, first, torch.full_like(first, nk))
+    hi = torch.where(seen, last + 1, torch.zeros_like(last))
+    blocks = -(-nq // rows)
+    pad = blocks * rows - nq
+    lo = torch.nn.functional.pad(lo, (0, pad), value=nk)
+    hi = torch.nn.functional.pad(hi, (0, pad), value=0)
+    lo = lo.view(batch, blocks, rows).amin(-1)
+    hi = hi.view(batch, blocks, rows).amax(-1)
+    return torch.stack([lo, hi], -1).to(torch.int32)
