@@ -44,6 +44,9 @@ import compare  # noqa: E402
 import flashc  # noqa: E402
 
 DEV = "cuda"
+# Whether the document kernel's key_ranges table has the full ranges
+# (4 columns): read from its kernel.json's capture shape.
+FULL_RANGES = False
 KERNELS = ("attention_alibi", "attention_document", "attention_prefix_lm",
            "attention_sink")
 CAUSAL = {"attention_alibi": True, "attention_document": True,
@@ -72,7 +75,7 @@ def make_captures(kernel, B, H, NQ, NK, gen):
                                      right=True).to(torch.int32)
         # The block mask of 128-row blocks (the kernel's key_ranges).
         return [ids, flashc.document_key_ranges(ids, 128, seq_q=NQ,
-                                                seq_k=NK)]
+                                                seq_k=NK, full=FULL_RANGES)]
     if kernel == "attention_prefix_lm":
         return [torch.randint(0, NK + 1, (B,), generator=gen, device=dev,
                               dtype=torch.int32)]
@@ -274,7 +277,7 @@ def bench_captures(kernel, B, H, N):
             ends = lengths.cumsum(0)
             ids[b] = torch.bucketize(torch.arange(N, device=DEV), ends,
                                      right=True).to(torch.int32)
-        return [ids, flashc.document_key_ranges(ids, 128)]
+        return [ids, flashc.document_key_ranges(ids, 128, full=FULL_RANGES)]
     if kernel == "attention_prefix_lm":
         return [torch.full((B,), N // 4, dtype=torch.int32, device=DEV)]
     return make_captures(kernel, B, H, N, N, gen)
@@ -335,6 +338,7 @@ def time_all(timed, flops, row):
 
 
 def main():
+    global FULL_RANGES
     parser = argparse.ArgumentParser()
     parser.add_argument("dir")
     parser.add_argument("--backward", metavar="BWD")
@@ -360,6 +364,9 @@ def main():
             print(f"{kernel}: not in {args.dir}")
             continue
         kern = flashc.load(path)
+        with open(path) as f:
+            shape = json.load(f)["captures"][-1].get("shape") or []
+        FULL_RANGES = kernel == "attention_document" and shape[-1:] == [4]
         bpath = args.backward and os.path.join(args.backward,
                                                kernel + "_backward.json")
         bkern = flashc.load(bpath) if bpath and os.path.exists(bpath) \

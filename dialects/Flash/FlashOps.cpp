@@ -371,7 +371,7 @@ Value mlir::flash::inlineModRegion(OpBuilder &b, Region &region,
   return mapping.lookup(cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
-/// `key_ranges` = [c, rows]: capture c an i32 [B, blocks, 2] table.
+/// `key_ranges` = [c, rows]: capture c an i32 [B, blocks, 2 or 4] table.
 static LogicalResult verifyKeyRanges(Operation *op,
                                      std::optional<ArrayRef<int64_t>> ranges,
                                      ValueRange captures) {
@@ -385,11 +385,12 @@ static LogicalResult verifyKeyRanges(Operation *op,
     return op->emitOpError("'key_ranges' names capture #")
            << index << " but there are " << captures.size();
   auto type = cast<MemRefType>(captures[index].getType());
-  if (type.getRank() != 3 || type.getDimSize(2) != 2 ||
+  if (type.getRank() != 3 ||
+      (type.getDimSize(2) != 2 && type.getDimSize(2) != 4) ||
       !type.getElementType().isInteger(32))
     return op->emitOpError("'key_ranges' capture #")
            << index
-           << " must be an i32 memref of [batch, query blocks, 2], got "
+           << " must be an i32 memref of [batch, query blocks, 2 or 4], got "
            << type;
   return success();
 }

@@ -49,6 +49,9 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
       kernel then neither loads nor computes the key tiles outside, and the
       CPU path, which computes them all, gives the same result. A table
       that breaks the promise gives wrong rows, as a wrong block mask does.
+      A table of [B, blocks, 4] adds [full_lo, full_hi): keys the mask_mod
+      keeps for every row of the block (its full blocks), on which the GPU
+      kernel does not evaluate it.
 
     Example:
 

@@ -220,6 +220,10 @@ void checkCaptures(Checker &c, const KernelMetadata &meta,
         isDense = false;
       dense *= t.sizes[d];
     }
+    for (auto [d, size] : llvm::enumerate(spec.shape))
+      if (size >= 0 && t.sizes[d] != size)
+        c.add(formatv("{0} {1}: kernel {2} takes {3} along dimension {4}", name,
+                      shapeString(t), meta.kernel, size, d));
     if (empty)
       c.add(name + " " + shapeString(t) + " is empty");
     else if (!isDense)

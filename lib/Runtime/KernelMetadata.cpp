@@ -467,6 +467,19 @@ Error Parser::parseCaptures(KernelMetadata &m) {
     if (rank < 1 || rank > 4)
       return fail(field + ".rank", formatv("must be 1 to 4, got {0}", rank));
     capture.rank = unsigned(rank);
+    if (const json::Value *shape = obj->get("shape")) {
+      const json::Array *sizes = shape->getAsArray();
+      if (!sizes || sizes->size() != capture.rank)
+        return fail(field + ".shape",
+                    formatv("must be an array of {0} sizes", capture.rank));
+      for (const json::Value &size : *sizes) {
+        std::optional<int64_t> n = size.getAsInteger();
+        if (!n || *n < -1)
+          return fail(field + ".shape",
+                      "each size must be an integer >= 0, or -1 (any)");
+        capture.shape.push_back(*n);
+      }
+    }
     if (capture.role != CaptureRole::Capture &&
         (capture.rank != 1 || capture.dtype != DType::F32))
       return fail(field, "the " + captureRoleName(capture.role) +

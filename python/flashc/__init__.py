@@ -686,9 +686,10 @@ _ops = None  # flashc.ops, imported (with torch) on the first attention call
 
 
 def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
-                        seq_k=None):
+                        seq_k=None, full=False):
     from .masks import document_key_ranges as build
-    return build(document, rows, causal=causal, seq_q=seq_q, seq_k=seq_k)
+    return build(document, rows, causal=causal, seq_q=seq_q, seq_k=seq_k,
+                 full=full)
 
 
 document_key_ranges.__doc__ = """The key_ranges table (block mask) of

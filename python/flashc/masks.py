@@ -5,7 +5,7 @@ GPU kernel skips those key tiles (FlexAttention's BlockMask, as ranges)."""
 
 
 def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
-                        seq_k=None):
+                        seq_k=None, full=False):
     """The key_ranges table of document masking (query i sees key j iff
     document[b, i] == document[b, j], and with `causal` j <= i + seq_k -
     seq_q): an int32 [B, ceil(seq_q / rows), 2] tensor on document's
@@ -15,6 +15,12 @@ def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
     seq_q and seq_k (both default to N); any ids, not only contiguous
     documents (the range then spans from the first to the last key of the
     rows' documents they see).
+
+    With `full`, each entry is [lo, hi, full_lo, full_hi]: the keys
+    [full_lo, full_hi) every row of the block keeps under the document mask
+    alone (causal aside), where the block's rows are of one document whose
+    keys lie together ([0, 0) otherwise); the GPU kernel does not evaluate
+    the mask_mod on those key tiles.
     kernels/attention_document.mlir takes it with rows = 128."""
     import torch
     ids = document.long()
@@ -45,10 +51,31 @@ def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
             & (last <= bound[None, :]) & (bound[None, :] >= 0))
     lo = torch.where(seen, first, torch.full_like(first, nk))
     hi = torch.where(seen, last + 1, torch.zeros_like(last))
+    if full:
+        # The row's whole document among the keys, if its keys lie together.
+        every = torch.searchsorted(keys, (base + nk - 1).contiguous(),
+                                   right=True) - 1
+        count = every - start + 1
+        end_all = torch.gather(keys, 1, every.clamp(min=0)) - base + 1
+        together = (start < nk) & (count > 0) & (first >= 0) & (
+            end_all - first == count)
+        full_lo = torch.where(together, first, torch.full_like(first, nk))
+        full_hi = torch.where(together, end_all, torch.zeros_like(first))
     blocks = -(-nq // rows)
     pad = blocks * rows - nq
     lo = torch.nn.functional.pad(lo, (0, pad), value=nk)
     hi = torch.nn.functional.pad(hi, (0, pad), value=0)
     lo = lo.view(batch, blocks, rows).amin(-1)
     hi = hi.view(batch, blocks, rows).amax(-1)
-    return torch.stack([lo, hi], -1).to(torch.int32)
+    if not full:
+        return torch.stack([lo, hi], -1).to(torch.int32)
+    # Every row of the block keeps the intersection of their documents
+    # (the padding rows keep everything).
+    full_lo = torch.nn.functional.pad(full_lo, (0, pad), value=0)
+    full_hi = torch.nn.functional.pad(full_hi, (0, pad), value=nk)
+    full_lo = full_lo.view(batch, blocks, rows).amax(-1)
+    full_hi = full_hi.view(batch, blocks, rows).amin(-1)
+    empty = full_hi <= full_lo
+    full_lo = torch.where(empty, torch.zeros_like(full_lo), full_lo)
+    full_hi = torch.where(empty, torch.zeros_like(full_hi), full_hi)
+    return torch.stack([lo, hi, full_lo, full_hi], -1).to(torch.int32)

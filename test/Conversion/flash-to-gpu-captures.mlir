@@ -23,7 +23,7 @@
 
 // WG-LABEL: gpu.func @attention_alibi
 // WG-SAME: %[[SLOPES:arg10]]: memref<?xf32>)
-// WG-SAME: captures = [{dtype = "f32", rank = 1 : i64, role = "capture"}]
+// WG-SAME: captures = [{dtype = "f32", rank = 1 : i64, role = "capture", shape = array<i64: -1>}]
 // WG-SAME: {capture = 0 : i64, kind = "memref", rank = 1 : i64}]
 // WG: flash.wg.mod_scores {{.*}} captures(%[[SLOPES]] : memref<?xf32>)
 // WG-NEXT: ^bb0({{.*}}, %[[SL:.*]]: memref<?xf32>):
@@ -59,7 +59,10 @@
 // DOCJSON-NEXT: {
 // DOCJSON-NEXT: "dtype": "i32",
 // DOCJSON-NEXT: "rank": 2,
-// DOCJSON-NEXT: "role": "capture"
+// DOCJSON-NEXT: "role": "capture",
+// DOCJSON-NEXT: "shape": [
+// DOCJSON-NEXT: -1,
+// DOCJSON-NEXT: -1
 // DOCJSON: "capture": 0,
 // DOCJSON-NEXT: "kind": "memref",
 // DOCJSON-NEXT: "rank": 2
@@ -71,19 +74,27 @@
 // tiles run from the smallest lo to the largest hi of the table entries
 // over its rows (batch and entry clamped into the table), within those the
 // causal mask leaves.
-// DOCTILE: flash.mod_scores {{.*}} captures(%arg5, %arg6 : memref<?x?xi32>, memref<?x?x2xi32>) {key_ranges = array<i64: 1, 128>,
+// DOCTILE: flash.mod_scores {{.*}} captures(%arg5, %arg6 : memref<?x?xi32>, memref<?x?x4xi32>) {key_ranges = array<i64: 1, 128>,
 // DOCWG-LABEL: gpu.func @attention_document
-// DOCWG-SAME: %[[DOC:arg10]]: memref<?x?xi32>, %[[RANGES:arg11]]: memref<?x?x2xi32>)
+// DOCWG-SAME: %[[DOC:arg10]]: memref<?x?xi32>, %[[RANGES:arg11]]: memref<?x?x4xi32>)
 // DOCWG: %m0, %n_full, %n_hi = flash.wg.tile_bounds
-// DOCWG: %[[RANGE:.*]]:2 = scf.for {{.*}} iter_args(%[[LO:.*]] = %c2147483647_i32, %[[HI:.*]] = %c0_i32) -> (i32, i32) {
-// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c0] : memref<?x?x2xi32>
-// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c1] : memref<?x?x2xi32>
+// DOCWG: %[[RANGE:.*]]:4 = scf.for {{.*}} iter_args(%[[LO:.*]] = %c2147483647_i32, %[[HI:.*]] = %c0_i32, %{{.*}} = %c0_i32, %{{.*}} = %c2147483647_i32) -> (i32, i32, i32, i32) {
+// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c0] : memref<?x?x4xi32>
+// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c1] : memref<?x?x4xi32>
+// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c2] : memref<?x?x4xi32>
+// DOCWG: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c3] : memref<?x?x4xi32>
 // DOCWG: %[[FROM:.*]] = arith.maxsi %[[RANGE]]#0, %c0_i32 : i32
 // DOCWG: %[[LOTILE:.*]] = arith.divui %[[FROM]], %c128_i32 : i32
 // DOCWG: %[[TO:.*]] = arith.maxsi %[[RANGE]]#1, %c0_i32 : i32
 // DOCWG: %[[HITILE:.*]] = arith.ceildivui %[[TO]], %c128_i32 : i32
 // DOCWG: arith.minsi %n_full, %[[HITILE]] : i32
 // DOCWG: arith.minsi %n_hi, %[[HITILE]] : i32
+// A key tile inside the block's full range skips the mask_mod: `whole`.
+// DOCWG: %[[FROMFULL:.*]] = arith.cmpi sge, %[[FIRST:.*]], %[[RANGE]]#2 : i32
+// DOCWG: %[[END:.*]] = arith.addi %[[FIRST]], %c128_i32 : i32
+// DOCWG: %[[TOFULL:.*]] = arith.cmpi sle, %[[END]], %[[RANGE]]#3 : i32
+// DOCWG: %[[WHOLE:.*]] = arith.andi %[[FROMFULL]], %[[TOFULL]] : i1
+// DOCWG: flash.wg.mod_scores {{.*}} whole %[[WHOLE]] captures(%[[DOC]], %[[RANGES]] :
 
 // Each launch's params come before its role.
 // SINKBWD: "captures": [

@@ -141,7 +141,7 @@ func.func @key_ranges_index(%q: !t, %k: !t, %v: !t, %o: !t, %doc: memref<?x?xi32
 
 !t = memref<?x?x?x64xbf16>
 func.func @key_ranges_type(%q: !t, %k: !t, %v: !t, %o: !t, %doc: memref<?x?xi32>) {
-  // expected-error @+1 {{'flash.attention' op 'key_ranges' capture #0 must be an i32 memref of [batch, query blocks, 2], got 'memref<?x?xi32>'}}
+  // expected-error @+1 {{'flash.attention' op 'key_ranges' capture #0 must be an i32 memref of [batch, query blocks, 2 or 4], got 'memref<?x?xi32>'}}
   flash.attention %q, %k, %v -> %o captures(%doc : memref<?x?xi32>)
       {key_ranges = array<i64: 0, 128>} : !t, !t, !t -> !t
     mask_mod {

@@ -60,10 +60,11 @@ struct Captures {
   std::vector<float> slopes, sinks;
   std::vector<int32_t> documents, prefix;
   int64_t documentRows = 0;
-  /// attention_document's key_ranges: [lo, hi) keys per batch and block
-  /// of kKeyRangeRows query rows, the smallest range holding every key the
-  /// block's rows see (the CPU path computes every key; the table is the
-  /// one a caller would pass).
+  /// attention_document's key_ranges: per batch and block of
+  /// kKeyRangeRows query rows [lo, hi), the smallest range holding every
+  /// key the block's rows see, and [full_lo, full_hi), the keys all of
+  /// them keep under the ids alone (the CPU path computes every key; the
+  /// table is the one a caller would pass).
   std::vector<int32_t> keyRanges;
   int64_t keyRangeBlocks = 0;
 };
@@ -95,16 +96,27 @@ Captures makeCaptures(const ModCase &c, std::mt19937 &rng) {
     for (int64_t b = 0; b < c.batch; ++b) {
       const int32_t *doc = cap.documents.data() + b * cap.documentRows;
       for (int64_t blk = 0; blk < cap.keyRangeBlocks; ++blk) {
-        int64_t lo = c.seqK, hi = 0;
-        for (int64_t i = blk * kKeyRangeRows;
-             i < std::min(c.seqQ, (blk + 1) * kKeyRangeRows); ++i)
-          for (int64_t j = 0; j < c.seqK; ++j)
+        int64_t lo = c.seqK, hi = 0, fullLo = c.seqK, fullHi = 0;
+        int64_t first = blk * kKeyRangeRows,
+                end = std::min(c.seqQ, (blk + 1) * kKeyRangeRows);
+        for (int64_t j = 0; j < c.seqK; ++j) {
+          bool all = true;
+          for (int64_t i = first; i < end; ++i) {
+            all &= doc[i] == doc[j];
             if (doc[i] == doc[j] && j <= i + c.seqK - c.seqQ) {
               lo = std::min(lo, j);
               hi = std::max(hi, j + 1);
             }
-        cap.keyRanges.push_back(int32_t(lo));
-        cap.keyRanges.push_back(int32_t(hi));
+          }
+          if (all) {
+            fullLo = std::min(fullLo, j);
+            fullHi = std::max(fullHi, j + 1);
+          }
+        }
+        if (fullHi <= fullLo)
+          fullLo = fullHi = 0;
+        for (int64_t v : {lo, hi, fullLo, fullHi})
+          cap.keyRanges.push_back(int32_t(v));
       }
     }
   }
@@ -171,8 +183,8 @@ struct ExtraArgs {
         keyRanges{cap.keyRanges.data(),
                   cap.keyRanges.data(),
                   0,
-                  {c.batch, cap.keyRangeBlocks, 2},
-                  {cap.keyRangeBlocks * 2, 2, 1}} {
+                  {c.batch, cap.keyRangeBlocks, 4},
+                  {cap.keyRangeBlocks * 4, 4, 1}} {
     if (!cap.slopes.empty())
       floats = floatView(cap.slopes);
     if (!cap.sinks.empty()) {

@@ -18,8 +18,10 @@ except ImportError:
 import flashc  # noqa: E402
 
 
-def dense_ranges(ids, rows, causal, nq, nk):
-    """[lo, hi) per block from the dense mask, [nk, 0) where it is empty."""
+def dense_ranges(ids, rows, causal, nq, nk, full=False):
+    """[lo, hi) per block from the dense mask, [nk, 0) where it is empty;
+    with `full` also the keys every row keeps under the ids alone, [0, 0)
+    where those are not one run."""
     i = torch.arange(nq)[:, None]
     j = torch.arange(nk)[None, :]
     out = []
@@ -27,22 +29,31 @@ def dense_ranges(ids, rows, causal, nq, nk):
         seen = ids[b, :nq, None] == ids[b, None, :nk]
         if causal:
             seen &= j <= i + nk - nq
+        same = ids[b, :nq, None] == ids[b, None, :nk]
         blocks = []
         for start in range(0, nq, rows):
             keys = seen[start:start + rows].any(0).nonzero()
-            blocks.append([int(keys.min()), int(keys.max()) + 1]
-                          if len(keys) else [nk, 0])
+            entry = ([int(keys.min()), int(keys.max()) + 1] if len(keys)
+                     else [nk, 0])
+            if full:
+                kept = same[start:start + rows].all(0).nonzero()
+                run = (len(kept) and int(kept.max()) - int(kept.min()) + 1
+                       == len(kept))
+                entry += ([int(kept.min()), int(kept.max()) + 1] if run
+                          else [0, 0])
+            blocks.append(entry)
         out.append(blocks)
     return torch.tensor(out, dtype=torch.int32)
 
 
 class DocumentKeyRanges(unittest.TestCase):
     def check(self, ids, rows, causal, nq, nk):
-        got = flashc.document_key_ranges(ids, rows, causal=causal, seq_q=nq,
-                                         seq_k=nk)
-        self.assertEqual(got.dtype, torch.int32)
-        self.assertTrue(torch.equal(got, dense_ranges(ids, rows, causal, nq,
-                                                      nk)))
+        for full in (False, True):
+            got = flashc.document_key_ranges(ids, rows, causal=causal,
+                                             seq_q=nq, seq_k=nk, full=full)
+            self.assertEqual(got.dtype, torch.int32)
+            want = dense_ranges(ids, rows, causal, nq, nk, full)
+            self.assertTrue(torch.equal(got, want), (full, got, want))
 
     def test_contiguous_documents(self):
         gen = torch.Generator().manual_seed(1)

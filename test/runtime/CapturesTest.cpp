@@ -32,8 +32,10 @@ json::Object capturesJson(bool sinks = false) {
   } else {
     captures.push_back(
         json::Object{{"role", "capture"}, {"dtype", "f32"}, {"rank", 1}});
-    captures.push_back(
-        json::Object{{"role", "capture"}, {"dtype", "i32"}, {"rank", 2}});
+    captures.push_back(json::Object{{"role", "capture"},
+                                    {"dtype", "i32"},
+                                    {"rank", 2},
+                                    {"shape", json::Array{-1, 100}}});
   }
   for (size_t i = 0; i < captures.size(); ++i)
     params->push_back(
@@ -112,10 +114,15 @@ TEST(Captures, MetadataErrorsNameTheField) {
             }).find("captures[1].rank: must be 1 to 4, got 5"),
             std::string::npos);
   EXPECT_NE(broken([&](json::Object &m) {
+              (*captureAt(m, 1))["shape"] = json::Array{-1};
+            }).find("captures[1].shape: must be an array of 2 sizes"),
+            std::string::npos);
+  EXPECT_NE(broken([&](json::Object &m) {
               (*captureAt(m, 0))["role"] = "sinks";
               (*captureAt(m, 1))["role"] = "sinks";
               (*captureAt(m, 1))["dtype"] = "f32";
               (*captureAt(m, 1))["rank"] = 1;
+              captureAt(m, 1)->erase("shape");
               auto &last = *m.getArray("params")->back().getAsObject();
               last["rank"] = 1;
             }).find("a second sinks"),
@@ -175,6 +182,13 @@ TEST(Captures, ArgumentsAreChecked) {
   missing.captures[0].data = 0;
   EXPECT_NE(validationError(m, missing)
                 .find("capture 0 (capture) is missing (null data pointer)"),
+            std::string::npos);
+  LaunchArgs narrow = args;
+  narrow.captures[1].sizes[1] = 99;
+  narrow.captures[1].strides[0] = 99;
+  EXPECT_NE(validationError(m, narrow).find(
+                "capture 1 (capture) [2, 99]: kernel "
+                "ref_attention_bf16_d128_full takes 100 along dimension 1"),
             std::string::npos);
   LaunchArgs elsewhere = args;
   elsewhere.captures[1].device = 1;

@@ -52,6 +52,8 @@ struct CaptureSpec {
   CaptureRole role = CaptureRole::Capture;
   DType dtype = DType::F32;
   unsigned rank = 1; ///< 1 to 4
+  /// The sizes the kernel's source fixes, -1 where any (empty: none given).
+  llvm::SmallVector<int64_t, 4> shape;
 };
 /// How many captures a kernel may take.
 constexpr unsigned kMaxCaptures = 8;

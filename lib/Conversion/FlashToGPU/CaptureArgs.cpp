@@ -82,12 +82,19 @@ ArrayAttr
 mlir::flash::gpu_lowering::capturesAttr(Builder &b,
                                         ArrayRef<CaptureArg> captures) {
   SmallVector<Attribute> entries;
-  for (const CaptureArg &capture : captures)
+  for (const CaptureArg &capture : captures) {
+    // The sizes the source fixes (-1: any), which the runtime holds calls
+    // to.
+    SmallVector<int64_t> shape;
+    for (int64_t size : capture.type.getShape())
+      shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
     entries.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("role", b.getStringAttr(roleName(capture.role))),
          b.getNamedAttr("dtype", b.getStringAttr(
                                      dtypeName(capture.type.getElementType()))),
-         b.getNamedAttr("rank", b.getI64IntegerAttr(capture.type.getRank()))}));
+         b.getNamedAttr("rank", b.getI64IntegerAttr(capture.type.getRank())),
+         b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape))}));
+  }
   return b.getArrayAttr(entries);
 }
 

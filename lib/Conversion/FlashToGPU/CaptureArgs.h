@@ -44,7 +44,8 @@ FailureOr<SmallVector<CaptureArg>> collectCaptureArgs(func::FuncOp func,
                                                       ArrayRef<CaptureUse> uses,
                                                       unsigned trailing = 0);
 
-/// kernel.json's "captures": one {"role", "dtype", "rank"} per argument.
+/// kernel.json's "captures": one {"role", "dtype", "rank", "shape"} per
+/// argument (shape: the static sizes, -1 where dynamic).
 ArrayAttr capturesAttr(Builder &b, ArrayRef<CaptureArg> captures);
 
 /// The parameter of capture `index`: {"kind": "memref", "capture": index,

@@ -102,6 +102,9 @@ struct KernelSpec {
   struct KeyRanges {
     unsigned capture;
     int64_t rows;
+    /// The table's entries also hold [full_lo, full_hi): keys the mask_mod
+    /// keeps for every row, whose key tiles skip it.
+    bool full;
   };
   std::optional<KeyRanges> keyRanges;
 
@@ -292,6 +295,9 @@ struct TileValues {
   /// (index; null: 0). The loops count key tiles from it: loop tile j is
   /// key tile kLo + j, and nFull and nHi above are counts from it.
   Value kLoIdx;
+  /// KernelSpec::keyRanges with full ranges: the keys [fullLo, fullHi)
+  /// (i32) the mask_mod keeps for every row of the tile.
+  Value fullLo, fullHi;
 
   /// Position of key tile j in the K/V ring: kvBase + j.
   Value ringPosition(ImplicitLocOpBuilder &b, Value j) const;
@@ -364,8 +370,9 @@ public:
   void emitTileBounds(TileValues &tile);
   /// KernelSpec::keyRanges: the [lo, hi) keys of `tile`'s rows, the
   /// smallest lo and largest hi of the table's entries that cover them
-  /// (i32; every index clamped into the table).
-  std::pair<Value, Value> blockKeyRange(const TileValues &tile);
+  /// (i32; every index clamped into the table), and with full ranges
+  /// tile.fullLo and fullHi, the largest full_lo and smallest full_hi.
+  std::pair<Value, Value> blockKeyRange(TileValues &tile);
   /// Causal: the key tiles that rows below `rowsEnd` see
   /// (flash.wg.key_tiles_seen).
   Value keyTilesSeenBelow(Value rowsEnd);

@@ -376,7 +376,8 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
           return c.argNumber == arg.getArgNumber();
         });
         spec.keyRanges = KernelSpec::KeyRanges{
-            unsigned(capture - spec.captures.begin()), (*ranges)[1]};
+            unsigned(capture - spec.captures.begin()), (*ranges)[1],
+            capture->type.getDimSize(2) == 4};
       }
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)

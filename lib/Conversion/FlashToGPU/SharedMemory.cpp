@@ -127,7 +127,7 @@ void KernelContext::emitTileBounds(TileValues &tile) {
   tile.m0Idx = arith::IndexCastOp::create(b, indexTy, tile.m0);
 }
 
-std::pair<Value, Value> KernelContext::blockKeyRange(const TileValues &tile) {
+std::pair<Value, Value> KernelContext::blockKeyRange(TileValues &tile) {
   Value table = captures[spec.keyRanges->capture];
   Value rows = cI32(spec.keyRanges->rows);
   Value first = arith::MaxSIOp::create(b, tile.m0, cI32(0));
@@ -143,19 +143,31 @@ std::pair<Value, Value> KernelContext::blockKeyRange(const TileValues &tile) {
                                   last);
   };
   Value batch = clampTo(batchAndHead(tile.blockY).first, 0);
-  SmallVector<Value> range =
-      forLoop(arith::IndexCastOp::create(b, indexTy, e0),
-              arith::IndexCastOp::create(b, indexTy, e1),
-              ValueRange{cI32(std::numeric_limits<int32_t>::max()), cI32(0)},
-              [&](Value e, ValueRange loHi) -> SmallVector<Value> {
-                Value entry = clampTo(e, 1);
-                Value lo = memref::LoadOp::create(
-                    b, table, ValueRange{batch, entry, cIndex(0)});
-                Value hi = memref::LoadOp::create(
-                    b, table, ValueRange{batch, entry, cIndex(1)});
-                return {arith::MinSIOp::create(b, loHi[0], lo),
-                        arith::MaxSIOp::create(b, loHi[1], hi)};
-              });
+  const int32_t none = std::numeric_limits<int32_t>::max();
+  SmallVector<Value> inits = {cI32(none), cI32(0)};
+  if (spec.keyRanges->full)
+    inits.append({cI32(0), cI32(none)});
+  SmallVector<Value> range = forLoop(
+      arith::IndexCastOp::create(b, indexTy, e0),
+      arith::IndexCastOp::create(b, indexTy, e1), inits,
+      [&](Value e, ValueRange acc) -> SmallVector<Value> {
+        Value entry = clampTo(e, 1);
+        auto field = [&](int64_t i) -> Value {
+          return memref::LoadOp::create(b, table,
+                                        ValueRange{batch, entry, cIndex(i)});
+        };
+        SmallVector<Value> next = {arith::MinSIOp::create(b, acc[0], field(0)),
+                                   arith::MaxSIOp::create(b, acc[1], field(1))};
+        // The keys every entry's rows keep: the intersection.
+        if (spec.keyRanges->full)
+          next.append({arith::MaxSIOp::create(b, acc[2], field(2)),
+                       arith::MinSIOp::create(b, acc[3], field(3))});
+        return next;
+      });
+  if (spec.keyRanges->full) {
+    tile.fullLo = range[2];
+    tile.fullHi = range[3];
+  }
   return {range[0], range[1]};
 }
 

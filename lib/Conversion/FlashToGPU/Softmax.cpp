@@ -59,6 +59,17 @@ Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
     whole = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, reach,
                                   arith::MaxSIOp::create(b, row0, row1));
   }
+  // A key tile inside the block's full range (key_ranges): every row keeps
+  // every key of it.
+  if (tile.fullLo) {
+    Value inside = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sge, first, tile.fullLo),
+        arith::CmpIOp::create(
+            b, arith::CmpIPredicate::sle,
+            arith::AddIOp::create(b, first, cI32(spec.blockN)), tile.fullHi));
+    whole = whole ? arith::OrIOp::create(b, whole, inside).getResult() : inside;
+  }
   auto mod =
       WgModScoresOp::create(b, k.sType, scores, rows, first, k.seqQ, k.seqK,
                             arith::IndexCastOp::create(b, k.i32, batch),
