@@ -9,7 +9,8 @@ kernels/attention_alibi.mlir (slopes[h] * (kv - q) added to each logit,
 causal), attention_document.mlir (a query sees its own document's keys,
 document ids B x N and their block mask, flashc.document_key_ranges,
 causal), attention_prefix_lm.mlir (the first prefix[b]
-keys bidirectionally, then causal) and attention_sink.mlir (D 64, causal,
+keys bidirectionally, then causal; its block mask from
+flashc.prefix_lm_key_ranges) and attention_sink.mlir (D 64, causal,
 one sink logit per head in every row's denominator). Each runs through the
 runtime (flashc.load, its captures passed in the source's order) on random
 bf16 inputs with O and LSE poisoned (NaN) first, and is compared by
@@ -77,8 +78,10 @@ def make_captures(kernel, B, H, NQ, NK, gen):
         return [ids, flashc.document_key_ranges(ids, 128, seq_q=NQ,
                                                 seq_k=NK, full=FULL_RANGES)]
     if kernel == "attention_prefix_lm":
-        return [torch.randint(0, NK + 1, (B,), generator=gen, device=dev,
-                              dtype=torch.int32)]
+        prefix = torch.randint(0, NK + 1, (B,), generator=gen, device=dev,
+                               dtype=torch.int32)
+        return [prefix, flashc.prefix_lm_key_ranges(prefix, NQ, 128,
+                                                    seq_k=NK)]
     sinks = torch.randn(H, generator=gen, device=dev) * 2.0
     return [sinks]
 
@@ -279,7 +282,8 @@ def bench_captures(kernel, B, H, N):
                                      right=True).to(torch.int32)
         return [ids, flashc.document_key_ranges(ids, 128, full=FULL_RANGES)]
     if kernel == "attention_prefix_lm":
-        return [torch.full((B,), N // 4, dtype=torch.int32, device=DEV)]
+        prefix = torch.full((B,), N // 4, dtype=torch.int32, device=DEV)
+        return [prefix, flashc.prefix_lm_key_ranges(prefix, N, 128)]
     return make_captures(kernel, B, H, N, N, gen)
 
 

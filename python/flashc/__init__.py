@@ -71,7 +71,7 @@ import threading
 
 __all__ = ["attention", "varlen_attention", "scaled_dot_product_attention",
            "load", "Kernel", "FlashcError", "runtime_library",
-           "document_key_ranges"]
+           "document_key_ranges", "prefix_lm_key_ranges"]
 
 _DTYPE_BF16, _DTYPE_F16, _DTYPE_F32, _DTYPE_I32 = 0, 1, 2, 3
 
@@ -695,6 +695,13 @@ def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
 document_key_ranges.__doc__ = """The key_ranges table (block mask) of
 document masking, for kernels/attention_document.mlir: see
 flashc.masks.document_key_ranges."""
+
+
+def prefix_lm_key_ranges(prefix, seq_q, rows=128, *, seq_k=None, full=True):
+    """The key_ranges table (block mask) of the prefix-LM mask, for
+    kernels/attention_prefix_lm.mlir: see flashc.masks.prefix_lm_key_ranges."""
+    from .masks import prefix_lm_key_ranges as build
+    return build(prefix, seq_q, rows, seq_k=seq_k, full=full)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

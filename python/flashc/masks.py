@@ -79,3 +79,30 @@ def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
     full_lo = torch.where(empty, torch.zeros_like(full_lo), full_lo)
     full_hi = torch.where(empty, torch.zeros_like(full_hi), full_hi)
     return torch.stack([lo, hi, full_lo, full_hi], -1).to(torch.int32)
+
+
+def prefix_lm_key_ranges(prefix, seq_q, rows=128, *, seq_k=None, full=True):
+    """The key_ranges table of the prefix-LM mask (query i sees key j iff
+    j < prefix[b] or j <= i, kernels/attention_prefix_lm.mlir): an int32
+    [B, ceil(seq_q / rows), 4] tensor on prefix's device, [lo, hi,
+    full_lo, full_hi] per block of rows: the keys below max(prefix, the
+    block's end), and those every row keeps, below max(prefix, the block's
+    first row + 1), each within seq_k (default seq_q); [lo, hi) only
+    without `full`."""
+    import torch
+    p = prefix.long()
+    if p.dim() != 1 or rows < 1 or seq_q < 1:
+        raise ValueError(f"prefix must be a [B] vector and seq_q, rows >= 1"
+                         f" (got {tuple(p.shape)}, {seq_q}, {rows})")
+    nk = seq_q if seq_k is None else int(seq_k)
+    blocks = -(-seq_q // rows)
+    start = torch.arange(blocks, device=p.device) * rows
+    end = torch.clamp(start + rows, max=seq_q)
+    hi = torch.clamp(torch.maximum(p[:, None], end[None, :]), max=nk)
+    lo = torch.where(hi > 0, torch.zeros_like(hi), torch.full_like(hi, nk))
+    if not full:
+        return torch.stack([lo, hi], -1).to(torch.int32)
+    full_hi = torch.clamp(torch.maximum(p[:, None], start[None, :] + 1),
+                          max=nk)
+    return torch.stack([lo, hi, torch.zeros_like(full_hi), full_hi],
+                       -1).to(torch.int32)

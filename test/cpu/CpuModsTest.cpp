@@ -67,10 +67,47 @@ struct Captures {
   /// table is the one a caller would pass).
   std::vector<int32_t> keyRanges;
   int64_t keyRangeBlocks = 0;
+
+  /// keyRanges read off `mask(b, i, j)` (the mask_mod) with the case's
+  /// causal mask.
+  void setKeyRanges(const ModCase &c,
+                    const std::function<bool(int64_t, int64_t, int64_t)> &mask);
 };
 
-/// The rows per key_ranges entry kernels/attention_document.mlir declares.
+/// The rows per key_ranges entry the shipped kernels declare.
 constexpr int64_t kKeyRangeRows = 128;
+
+void Captures::setKeyRanges(
+    const ModCase &c,
+    const std::function<bool(int64_t, int64_t, int64_t)> &mask) {
+  keyRangeBlocks = (c.seqQ + kKeyRangeRows - 1) / kKeyRangeRows;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t blk = 0; blk < keyRangeBlocks; ++blk) {
+      int64_t lo = c.seqK, hi = 0, fullLo = c.seqK, fullHi = 0;
+      int64_t first = blk * kKeyRangeRows,
+              end = std::min(c.seqQ, (blk + 1) * kKeyRangeRows);
+      for (int64_t j = 0; j < c.seqK; ++j) {
+        bool all = true;
+        for (int64_t i = first; i < end; ++i) {
+          bool kept = mask(b, i, j);
+          all &= kept;
+          if (kept && (!c.causal || j <= i + c.seqK - c.seqQ)) {
+            lo = std::min(lo, j);
+            hi = std::max(hi, j + 1);
+          }
+        }
+        if (all) {
+          fullLo = std::min(fullLo, j);
+          fullHi = std::max(fullHi, j + 1);
+        }
+      }
+      if (fullHi <= fullLo)
+        fullLo = fullHi = 0;
+      for (int64_t v : {lo, hi, fullLo, fullHi})
+        keyRanges.push_back(int32_t(v));
+    }
+  }
+}
 
 Captures makeCaptures(const ModCase &c, std::mt19937 &rng) {
   Captures cap;
@@ -92,38 +129,19 @@ Captures makeCaptures(const ModCase &c, std::mt19937 &rng) {
         cap.documents.push_back(id);
       }
     }
-    cap.keyRangeBlocks = (c.seqQ + kKeyRangeRows - 1) / kKeyRangeRows;
-    for (int64_t b = 0; b < c.batch; ++b) {
-      const int32_t *doc = cap.documents.data() + b * cap.documentRows;
-      for (int64_t blk = 0; blk < cap.keyRangeBlocks; ++blk) {
-        int64_t lo = c.seqK, hi = 0, fullLo = c.seqK, fullHi = 0;
-        int64_t first = blk * kKeyRangeRows,
-                end = std::min(c.seqQ, (blk + 1) * kKeyRangeRows);
-        for (int64_t j = 0; j < c.seqK; ++j) {
-          bool all = true;
-          for (int64_t i = first; i < end; ++i) {
-            all &= doc[i] == doc[j];
-            if (doc[i] == doc[j] && j <= i + c.seqK - c.seqQ) {
-              lo = std::min(lo, j);
-              hi = std::max(hi, j + 1);
-            }
-          }
-          if (all) {
-            fullLo = std::min(fullLo, j);
-            fullHi = std::max(fullHi, j + 1);
-          }
-        }
-        if (fullHi <= fullLo)
-          fullLo = fullHi = 0;
-        for (int64_t v : {lo, hi, fullLo, fullHi})
-          cap.keyRanges.push_back(int32_t(v));
-      }
-    }
+    const std::vector<int32_t> &ids = cap.documents;
+    const int64_t n = cap.documentRows;
+    cap.setKeyRanges(c, [&](int64_t b, int64_t i, int64_t j) {
+      return ids[b * n + i] == ids[b * n + j];
+    });
   }
   if (kernel == "attention_prefix_lm") {
     std::uniform_int_distribution<int32_t> prefix(0, int32_t(c.seqK));
     for (int64_t b = 0; b < c.batch; ++b)
       cap.prefix.push_back(prefix(rng));
+    cap.setKeyRanges(c, [&](int64_t b, int64_t i, int64_t j) {
+      return j < cap.prefix[b] || j <= i;
+    });
   }
   if (kernel == "attention_sink") {
     // From a sink no key outweighs to one that outweighs most rows.
@@ -180,7 +198,7 @@ struct ExtraArgs {
                   0,
                   {c.batch, cap.documentRows},
                   {cap.documentRows, 1}},
-        keyRanges{cap.keyRanges.data(),
+        keyRanges{cap.keyRanges.empty() ? nullptr : cap.keyRanges.data(),
                   cap.keyRanges.data(),
                   0,
                   {c.batch, cap.keyRangeBlocks, 4},
@@ -204,12 +222,12 @@ struct ExtraArgs {
       args.push_back(&floats);
     if (withGradients && gradients.data)
       args.push_back(&gradients);
-    if (hasDocuments) {
+    if (hasDocuments)
       args.push_back(&documents);
-      args.push_back(&keyRanges);
-    }
     if (prefix.data)
       args.push_back(&prefix);
+    if (keyRanges.data)
+      args.push_back(&keyRanges);
   }
   StridedMemRefType<float, 1> floats{}, gradients{};
   StridedMemRefType<int32_t, 2> documents;

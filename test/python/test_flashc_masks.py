@@ -74,6 +74,31 @@ class DocumentKeyRanges(unittest.TestCase):
         ids = torch.tensor([[0] * 50 + [7] * 50])
         self.check(ids, 32, False, 100, 50)
 
+    def test_prefix_lm(self):
+        # Query i sees key j iff j < prefix[b] or j <= i.
+        for nq, nk, rows in ((300, 300, 128), (200, 500, 64), (500, 130, 100)):
+            prefix = torch.tensor([0, 1, 77, nk])
+            got = flashc.prefix_lm_key_ranges(prefix, nq, rows, seq_k=nk)
+            i = torch.arange(nq)[:, None]
+            j = torch.arange(nk)[None, :]
+            want = []
+            for p in prefix.tolist():
+                seen = (j < p) | (j <= i)
+                blocks = []
+                for start in range(0, nq, rows):
+                    block = seen[start:start + rows]
+                    keys = block.any(0).nonzero()
+                    kept = block.all(0).nonzero()
+                    blocks.append(
+                        ([int(keys.min()), int(keys.max()) + 1] if len(keys)
+                         else [nk, 0]) +
+                        ([int(kept.min()), int(kept.max()) + 1] if len(kept)
+                         else [0, 0]))
+                want.append(blocks)
+            self.assertTrue(torch.equal(got, torch.tensor(want,
+                                                          dtype=torch.int32)),
+                            (nq, nk, rows))
+
     def test_bad_shapes(self):
         with self.assertRaises(ValueError):
             flashc.document_key_ranges(torch.zeros(10, dtype=torch.int32))
