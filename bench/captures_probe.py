@@ -305,7 +305,7 @@ def bench(kern, bkern, kernel, N, compiled):
     if compiled is not None and kernel != "attention_sink":
         flex = flex_call(kernel, caps, B, N, N, compiled)
         timed["flex"] = lambda: flex(q, k, v)
-    time_all(timed, flops, row)
+    compare.time_all(timed, flops, row)
     if "flashc_ms" in row and "flex_ms" in row:
         row["flashc_over_flex"] = row["flex_ms"] / row["flashc_ms"]
     rows.append(row)
@@ -324,21 +324,11 @@ def bench(kern, bkern, kernel, N, compiled):
         qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
         timed["flex"] = lambda: torch.autograd.grad(flex(qg, kg, vg),
                                                     (qg, kg, vg), do)
-    time_all(timed, flops * 3.5, row)
+    compare.time_all(timed, flops * 3.5, row)
     if "flashc_ms" in row and "flex_ms" in row:
         row["flashc_over_flex"] = row["flex_ms"] / row["flashc_ms"]
     rows.append(row)
     return rows
-
-
-def time_all(timed, flops, row):
-    for name, fn in timed.items():
-        try:
-            ms = compare.bench_fn(fn, rep_ms=100)
-            row[name + "_ms"] = ms
-            row[name + "_tflops"] = flops / ms / 1e9
-        except Exception as e:
-            row[name + "_why"] = str(e).splitlines()[0][:100]
 
 
 def main():

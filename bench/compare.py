@@ -251,6 +251,18 @@ def main():
     return 0
 
 
+def time_all(timed, flops, row):
+    """row[name + "_ms"] and "_tflops" (`flops` over the median) of each of
+    `timed` (name -> fn), or "_why" where it raised."""
+    for name, fn in timed.items():
+        try:
+            ms = bench_fn(fn, rep_ms=100)
+            row[name + "_ms"] = ms
+            row[name + "_tflops"] = flops / ms / 1e9
+        except Exception as e:
+            row[name + "_why"] = str(e).splitlines()[0][:100]
+
+
 def finish_probe(rows, json_path):
     """The end of a probe script: `rows` to json_path (if given), the count
     of rows whose "ok" is False printed, and the exit status (1 if any)."""

@@ -175,7 +175,7 @@ def bench_backward(kern, bkern, kernel, N, compiled):
         def flex_step():
             torch.autograd.grad(flex(qg, kg, vg), (qg, kg, vg), do)
         timed["flex"] = flex_step
-    time_all(timed, flops, row)
+    compare.time_all(timed, flops, row)
     if "flashc_ms" in row and "flex_ms" in row:
         row["flashc_over_flex"] = row["flex_ms"] / row["flashc_ms"]
     return row
@@ -216,18 +216,6 @@ def check(kern, kernel, B, H, NQ, NK, hot, with_flex):
     return row
 
 
-def time_all(timed, flops, row):
-    """row[name + "_ms"] and "_tflops" of each of `timed` (name -> fn), or
-    "_why" where it raised."""
-    for name, fn in timed.items():
-        try:
-            ms = compare.bench_fn(fn, rep_ms=100)
-            row[name + "_ms"] = ms
-            row[name + "_tflops"] = flops / ms / 1e9
-        except Exception as e:
-            row[name + "_why"] = str(e).splitlines()[0][:100]
-
-
 def bench(kern, kernel, N, compiled):
     B, H, D = 32768 // N, 16, 128
     q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16)
@@ -244,7 +232,7 @@ def bench(kern, kernel, N, compiled):
     if compiled is not None:
         timed["flex"] = (lambda f: lambda: f(q, k, v))(
             flex_call(kernel, N, N, "cuda", compiled))
-    time_all(timed, flops, row)
+    compare.time_all(timed, flops, row)
     dense = 4 * D * B * H * N * (N + 1) / 2
     if "flashc_dense_causal_ms" in row:
         row["flashc_dense_causal_tflops"] = dense / row[

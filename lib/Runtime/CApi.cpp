@@ -126,6 +126,17 @@ bool toCaptures(const flashrt_captures *in,
   return true;
 }
 
+/// Checks `launch` against the metadata file at `path` (no driver).
+flashrt_status validateFile(const char *path, const LaunchArgs &launch) {
+  auto meta = loadMetadataFile(path);
+  if (!meta)
+    return fail(meta.takeError());
+  auto shape = validateLaunchArgs(*meta, launch);
+  if (!shape)
+    return fail(shape.takeError());
+  return FLASHRT_OK;
+}
+
 int32_t dtypeCode(DType t) {
   return t == DType::BF16  ? FLASHRT_DTYPE_BF16
          : t == DType::F16 ? FLASHRT_DTYPE_F16
@@ -296,17 +307,11 @@ flashrt_validate_with_captures(const char *metadata_path,
   if (!metadata_path || !args)
     return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
                 "metadata_path or args is NULL");
-  auto meta = loadMetadataFile(metadata_path);
-  if (!meta)
-    return fail(meta.takeError());
   LaunchArgs launch;
   if (!toArgs(args->q, args->k, args->v, args->o, args->lse, launch) ||
       !toCaptures(captures, launch.captures))
     return FLASHRT_ERROR_INVALID_ARGUMENT;
-  auto shape = validateLaunchArgs(*meta, launch);
-  if (!shape)
-    return fail(shape.takeError());
-  return FLASHRT_OK;
+  return validateFile(metadata_path, launch);
 }
 
 flashrt_status flashrt_launch_varlen(flashrt_kernel *kernel,
@@ -327,16 +332,10 @@ flashrt_status flashrt_validate_varlen(const char *metadata_path,
   if (!metadata_path || !args)
     return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
                 "metadata_path or args is NULL");
-  auto meta = loadMetadataFile(metadata_path);
-  if (!meta)
-    return fail(meta.takeError());
   LaunchArgs launch;
   if (!toVarlenArgs(args, launch))
     return FLASHRT_ERROR_INVALID_ARGUMENT;
-  auto shape = validateLaunchArgs(*meta, launch);
-  if (!shape)
-    return fail(shape.takeError());
-  return FLASHRT_OK;
+  return validateFile(metadata_path, launch);
 }
 
 flashrt_status
@@ -345,16 +344,10 @@ flashrt_validate(const char *metadata_path, const flashrt_tensor *q,
                  const flashrt_tensor *o, const flashrt_tensor *lse) {
   if (!metadata_path)
     return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "metadata_path is NULL");
-  auto meta = loadMetadataFile(metadata_path);
-  if (!meta)
-    return fail(meta.takeError());
   LaunchArgs args;
   if (!toArgs(q, k, v, o, lse, args))
     return FLASHRT_ERROR_INVALID_ARGUMENT;
-  auto shape = validateLaunchArgs(*meta, args);
-  if (!shape)
-    return fail(shape.takeError());
-  return FLASHRT_OK;
+  return validateFile(metadata_path, args);
 }
 
 } // extern "C"

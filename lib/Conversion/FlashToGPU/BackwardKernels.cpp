@@ -134,11 +134,10 @@ private:
   /// contiguous elements a thread, D/8 threads a row.
   int64_t threadsPerRow() const { return spec.headDim / 8; }
   int64_t rowsPerPass() const { return kThreads / threadsPerRow(); }
-  /// Sums `v` over the threadsPerRow() lanes that share a row.
-  Value sumOverRow(Value v);
-  /// Sums `v` over the 32 lanes of the warp by a butterfly, which gives
-  /// every lane the same bits.
-  Value sumOverWarp(Value v);
+  /// Sums `v` over each aligned group of `lanes` lanes (a power of two up
+  /// to 32) by a butterfly, which gives every lane of a group the same
+  /// bits: the threadsPerRow() lanes that share a row, or the warp.
+  Value butterflySum(Value v, int64_t lanes);
   /// The gpu.func arguments from `next` on: the captures a kernel's
   /// parameters end with.
   SmallVector<Value> captureArgs(Block *entry, unsigned next) {
@@ -330,20 +329,10 @@ BackwardBuilder::TileRows BackwardBuilder::forEachTileRow(
   return t;
 }
 
-Value BackwardBuilder::sumOverWarp(Value v) {
-  for (int64_t lanes = 16; lanes >= 1; lanes /= 2)
+Value BackwardBuilder::butterflySum(Value v, int64_t lanes) {
+  for (int64_t mask = 1; mask < lanes; mask *= 2)
     v = arith::AddFOp::create(b, v,
-                              gpu::ShuffleOp::create(b, v, cI32(lanes),
-                                                     cI32(32),
-                                                     gpu::ShuffleMode::XOR)
-                                  .getShuffleResult());
-  return v;
-}
-
-Value BackwardBuilder::sumOverRow(Value v) {
-  for (int64_t lanes = 1; lanes < threadsPerRow(); lanes *= 2)
-    v = arith::AddFOp::create(b, v,
-                              gpu::ShuffleOp::create(b, v, cI32(lanes),
+                              gpu::ShuffleOp::create(b, v, cI32(mask),
                                                      cI32(32),
                                                      gpu::ShuffleMode::XOR)
                                   .getShuffleResult());
@@ -402,7 +391,7 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
             },
             [&]() -> SmallVector<Value> { return {cF32(0.0f)}; })
             .front();
-    Value rowSum = sumOverRow(partial);
+    Value rowSum = butterflySum(partial, threadsPerRow());
     if (sinkShare) {
       if (!sink2)
         sink2 = arith::MulFOp::create(
@@ -447,7 +436,7 @@ void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
   }
   if (sinkShare) {
     // One partial per warp: [B x H][query tile][warp].
-    Value warpSum = sumOverWarp(sinkShare);
+    Value warpSum = butterflySum(sinkShare, 32);
     Value lane = arith::RemUIOp::create(b, rows.tid, cI32(32));
     ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)), [&] {
       Value tiles = arith::CeilDivUIOp::create(b, seqQ, cI32(64));
@@ -536,7 +525,7 @@ void BackwardBuilder::emitSinkGradSum(Value partials, Value dsinks, Value seqQ,
       scf::YieldOp::create(b, ValueRange{arith::AddFOp::create(
                                   b, loop.getRegionIterArgs().front(), x)});
     }
-    Value sum = sumOverWarp(loop.getResult(0));
+    Value sum = butterflySum(loop.getResult(0), 32);
     ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
       memref::StoreOp::create(b, sum, dsinks, ValueRange{index(bh)});
     });
