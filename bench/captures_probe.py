@@ -41,6 +41,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
+from compare import rel  # noqa: E402
 
 import flashc  # noqa: E402
 
@@ -131,12 +132,6 @@ def reference(kernel, q, k, v, scale, caps, sinks=None):
     p = torch.softmax(s, -1).masked_fill(empty, 0.0)
     lse = torch.logsumexp(s, -1).masked_fill(empty[..., 0], float("-inf"))
     return p @ v.double(), lse
-
-
-def rel(x, ref):
-    n = ref.norm()
-    return ((x.double() - ref).norm() / n).item() if n > 0 else \
-        x.double().norm().item()
 
 
 def inputs(kernel, B, H, NQ, NK, hot, seed, with_do=False):

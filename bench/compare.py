@@ -251,6 +251,14 @@ def main():
     return 0
 
 
+def rel(x, ref):
+    """The relative error of x (any dtype) against the float64 `ref`, or
+    x's norm where ref is all zeros."""
+    n = ref.norm()
+    return ((x.double() - ref).norm() / n).item() if n > 0 else \
+        x.double().norm().item()
+
+
 def time_all(timed, flops, row):
     """row[name + "_ms"] and "_tflops" (`flops` over the median) of each of
     `timed` (name -> fn), or "_why" where it raised."""

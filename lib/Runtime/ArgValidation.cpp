@@ -178,6 +178,18 @@ static void checkSeqlens(Checker &c, const KernelMetadata &meta,
                   args.maxSeqlenQ, shape.seqQ));
 }
 
+/// Whether `t`'s strides are those of a dense row-major tensor of its sizes
+/// (dimensions of size 1 impose nothing).
+static bool isDenseRowMajor(const TensorArg &t) {
+  int64_t dense = 1;
+  for (int d = int(t.rank) - 1; d >= 0; --d) {
+    if (t.sizes[d] > 1 && t.strides[d] != dense)
+      return false;
+    dense *= t.sizes[d];
+  }
+  return true;
+}
+
 void checkCaptures(Checker &c, const KernelMetadata &meta,
                    ArrayRef<TensorArg> captures, int64_t heads, int device,
                    int qDevice) {
@@ -212,21 +224,15 @@ void checkCaptures(Checker &c, const KernelMetadata &meta,
                     t.device, want));
     // The kernel clamps each index into the sizes, so an empty dimension
     // would leave nothing to read; it indexes row-major.
-    int64_t dense = 1;
-    bool isDense = true, empty = false;
-    for (int d = int(t.rank) - 1; d >= 0; --d) {
-      empty |= t.sizes[d] < 1;
-      if (t.sizes[d] > 1 && t.strides[d] != dense)
-        isDense = false;
-      dense *= t.sizes[d];
-    }
+    bool empty = llvm::any_of(ArrayRef<int64_t>(t.sizes, t.rank),
+                              [](int64_t size) { return size < 1; });
     for (auto [d, size] : llvm::enumerate(spec.shape))
       if (size >= 0 && t.sizes[d] != size)
         c.add(formatv("{0} {1}: kernel {2} takes {3} along dimension {4}", name,
                       shapeString(t), meta.kernel, size, d));
     if (empty)
       c.add(name + " " + shapeString(t) + " is empty");
-    else if (!isDense)
+    else if (!isDenseRowMajor(t))
       c.add(formatv("{0} strides {1}: captures are read dense row-major; "
                     "pass a contiguous one",
                     name, stridesString(t)));
@@ -376,14 +382,7 @@ Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
     if (!usable[i] || !meta.assumesDenseLayout(id))
       continue;
     const TensorArg &t = args[id];
-    int64_t dense = 1;
-    bool isDense = true;
-    for (int d = int(t.rank) - 1; d >= 0; --d) {
-      if (t.sizes[d] > 1 && t.strides[d] != dense)
-        isDense = false;
-      dense *= t.sizes[d];
-    }
-    if (!isDense)
+    if (!isDenseRowMajor(t))
       c.add(formatv("{0} strides {1}: kernel {2} gets {0} as a plain pointer "
                     "and indexes it as a dense {3} tensor; pass a "
                     "contiguous one",

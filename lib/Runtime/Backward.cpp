@@ -174,7 +174,8 @@ packBackwardParams(const KernelMetadata &meta, const LaunchSpec &launch,
     auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
     switch (p.kind) {
     case ParamSpec::Kind::Capture:
-      next = putMemrefDescriptor(*buf, next - 1, args.captures[p.capture]);
+      next =
+          putMemrefDescriptor(*buf, next - 1, args.captures[p.capture], p.rank);
       break;
     case ParamSpec::Kind::Ptr:
       put(uint64_t(args[p.tensor].data));

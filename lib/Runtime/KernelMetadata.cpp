@@ -438,11 +438,11 @@ Error Parser::parseCaptures(KernelMetadata &m) {
     std::string s;
     if (Error err = getString(*obj, "role", s, field))
       return err;
-    auto role = StringSwitch<std::optional<CaptureRole>>(s)
-                    .Case("capture", CaptureRole::Capture)
-                    .Case("sinks", CaptureRole::Sinks)
-                    .Case("dsinks", CaptureRole::SinksGrad)
-                    .Default(std::nullopt);
+    std::optional<CaptureRole> role;
+    for (CaptureRole r :
+         {CaptureRole::Capture, CaptureRole::Sinks, CaptureRole::SinksGrad})
+      if (s == captureRoleName(r))
+        role = r;
     if (!role)
       return fail(field + ".role",
                   "must be \"capture\", \"sinks\" or \"dsinks\", got \"" + s +

@@ -44,8 +44,6 @@ std::unique_ptr<ParamBuffer> ParamBuffer::allocate(ArrayRef<unsigned> sizes) {
 
 unsigned putMemrefDescriptor(ParamBuffer &buf, unsigned slot,
                              const TensorArg &t, unsigned rank) {
-  if (rank == 0)
-    rank = t.rank;
   auto put64 = [&](int64_t v) { std::memcpy(buf.slot(slot++), &v, 8); };
   put64(int64_t(t.data)); // allocated
   put64(int64_t(t.data)); // aligned
@@ -94,7 +92,7 @@ packParams(const KernelMetadata &meta, const LaunchArgs &args,
       slot = putMemrefDescriptor(*buf, slot, t, p.rank);
       break;
     case ParamSpec::Kind::Capture:
-      slot = putMemrefDescriptor(*buf, slot, args.captures[p.capture]);
+      slot = putMemrefDescriptor(*buf, slot, args.captures[p.capture], p.rank);
       break;
     case ParamSpec::Kind::Tma: {
       if (p.isStridedTensorMap()) {

@@ -464,21 +464,15 @@ class Kernel:
         if self.has_lse and lse is None:
             lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
         lse_desc = _describe("lse", lse) if lse is not None else None
-        handle = self._handle(q.device.index)
-        stream = torch.cuda.current_stream(q.device).cuda_stream
-        if captures or self.num_captures:
-            args = _LaunchArgs(*(ctypes.pointer(d) for d in descs))
-            if lse_desc is not None:
-                args.lse = ctypes.pointer(lse_desc)
-            args.stream = stream
-            held = _capture_descriptors(captures)
-            _check(runtime_library().flashrt_launch_with_captures(
-                handle, ctypes.byref(args), ctypes.byref(held)))
-            return (out, lse) if self.has_lse else out
-        _check(runtime_library().flashrt_launch(
-            handle, *[ctypes.byref(d) for d in descs],
-            ctypes.byref(lse_desc) if lse_desc is not None else None,
-            ctypes.c_void_p(stream)))
+        args = _LaunchArgs(*(ctypes.pointer(d) for d in descs))
+        if lse_desc is not None:
+            args.lse = ctypes.pointer(lse_desc)
+        args.stream = torch.cuda.current_stream(q.device).cuda_stream
+        # A kernel without captures takes none: the same call.
+        held = _capture_descriptors(captures)
+        _check(runtime_library().flashrt_launch_with_captures(
+            self._handle(q.device.index), ctypes.byref(args),
+            ctypes.byref(held)))
         return (out, lse) if self.has_lse else out
 
     def _prepare(self, q, k, v):
@@ -687,14 +681,11 @@ _ops = None  # flashc.ops, imported (with torch) on the first attention call
 
 def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
                         seq_k=None, full=False):
+    """The key_ranges table (block mask) of document masking, for
+    kernels/attention_document.mlir: see flashc.masks.document_key_ranges."""
     from .masks import document_key_ranges as build
     return build(document, rows, causal=causal, seq_q=seq_q, seq_k=seq_k,
                  full=full)
-
-
-document_key_ranges.__doc__ = """The key_ranges table (block mask) of
-document masking, for kernels/attention_document.mlir: see
-flashc.masks.document_key_ranges."""
 
 
 def prefix_lm_key_ranges(prefix, seq_q, rows=128, *, seq_k=None, full=True):

@@ -4,6 +4,16 @@ block of query rows, outside which the mask hides every key, so that the
 GPU kernel skips those key tiles (FlexAttention's BlockMask, as ranges)."""
 
 
+def _per_block(x, rows, pad_value, reduce):
+    """`reduce` (torch.amin or torch.amax) of x's [B, N] rows over blocks
+    of `rows`, the last block padded with `pad_value`."""
+    import torch
+    batch, n = x.shape
+    blocks = -(-n // rows)
+    x = torch.nn.functional.pad(x, (0, blocks * rows - n), value=pad_value)
+    return reduce(x.view(batch, blocks, rows), -1)
+
+
 def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
                         seq_k=None, full=False):
     """The key_ranges table of document masking (query i sees key j iff
@@ -61,20 +71,14 @@ def document_key_ranges(document, rows=128, *, causal=True, seq_q=None,
             end_all - first == count)
         full_lo = torch.where(together, first, torch.full_like(first, nk))
         full_hi = torch.where(together, end_all, torch.zeros_like(first))
-    blocks = -(-nq // rows)
-    pad = blocks * rows - nq
-    lo = torch.nn.functional.pad(lo, (0, pad), value=nk)
-    hi = torch.nn.functional.pad(hi, (0, pad), value=0)
-    lo = lo.view(batch, blocks, rows).amin(-1)
-    hi = hi.view(batch, blocks, rows).amax(-1)
+    lo = _per_block(lo, rows, nk, torch.amin)
+    hi = _per_block(hi, rows, 0, torch.amax)
     if not full:
         return torch.stack([lo, hi], -1).to(torch.int32)
     # Every row of the block keeps the intersection of their documents
     # (the padding rows keep everything).
-    full_lo = torch.nn.functional.pad(full_lo, (0, pad), value=0)
-    full_hi = torch.nn.functional.pad(full_hi, (0, pad), value=nk)
-    full_lo = full_lo.view(batch, blocks, rows).amax(-1)
-    full_hi = full_hi.view(batch, blocks, rows).amin(-1)
+    full_lo = _per_block(full_lo, rows, 0, torch.amax)
+    full_hi = _per_block(full_hi, rows, nk, torch.amin)
     empty = full_hi <= full_lo
     full_lo = torch.where(empty, torch.zeros_like(full_lo), full_lo)
     full_hi = torch.where(empty, torch.zeros_like(full_hi), full_hi)

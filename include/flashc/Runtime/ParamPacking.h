@@ -145,10 +145,10 @@ private:
 /// `provideTileCounter`, one with 3-D tma parameters `encodeTensorMap` (an
 /// error without).
 /// MLIR's expanded memref descriptor of `t` (allocated and aligned
-/// pointer, offset 0, sizes and strides of `rank`, 0: t's) into `buf`'s
+/// pointer, offset 0, its first `rank` sizes and strides) into `buf`'s
 /// slots from `slot`; returns the slot after it.
 unsigned putMemrefDescriptor(ParamBuffer &buf, unsigned slot,
-                             const TensorArg &t, unsigned rank = 0);
+                             const TensorArg &t, unsigned rank);
 
 llvm::Expected<std::unique_ptr<ParamBuffer>>
 packParams(const KernelMetadata &meta, const LaunchArgs &args,

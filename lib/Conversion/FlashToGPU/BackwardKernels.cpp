@@ -66,10 +66,6 @@ public:
   void emitPre(gpu::GPUFuncOp func);
   void emitMain(gpu::GPUFuncOp func);
   void emitPost(gpu::GPUFuncOp func);
-  /// dsinks[h] = the sum of `partials` (the pre kernel's, per batch, query
-  /// tile and warp) of head h, in a fixed order, by the first warp of the
-  /// post kernel's block (0, h).
-  void emitSinkGradSum(Value partials, Value dsinks, Value seqQ, Value heads);
 
   /// The kernels' parameters, in launch order, as kernel.json lists them
   /// (docs/kernel-metadata.md); each gives the gpu.func argument types.
@@ -150,6 +146,11 @@ private:
   struct TileRows {
     Value tile, bh, batch, head, tid, col;
   };
+  /// dsinks[h] = the sum of `partials` (the pre kernel's, per batch, query
+  /// tile and warp) of head h, in a fixed order, by the first warp of the
+  /// post kernel's block (0, h) (`rows`: the block's).
+  void emitSinkGradSum(const TileRows &rows, Value partials, Value dsinks,
+                       Value seqQ, Value heads);
   /// Calls `row(t, q)` for each of this thread's rows q of the block's 64
   /// (rows past seq_q included: `row` checks q).
   TileRows forEachTileRow(Value heads,
@@ -457,12 +458,10 @@ void BackwardBuilder::emitPost(gpu::GPUFuncOp func) {
   Value accum = arg(0), dq = arg(1), seqQ = arg(2), heads = arg(3),
         scale = arg(4);
   SmallVector<Value> strides = {arg(5), arg(6), arg(7)};
-  if (spec.sinkGradCapture)
-    emitSinkGradSum(arg(8), arg(9), seqQ, heads);
 
   auto quadF32 = VectorType::get({4}, f32);
   auto vecType = VectorType::get({8}, spec.elementType);
-  forEachTileRow(heads, [&](const TileRows &t, Value q) {
+  TileRows rows = forEachTileRow(heads, [&](const TileRows &t, Value q) {
     Value batch = t.batch, head = t.head, col = t.col, bh = t.bh;
     ifThen(cmp(arith::CmpIPredicate::slt, q, seqQ), [&] {
       Value row = add(mul(toI64(bh), toI64(seqQ)), toI64(q));
@@ -483,17 +482,14 @@ void BackwardBuilder::emitPost(gpu::GPUFuncOp func) {
       LLVM::StoreOp::create(b, rounded, gep(dq, spec.elementType, off), 16);
     });
   });
+  if (spec.sinkGradCapture)
+    emitSinkGradSum(rows, arg(8), arg(9), seqQ, heads);
   gpu::ReturnOp::create(b);
 }
 
-void BackwardBuilder::emitSinkGradSum(Value partials, Value dsinks, Value seqQ,
-                                      Value heads) {
-  Value tile = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value bh = arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y));
-  Value tid = arith::IndexCastOp::create(
-      b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+void BackwardBuilder::emitSinkGradSum(const TileRows &rows, Value partials,
+                                      Value dsinks, Value seqQ, Value heads) {
+  Value tile = rows.tile, bh = rows.bh, tid = rows.tid;
   Value first = arith::AndIOp::create(
       b,
       arith::AndIOp::create(b, cmp(arith::CmpIPredicate::eq, tile, cI32(0)),

@@ -33,8 +33,7 @@ static StringRef dtypeName(Type type) {
 
 FailureOr<SmallVector<CaptureArg>>
 mlir::flash::gpu_lowering::collectCaptureArgs(func::FuncOp func,
-                                              ArrayRef<CaptureUse> uses,
-                                              unsigned trailing) {
+                                              ArrayRef<CaptureUse> uses) {
   SmallVector<CaptureArg> captures;
   for (const CaptureUse &use : uses) {
     auto arg = dyn_cast<BlockArgument>(use.value);
@@ -57,25 +56,31 @@ mlir::flash::gpu_lowering::collectCaptureArgs(func::FuncOp func,
       return use.user->emitError("flash-to-gpu: the ")
              << roleName(use.role) << " must be a rank-1 f32 memref, got "
              << type;
-    auto *known = llvm::find_if(captures, [&](const CaptureArg &c) {
-      return c.argNumber == arg.getArgNumber();
-    });
-    if (known == captures.end())
+    std::optional<unsigned> known = captureIndexOf(captures, arg);
+    if (!known)
       captures.push_back({arg.getArgNumber(), type, use.role});
     else if (use.role != CaptureRole::Capture)
-      known->role = use.role;
+      captures[*known].role = use.role;
   }
   llvm::sort(captures, [](const CaptureArg &a, const CaptureArg &b) {
     return a.argNumber < b.argNumber;
   });
-  unsigned first = func.getNumArguments() - trailing - captures.size();
+  unsigned first = func.getNumArguments() - captures.size();
   for (auto [i, capture] : llvm::enumerate(captures))
     if (capture.argNumber != first + i)
       return func.emitError("flash-to-gpu: the captures and sinks must be "
-                            "the function's last arguments")
-             << (trailing ? " before the packed sequences' ones" : "")
-             << "; argument #" << capture.argNumber << " is not";
+                            "the function's last arguments; argument #")
+             << capture.argNumber << " is not";
   return captures;
+}
+
+std::optional<unsigned>
+mlir::flash::gpu_lowering::captureIndexOf(ArrayRef<CaptureArg> captures,
+                                          BlockArgument arg) {
+  for (auto [i, capture] : llvm::enumerate(captures))
+    if (capture.argNumber == arg.getArgNumber())
+      return i;
+  return std::nullopt;
 }
 
 ArrayAttr

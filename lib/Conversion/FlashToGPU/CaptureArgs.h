@@ -38,11 +38,14 @@ struct CaptureUse {
 /// The distinct arguments `uses` name, in argument order. Each must be an
 /// argument of `func` and a row-major memref of rank 1 to 4 of f32, i32,
 /// bf16 or f16 (what the runtime passes); the sinks and their gradient
-/// rank-1 f32. Together they must be the function's last arguments before
-/// `trailing` others. Errors are located at the offending use.
-FailureOr<SmallVector<CaptureArg>> collectCaptureArgs(func::FuncOp func,
-                                                      ArrayRef<CaptureUse> uses,
-                                                      unsigned trailing = 0);
+/// rank-1 f32. Together they must be the function's last arguments.
+/// Errors are located at the offending use.
+FailureOr<SmallVector<CaptureArg>>
+collectCaptureArgs(func::FuncOp func, ArrayRef<CaptureUse> uses);
+
+/// Index in `captures` of the function argument `arg`, if it is one.
+std::optional<unsigned> captureIndexOf(ArrayRef<CaptureArg> captures,
+                                       BlockArgument arg);
 
 /// kernel.json's "captures": one {"role", "dtype", "rank", "shape"} per
 /// argument (shape: the static sizes, -1 where dynamic).

@@ -102,11 +102,14 @@ struct KernelSpec {
   struct KeyRanges {
     unsigned capture;
     int64_t rows;
-    /// The table's entries also hold [full_lo, full_hi): keys the mask_mod
-    /// keeps for every row, whose key tiles skip it.
-    bool full;
   };
   std::optional<KeyRanges> keyRanges;
+  /// The key_ranges table's entries also hold [full_lo, full_hi) (4
+  /// columns): keys the mask_mod keeps for every row, whose key tiles
+  /// skip it.
+  bool fullKeyRanges() const {
+    return keyRanges && captures[keyRanges->capture].type.getDimSize(2) == 4;
+  }
 
   /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
   /// switches of include/flashc/Config/ScheduleSwitches.def as applied,

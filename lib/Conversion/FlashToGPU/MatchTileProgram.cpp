@@ -370,14 +370,10 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       spec.maskIsKeyWindow =
           window && keyWindowExactly(info->mods.getMaskMod()) == window;
       if (std::optional<ArrayRef<int64_t>> ranges = info->mods.getKeyRanges()) {
-        Value table = info->mods.getCaptures()[(*ranges)[0]];
-        auto arg = cast<BlockArgument>(table);
-        auto *capture = llvm::find_if(spec.captures, [&](const CaptureArg &c) {
-          return c.argNumber == arg.getArgNumber();
-        });
+        auto table =
+            cast<BlockArgument>(info->mods.getCaptures()[(*ranges)[0]]);
         spec.keyRanges = KernelSpec::KeyRanges{
-            unsigned(capture - spec.captures.begin()), (*ranges)[1],
-            capture->type.getDimSize(2) == 4};
+            *captureIndexOf(spec.captures, table), (*ranges)[1]};
       }
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)

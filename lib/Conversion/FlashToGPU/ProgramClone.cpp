@@ -61,12 +61,10 @@ ProgramClone::ProgramClone(KernelContext &k, StringRef role,
     }
     // A capture is the kernel's own memref argument.
     if (arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()))
-      for (auto [capture, kernelArg] :
-           llvm::zip_equal(k.spec.captures, k.captures))
-        if (capture.argNumber == arg.getArgNumber()) {
-          map.map(value, kernelArg);
-          return;
-        }
+      if (std::optional<unsigned> i = captureIndexOf(k.spec.captures, arg)) {
+        map.map(value, k.captures[*i]);
+        return;
+      }
     auto placeholder =
         UnrealizedConversionCastOp::create(b, value.getType(), ValueRange());
     placeholders.push_back(placeholder);

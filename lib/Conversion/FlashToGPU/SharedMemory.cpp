@@ -145,7 +145,7 @@ std::pair<Value, Value> KernelContext::blockKeyRange(TileValues &tile) {
   Value batch = clampTo(batchAndHead(tile.blockY).first, 0);
   const int32_t none = std::numeric_limits<int32_t>::max();
   SmallVector<Value> inits = {cI32(none), cI32(0)};
-  if (spec.keyRanges->full)
+  if (spec.fullKeyRanges())
     inits.append({cI32(0), cI32(none)});
   SmallVector<Value> range = forLoop(
       arith::IndexCastOp::create(b, indexTy, e0),
@@ -159,12 +159,12 @@ std::pair<Value, Value> KernelContext::blockKeyRange(TileValues &tile) {
         SmallVector<Value> next = {arith::MinSIOp::create(b, acc[0], field(0)),
                                    arith::MaxSIOp::create(b, acc[1], field(1))};
         // The keys every entry's rows keep: the intersection.
-        if (spec.keyRanges->full)
+        if (spec.fullKeyRanges())
           next.append({arith::MaxSIOp::create(b, acc[2], field(2)),
                        arith::MinSIOp::create(b, acc[3], field(3))});
         return next;
       });
-  if (spec.keyRanges->full) {
+  if (spec.fullKeyRanges()) {
     tile.fullLo = range[2];
     tile.fullHi = range[3];
   }
