@@ -414,7 +414,8 @@ static LogicalResult verifyDifferentiable(Region &scoreMod) {
 }
 
 LogicalResult AttentionBackwardOp::verifyRegions() {
-  if (failed(verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures())))
+  if (failed(verifyMods(*this, getScoreMod(), getMaskMod(), getCaptures())) ||
+      failed(verifyKeyRanges(*this, getKeyRanges(), getCaptures())))
     return failure();
   return verifyDifferentiable(getScoreMod());
 }

@@ -220,6 +220,13 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     gradients, `dsink[h] = -sum_{b, i} exp(sink[h] - LSE[b, h, i]) *
     delta[b, h, i]` (summed over the batch and the rows).
 
+    `key_ranges` is the forward's, with the same table among the captures:
+    on the GPU each key tile's blocks run only over the query rows whose
+    entries' [lo, hi) reach it (the table's transpose, taken per key tile
+    when the kernel starts), and with 4 columns a (query, key) tile pair
+    inside the query rows' full range skips the mask_mod. Not under
+    `deterministic`, whose dQ turns count every key tile.
+
     ```mlir
     flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
         sinks(%s : memref<?xf32> -> %ds : memref<?xf32>) {causal}
@@ -272,7 +279,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     UnitAttr:$deterministic,
-    OptionalAttr<Flash_ConfigAttr>:$config
+    OptionalAttr<Flash_ConfigAttr>:$config,
+    OptionalAttr<DenseI64ArrayAttr>:$key_ranges
   );
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{

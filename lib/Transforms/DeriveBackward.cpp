@@ -76,7 +76,7 @@ LogicalResult addBackward(OpBuilder &b, func::FuncOp func, AttentionOp fwd) {
       arg(7), arg(8), /*cuSeqlensQ=*/Value(), /*cuSeqlensK=*/Value(),
       /*maxSeqlenQ=*/Value(), /*maxSeqlenK=*/Value(), captures, sinks, dSinks,
       fwd.getScaleAttr(), fwd.getCausalAttr(), /*deterministic=*/UnitAttr(),
-      /*config=*/ConfigAttr());
+      /*config=*/ConfigAttr(), fwd.getKeyRangesAttr());
   IRMapping mapping;
   fwd.getScoreMod().cloneInto(&op.getScoreMod(), mapping);
   fwd.getMaskMod().cloneInto(&op.getMaskMod(), mapping);

@@ -270,7 +270,8 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
                 if (mods)
                   modded = buildModScores(lb,
                                           {op.getScoreMod(), op.getMaskMod(),
-                                           op.getCaptures(), scale},
+                                           op.getCaptures(), scale,
+                                           op.getKeyRangesAttr()},
                                           scores, tileAt);
                 Value masked = MaskOp::create(lb, modded, row, col, tileSeqQ,
                                               tileSeqK, causal);

@@ -18,6 +18,8 @@
 // RUN: FileCheck %s --check-prefix=DOCJSON --input-file %t.dir/document.json
 // RUN: flashc %kernels/attention_sink.mlir --backward --emit=ptx -o %t.dir/sink_backward.ptx
 // RUN: FileCheck %s --check-prefix=SINKBWD --input-file %t.dir/sink_backward.json
+// RUN: flash-opt %kernels/attention_document.mlir -flash-derive-backward=replace -flash-tile | FileCheck %s --check-prefix=DOCBWDTILE
+// RUN: flash-opt %kernels/attention_document.mlir -flash-derive-backward=replace -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=DOCBWD
 // RUN: flashc %kernels/attention_prefix_lm.mlir --backward --emit=ptx -o %t.dir/prefix_backward.ptx
 // RUN: FileCheck %s --check-prefix=PREFIXBWD --input-file %t.dir/prefix_backward.json
 
@@ -118,3 +120,37 @@
 // PREFIXBWD: "role": "main"
 // PREFIXBWD-NOT: "capture":
 // PREFIXBWD: "role": "post"
+
+// The backward keeps the forward's key_ranges: each key tile's query tiles
+// run from the first table entry whose [lo, hi) reaches it to the last
+// (each warp scans the batch's entries, lane by lane, and reduces with
+// redux.sync), within those the causal mask leaves; a query tile inside
+// the key tile's full range skips the mask_mod (its 32 results `true`).
+// DOCBWDTILE: flash.mod_scores {{.*}} captures(%arg9, %arg10 : memref<?x?xi32>, memref<?x?x4xi32>) {key_ranges = array<i64: 1, 128>,
+// DOCBWD-LABEL: gpu.func @attention_document_backward(
+// DOCBWD-SAME: %[[RANGES:arg[0-9]+]]: memref<?x?x4xi32>)
+// DOCBWD: %[[K0:.*]] = arith.muli %{{.*}}, %c64_i32 : i32
+// DOCBWD: %[[FIRSTCAUSAL:.*]] = arith.divui %{{.*}}, %c64_i32 : i32
+// DOCBWD: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
+// DOCBWD: %[[ENTRIES:.*]] = arith.ceildivui %{{.*}}, %c128_i32 : i32
+// DOCBWD: %[[KEND:.*]] = arith.addi %[[K0]], %c64_i32 : i32
+// DOCBWD: %[[SCAN:.*]]:2 = scf.for %[[E:.*]] = %{{.*}} to %{{.*}} step %c32 iter_args(%{{.*}} = %c2147483647_i32, %{{.*}} = %c-1_i32) -> (i32, i32) {
+// DOCBWD-DAG: %[[HI:.*]] = memref.load %[[RANGES]][%{{.*}}, %[[E]], %c1] : memref<?x?x4xi32>
+// DOCBWD-DAG: arith.cmpi sgt, %[[HI]], %[[K0]] : i32
+// DOCBWD-DAG: %[[LO:.*]] = memref.load %[[RANGES]][%{{.*}}, %[[E]], %c0] : memref<?x?x4xi32>
+// DOCBWD-DAG: arith.cmpi slt, %[[LO]], %[[KEND]] : i32
+// DOCBWD: %[[FIRST:.*]] = nvvm.redux.sync  min %[[SCAN]]#0, %c-1_i32 : i32 -> i32
+// DOCBWD: %[[LAST:.*]] = nvvm.redux.sync  max %[[SCAN]]#1, %c-1_i32 : i32 -> i32
+// DOCBWD: %[[ANY:.*]] = arith.cmpi sge, %[[LAST]], %c0_i32 : i32
+// DOCBWD: %[[FROM:.*]] = arith.select %[[ANY]], %[[FIRST]], %c0_i32 : i32
+// DOCBWD: %[[BEGIN:.*]] = arith.muli %[[FROM]], %c128_i32 : i32
+// DOCBWD: %[[BEGINTILE:.*]] = arith.divui %[[BEGIN]], %c64_i32 : i32
+// DOCBWD: arith.maxsi %[[FIRSTCAUSAL]], %[[BEGINTILE]] : i32
+// DOCBWD: %[[FULL:.*]]:2 = scf.for
+// DOCBWD: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c2] : memref<?x?x4xi32>
+// DOCBWD: memref.load %[[RANGES]][%{{.*}}, %{{.*}}, %c3] : memref<?x?x4xi32>
+// DOCBWD: %[[WHOLE:.*]] = arith.andi
+// DOCBWD: %[[KEPT:.*]]:32 = scf.if %[[WHOLE]] -> (i1,
+// DOCBWD: } else {
+// DOCBWD: memref.load %{{.*}} : memref<?x?xi32>
+// DOCBWD: arith.xori %[[KEPT]]#0, %true

@@ -166,3 +166,23 @@ func.func @key_ranges_rows(%q: !t, %k: !t, %v: !t, %o: !t, %r: memref<?x?x2xi32>
     }
   return
 }
+
+// -----
+
+// The backward takes the forward's key_ranges and checks them the same way.
+!t = memref<?x?x?x64xbf16>
+!l = memref<?x?x?xf32>
+func.func @backward_key_ranges_type(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t,
+                                    %lse: !l, %dq: !t, %dk: !t, %dv: !t,
+                                    %r: memref<?x?x3xi32>) {
+  // expected-error @+1 {{'flash.attention_backward' op 'key_ranges' capture #0 must be an i32 memref of [batch, query blocks, 2 or 4], got 'memref<?x?x3xi32>'}}
+  flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
+      captures(%r : memref<?x?x3xi32>) {key_ranges = array<i64: 0, 128>}
+      : !t, !t, !t, !t, !t, !l -> !t, !t, !t
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %kv: index, %d: memref<?x?x3xi32>):
+      %t = arith.constant true
+      flash.yield %t : i1
+    }
+  return
+}

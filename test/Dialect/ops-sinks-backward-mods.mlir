@@ -42,6 +42,27 @@ func.func @backward_mods_sinks(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l
   return
 }
 
+// The forward's block mask table, kept by the backward.
+// CHECK-LABEL: func.func @backward_key_ranges
+// CHECK: flash.attention_backward {{.*}} captures(%{{.*}}, %{{.*}} : memref<?x?xi32>, memref<?x?x4xi32>) {causal, key_ranges = array<i64: 1, 128>}
+func.func @backward_key_ranges(%q: !t, %k: !t, %v: !t, %o: !t, %do: !t, %lse: !l,
+                               %dq: !t, %dk: !t, %dv: !t, %doc: memref<?x?xi32>,
+                               %r: memref<?x?x4xi32>) {
+  flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv
+      captures(%doc, %r : memref<?x?xi32>, memref<?x?x4xi32>)
+      {causal, key_ranges = array<i64: 1, 128>}
+      : !t, !t, !t, !t, !t, !l -> !t, !t, !t
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %d: memref<?x?xi32>,
+         %t: memref<?x?x4xi32>):
+      %x = memref.load %d[%b, %i] : memref<?x?xi32>
+      %y = memref.load %d[%b, %j] : memref<?x?xi32>
+      %same = arith.cmpi eq, %x, %y : i32
+      flash.yield %same : i1
+    }
+  return
+}
+
 // CHECK-LABEL: func.func @tile_ops
 // CHECK: flash.mod_scores_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32} : tensor<64x32xf32> score_mod {
 // CHECK: flash.sink_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<64xf32>

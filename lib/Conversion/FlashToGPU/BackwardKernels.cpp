@@ -134,6 +134,23 @@ private:
   /// to 32) by a butterfly, which gives every lane of a group the same
   /// bits: the threadsPerRow() lanes that share a row, or the warp.
   Value butterflySum(Value v, int64_t lanes);
+  /// key_ranges (`table`, an i32 [B, entries, 2 or 4] memref): the query
+  /// rows [first, end) from the first entry of `batch` whose [lo, hi)
+  /// reaches keys [k0, k0 + 64) to the last, (0, 0) when none does. Every
+  /// warp scans the entries itself and reduces with redux.sync, so the
+  /// block needs no shared memory or barrier for it.
+  std::pair<Value, Value> keyTileQueryRows(Value table, Value batch, Value k0,
+                                           Value seqQ, Value lane);
+  /// key_ranges with full ranges: whether every row of [q0, q0 + 64) keeps
+  /// every key of [k0, k0 + 64) by the entries' [full_lo, full_hi).
+  Value keyTileWhole(Value table, Value batch, Value q0, Value k0, Value seqQ);
+  /// `x` (index) clamped into [0, dim `dim` of `table`).
+  Value clampInto(Value table, int64_t dim, Value x) {
+    Value last = arith::SubIOp::create(b, memref::DimOp::create(b, table, dim),
+                                       cIndex(1));
+    return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, x, cIndex(0)),
+                                  last);
+  }
   /// The gpu.func arguments from `next` on: the captures a kernel's
   /// parameters end with.
   SmallVector<Value> captureArgs(Block *entry, unsigned next) {
@@ -338,6 +355,81 @@ Value BackwardBuilder::butterflySum(Value v, int64_t lanes) {
                                                      gpu::ShuffleMode::XOR)
                                   .getShuffleResult());
   return v;
+}
+
+std::pair<Value, Value> BackwardBuilder::keyTileQueryRows(Value table,
+                                                          Value batch, Value k0,
+                                                          Value seqQ,
+                                                          Value lane) {
+  const int64_t rows = spec.keyRanges->rows;
+  Value entries = arith::MinSIOp::create(
+      b, memref::DimOp::create(b, table, 1),
+      index(arith::CeilDivUIOp::create(b, seqQ, cI32(rows))));
+  Value tableBatch = clampInto(table, 0, index(batch));
+  Value kEnd = add(k0, cI32(64));
+  const int32_t none = std::numeric_limits<int32_t>::max();
+  auto scan = scf::ForOp::create(
+      b, index(lane), entries, cIndex(32), ValueRange{cI32(none), cI32(-1)},
+      [&](OpBuilder &nb, Location, Value e, ValueRange found) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        auto field = [&](int64_t i) -> Value {
+          return memref::LoadOp::create(b, table,
+                                        ValueRange{tableBatch, e, cIndex(i)});
+        };
+        Value reaches = arith::AndIOp::create(
+            b, cmp(arith::CmpIPredicate::slt, field(0), kEnd),
+            cmp(arith::CmpIPredicate::sgt, field(1), k0));
+        Value at = arith::IndexCastOp::create(b, i32, e);
+        scf::YieldOp::create(
+            b,
+            ValueRange{arith::SelectOp::create(
+                           b, reaches, arith::MinSIOp::create(b, found[0], at),
+                           found[0]),
+                       arith::SelectOp::create(
+                           b, reaches, arith::MaxSIOp::create(b, found[1], at),
+                           found[1])});
+      });
+  auto warpReduce = [&](Value v, NVVM::ReduxKind kind) -> Value {
+    return NVVM::ReduxOp::create(b, i32, v, kind, cI32(-1));
+  };
+  Value first = warpReduce(scan.getResult(0), NVVM::ReduxKind::MIN);
+  Value last = warpReduce(scan.getResult(1), NVVM::ReduxKind::MAX);
+  Value any = cmp(arith::CmpIPredicate::sge, last, cI32(0));
+  Value begin =
+      mul(arith::SelectOp::create(b, any, first, cI32(0)), cI32(rows));
+  Value end =
+      arith::MinSIOp::create(b, mul(add(last, cI32(1)), cI32(rows)), seqQ);
+  return {begin, end};
+}
+
+Value BackwardBuilder::keyTileWhole(Value table, Value batch, Value q0,
+                                    Value k0, Value seqQ) {
+  const int64_t rows = spec.keyRanges->rows;
+  Value tableBatch = clampInto(table, 0, index(batch));
+  Value end = arith::MinSIOp::create(b, add(q0, cI32(64)), seqQ);
+  Value e0 = index(arith::DivUIOp::create(b, q0, cI32(rows)));
+  Value e1 = index(arith::CeilDivUIOp::create(
+      b, arith::MaxSIOp::create(b, end, cI32(0)), cI32(rows)));
+  const int32_t none = std::numeric_limits<int32_t>::max();
+  // The keys every covering entry's rows keep: the intersection.
+  auto full = scf::ForOp::create(
+      b, e0, e1, cIndex(1), ValueRange{cI32(0), cI32(none)},
+      [&](OpBuilder &nb, Location, Value e, ValueRange range) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value entry = clampInto(table, 1, e);
+        auto field = [&](int64_t i) -> Value {
+          return memref::LoadOp::create(
+              b, table, ValueRange{tableBatch, entry, cIndex(i)});
+        };
+        scf::YieldOp::create(
+            b, ValueRange{arith::MaxSIOp::create(b, range[0], field(2)),
+                          arith::MinSIOp::create(b, range[1], field(3))});
+      });
+  return arith::AndIOp::create(
+      b, cmp(arith::CmpIPredicate::sge, k0, full.getResult(0)),
+      cmp(arith::CmpIPredicate::sle, add(k0, cI32(64)), full.getResult(1)));
 }
 
 void BackwardBuilder::emitPre(gpu::GPUFuncOp func) {
@@ -612,6 +704,20 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         arith::MinSIOp::create(b, add(k0, cI32(64 + *spec.keyWindow)), seqQ);
     lastQueryTile = arith::CeilDivUIOp::create(b, end, cI32(64));
   }
+  // key_ranges: the query tiles of the entries that reach this key tile.
+  // (Not under `deterministic`, as for the window.)
+  Value rangesTable =
+      spec.keyRanges ? captures[spec.keyRanges->capture] : Value();
+  if (spec.keyRanges && !spec.deterministic) {
+    auto [begin, end] = keyTileQueryRows(
+        rangesTable, batch, k0, seqQ, arith::RemUIOp::create(b, tid, cI32(32)));
+    firstTile = arith::MaxSIOp::create(
+        b, firstTile, arith::DivUIOp::create(b, begin, cI32(64)));
+    lastQueryTile = arith::MinSIOp::create(
+        b, lastQueryTile,
+        arith::CeilDivUIOp::create(b, arith::MaxSIOp::create(b, end, cI32(0)),
+                                   cI32(64)));
+  }
   Value perHead = arith::MaxSIOp::create(
       b, arith::SubIOp::create(b, lastQueryTile, firstTile), cI32(0));
   Value passes = mul(perHead, group);
@@ -790,6 +896,34 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         SmallVector<Value> sv = wg_lowering::fragmentValues(b, s);
         SmallVector<Value> dpv = wg_lowering::fragmentValues(b, dp);
         SmallVector<Value> p(32), ds(32);
+        auto elementAt = [&](Value key, Value q) {
+          SmallVector<Value> at = {batchIdx, index(head), clampedIndex(q, seqQ),
+                                   clampedIndex(key, seqK)};
+          llvm::append_range(at, captures);
+          return at;
+        };
+        // With full key ranges the mask_mod runs only on the tile pairs the
+        // query rows' full range does not cover: its results for the
+        // thread's 32 elements, all kept on the others.
+        SmallVector<Value> maskKept;
+        if (spec.maskMod && spec.keyRanges && spec.keyRanges->full) {
+          Value whole = keyTileWhole(rangesTable, batch, q0, k0, seqQ);
+          auto kept = scf::IfOp::create(b, SmallVector<Type>(32, b.getI1Type()),
+                                        whole, /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(kept.thenBlock());
+          scf::YieldOp::create(
+              b, SmallVector<Value>(
+                     32, arith::ConstantOp::create(b, b.getBoolAttr(true))));
+          b.setInsertionPointToStart(kept.elseBlock());
+          SmallVector<Value> each;
+          for (int64_t i = 0; i < 32; ++i)
+            each.push_back(wg_lowering::inlineModRegionForGpu(
+                b, *spec.maskMod,
+                elementAt(add(k0, regRow(i)), add(q0, regCol(i)))));
+          scf::YieldOp::create(b, each);
+          maskKept.assign(kept.getResults().begin(), kept.getResults().end());
+        }
         for (int64_t i = 0; i < 32; ++i) {
           Value key = add(k0, regRow(i));
           Value q = add(q0, regCol(i));
@@ -804,10 +938,7 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
             // (clamped into the sequences: past them the element is
             // hidden above); the softmax then takes their logit.
             Value y = arith::MulFOp::create(b, sv[i], modScale);
-            SmallVector<Value> at = {batchIdx, index(head),
-                                     clampedIndex(q, seqQ),
-                                     clampedIndex(key, seqK)};
-            llvm::append_range(at, captures);
+            SmallVector<Value> at = elementAt(key, q);
             Value modded = y;
             if (spec.scoreMod) {
               SmallVector<Value> args = {y};
@@ -820,7 +951,9 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
                   b, hidden,
                   arith::XOrIOp::create(
                       b,
-                      wg_lowering::inlineModRegionForGpu(b, *spec.maskMod, at),
+                      maskKept.empty() ? wg_lowering::inlineModRegionForGpu(
+                                             b, *spec.maskMod, at)
+                                       : maskKept[i],
                       arith::ConstantOp::create(b, b.getBoolAttr(true))));
             x = LLVM::FMAOp::create(
                 b, modded, log2e,

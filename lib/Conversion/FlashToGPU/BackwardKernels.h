@@ -52,6 +52,11 @@ struct BackwardSpec {
   /// The mask_mod hides keys more than this many behind the query
   /// (MaskAnalysis.h): a key tile's query tiles end at its last key + W.
   std::optional<int64_t> keyWindow;
+  /// The forward's key_ranges: a key tile's query tiles run from the
+  /// first entry whose [lo, hi) reaches it to the last (not under
+  /// `deterministic`); with full ranges a query tile inside the key tile's
+  /// full range skips the mask_mod.
+  std::optional<KeyRanges> keyRanges;
   /// The memref arguments the kernels take whole (CaptureArgs.h): the
   /// mods' captures (the main kernel's), the sinks and their gradient
   /// (the pre and post kernels'); the sinks' indices, when there are some.

@@ -74,6 +74,18 @@ mlir::flash::gpu_lowering::collectCaptureArgs(func::FuncOp func,
   return captures;
 }
 
+std::optional<KeyRanges>
+mlir::flash::gpu_lowering::keyRangesOf(ModScoresOp mods,
+                                       ArrayRef<CaptureArg> captures) {
+  std::optional<ArrayRef<int64_t>> ranges = mods.getKeyRanges();
+  if (!ranges)
+    return std::nullopt;
+  auto table = cast<BlockArgument>(mods.getCaptures()[(*ranges)[0]]);
+  unsigned index = *captureIndexOf(captures, table);
+  return KeyRanges{index, (*ranges)[1],
+                   captures[index].type.getDimSize(2) == 4};
+}
+
 std::optional<unsigned>
 mlir::flash::gpu_lowering::captureIndexOf(ArrayRef<CaptureArg> captures,
                                           BlockArgument arg) {

@@ -12,6 +12,8 @@
 #ifndef FLASHC_LIB_CONVERSION_FLASHTOGPU_CAPTUREARGS_H
 #define FLASHC_LIB_CONVERSION_FLASHTOGPU_CAPTUREARGS_H
 
+#include "Flash/FlashOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -55,6 +57,21 @@ ArrayAttr capturesAttr(Builder &b, ArrayRef<CaptureArg> captures);
 /// "rank": rank}.
 DictionaryAttr captureParamAttr(Builder &b, unsigned index,
                                 const CaptureArg &capture);
+
+/// flash.attention's key_ranges, as flash.mod_scores carries them: the
+/// capture holding [lo, hi) keys per block of `rows` query rows and, with
+/// 4 columns (`full`), the [full_lo, full_hi) keys the mask_mod keeps for
+/// every row of the block.
+struct KeyRanges {
+  unsigned capture; ///< index into the kernel's captures
+  int64_t rows;
+  bool full;
+};
+
+/// `mods`' key_ranges with its table found in `captures` (collected from
+/// `mods`' captures among others), or nullopt when it has none.
+std::optional<KeyRanges> keyRangesOf(ModScoresOp mods,
+                                     ArrayRef<CaptureArg> captures);
 
 /// Index of the capture with `role` (the first), if any.
 std::optional<unsigned> findCapture(ArrayRef<CaptureArg> captures,

@@ -96,20 +96,11 @@ struct KernelSpec {
   /// mods' captures and the sinks (whose index is sinkCapture).
   SmallVector<CaptureArg> captures;
   std::optional<unsigned> sinkCapture;
-  /// flash.attention's key_ranges: the capture (index into `captures`)
-  /// holding [lo, hi) keys per block of `rows` query rows, outside which a
-  /// tile's key tiles are neither loaded nor computed.
-  struct KeyRanges {
-    unsigned capture;
-    int64_t rows;
-  };
+  /// flash.attention's key_ranges: outside a block's [lo, hi) its key
+  /// tiles are neither loaded nor computed; inside its full range they
+  /// skip the mask_mod.
   std::optional<KeyRanges> keyRanges;
-  /// The key_ranges table's entries also hold [full_lo, full_hi) (4
-  /// columns): keys the mask_mod keeps for every row, whose key tiles
-  /// skip it.
-  bool fullKeyRanges() const {
-    return keyRanges && captures[keyRanges->capture].type.getDimSize(2) == 4;
-  }
+  bool fullKeyRanges() const { return keyRanges && keyRanges->full; }
 
   /// The schedule (#flash.schedule, chosen by -flash-gpu-schedule): the
   /// switches of include/flashc/Config/ScheduleSwitches.def as applied,

@@ -130,6 +130,7 @@ mlir::flash::gpu_lowering::matchBackwardTileProgram(func::FuncOp func) {
     if (!mods.getMaskMod().empty())
       spec.maskMod = &mods.getMaskMod();
     spec.keyWindow = keyWindowBehind(mods.getMaskMod());
+    spec.keyRanges = keyRangesOf(mods, spec.captures);
   }
   spec.causal = false;
   func.walk([&](MaskOp mask) { spec.causal |= mask.getCausal(); });

@@ -369,12 +369,7 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       spec.keyWindow = window;
       spec.maskIsKeyWindow =
           window && keyWindowExactly(info->mods.getMaskMod()) == window;
-      if (std::optional<ArrayRef<int64_t>> ranges = info->mods.getKeyRanges()) {
-        auto table =
-            cast<BlockArgument>(info->mods.getCaptures()[(*ranges)[0]]);
-        spec.keyRanges = KernelSpec::KeyRanges{
-            *captureIndexOf(spec.captures, table), (*ranges)[1]};
-      }
+      spec.keyRanges = keyRangesOf(info->mods, spec.captures);
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)
         return info->mods.emitError(
