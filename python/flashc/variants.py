@@ -4,8 +4,14 @@ Pure Python (no torch). A variant is what changes the kernel's source:
 dtype, head dim, causal, scale, and varlen (packed sequences:
 FlashAttention's varlen form, `packed(cu_seqlens_q, cu_seqlens_k, max_q)`).
 Its name is "<dtype>-d<D>[-causal][-scale<f32>][-softcap<f32>][-window<N>]
-[-varlen]" (softcap: each scaled logit s becomes softcap * tanh(s /
-softcap); window: a query sees no key more than N behind it), e.g.
+[-alibi][-document|-prefixlm][-sink][-varlen]" (softcap: each scaled logit
+s becomes softcap * tanh(s / softcap); window: a query sees no key more
+than N behind it; the rest take tensors at run time, the kernel function's
+arguments after lse ("captures"), in this order: alibi, ALiBi's slopes
+(f32 [H]); document, document ids (i32 [B, N]) and their block mask
+(key_ranges, i32 [B, blocks, 4]); prefixlm, prefix lengths (i32 [B]) and
+their block mask; sink, attention sinks (f32 [H], and the backward's
+dsinks after them)), e.g.
 "bf16-d128-causal", "f16-d64-scale0.125" or "bf16-d128-causal-varlen"; the
 scale is the float32 the kernel multiplies by, printed so that it reads back
 exactly, and omitted when it is 1/sqrt(D) (the kernel's default). The
@@ -73,11 +79,13 @@ class Variant:
     (varlen), and whether it is the forward's backward pass (backward, with
     dQ added in a fixed order when deterministic)."""
     __slots__ = ("dtype", "head_dim", "causal", "scale", "varlen", "backward",
-                 "deterministic", "softcap", "window")
+                 "deterministic", "softcap", "window", "alibi", "document",
+                 "prefix_lm", "sinks")
 
     def __init__(self, dtype, head_dim, causal=False, scale=None,
                  varlen=False, backward=False, deterministic=False, *,
-                 softcap=None, window=None):
+                 softcap=None, window=None, alibi=False, document=False,
+                 prefix_lm=False, sinks=False):
         if dtype not in DTYPES:
             raise VariantError(f"dtype {dtype!r}: flashc kernels take "
                                f"{' or '.join(DTYPES)}")
@@ -110,19 +118,63 @@ class Variant:
                 raise VariantError(f"window must be a number of keys >= 0, "
                                    f"got {window}")
             self.window = int(window)
+        # The mods that read tensors (kernels/attention_alibi.mlir,
+        # attention_document.mlir, attention_prefix_lm.mlir) and the
+        # attention sinks (attention_sink.mlir).
+        self.alibi, self.document = bool(alibi), bool(document)
+        self.prefix_lm, self.sinks = bool(prefix_lm), bool(sinks)
         if self.has_mods and self.varlen:
             raise VariantError(
-                "softcap and window take dense batches so far (packed "
+                "softcap, window, alibi_slopes, sinks, document_ids and "
+                "prefix_lengths take dense batches so far (packed "
                 "sequences' mods are not generated yet)")
+        # Pairs whose regions would not compose as each alone means: two
+        # score mods (which first?), two block-mask tables, and a window
+        # that the tables' full key tiles (the mask_mod skipped there)
+        # would not apply.
+        if self.alibi and self.softcap is not None:
+            raise VariantError("alibi_slopes and softcap both rewrite the "
+                               "logit: flashc does not combine them")
+        if self.document and self.prefix_lm:
+            raise VariantError("document_ids and prefix_lengths are two "
+                               "masks with block-mask tables: flashc does "
+                               "not combine them")
+        if self.window is not None and (self.document or self.prefix_lm):
+            raise VariantError(
+                "window with document_ids or prefix_lengths: their block "
+                "masks skip the mask_mod on key tiles the window would "
+                "hide, so flashc does not combine them")
+        if self.prefix_lm and self.causal:
+            raise VariantError(
+                "prefix_lengths is a mask of its own (the prefix "
+                "bidirectional, causal after it); causal=True would hide "
+                "the prefix's later keys: pass causal=False")
 
     @property
     def has_mods(self):
-        return self.softcap is not None or self.window is not None
+        return (self.softcap is not None or self.window is not None
+                or self.alibi or self.document or self.prefix_lm
+                or self.sinks)
+
+    def captures(self):
+        """The mods' capture arguments in the function's order after lse:
+        [(argument name, region argument name, memref type)]."""
+        out = []
+        if self.alibi:
+            out.append(("slopes", "slope_of", "memref<?xf32>"))
+        if self.document:
+            out.append(("document", "doc", "memref<?x?xi32>"))
+        if self.prefix_lm:
+            out.append(("prefix", "prefix_of", "memref<?xi32>"))
+        if self.document or self.prefix_lm:
+            out.append(("key_ranges", "ranges", "memref<?x?x4xi32>"))
+        return out
 
     def _tuple(self):
         return (self.dtype, self.head_dim, self.causal, self.scale,
                 self.varlen, self.backward, self.deterministic, self.softcap,
-                self.window)
+                self.window, self.alibi, self.document, self.prefix_lm,
+                self.sinks)
 
     def __eq__(self, other):
         return isinstance(other, Variant) and self._tuple() == other._tuple()
@@ -141,6 +193,14 @@ class Variant:
             s += f"-softcap{self.softcap!r}"
         if self.window is not None:
             s += f"-window{self.window}"
+        if self.alibi:
+            s += "-alibi"
+        if self.document:
+            s += "-document"
+        if self.prefix_lm:
+            s += "-prefixlm"
+        if self.sinks:
+            s += "-sink"
         if self.varlen:
             s += "-varlen"
         if self.backward:
@@ -168,6 +228,14 @@ class Variant:
             s += "_softcap"
         if self.window is not None:
             s += "_window"
+        if self.alibi:
+            s += "_alibi"
+        if self.document:
+            s += "_document"
+        if self.prefix_lm:
+            s += "_prefix_lm"
+        if self.sinks:
+            s += "_sink"
         if self.deterministic:
             s += "_deterministic"
         return s
@@ -187,18 +255,22 @@ class Variant:
     def forward(self):
         """The forward variant whose gradients this backward variant gives."""
         return Variant(self.dtype, self.head_dim, self.causal, self.scale,
-                       self.varlen, softcap=self.softcap, window=self.window)
+                       self.varlen, softcap=self.softcap, window=self.window,
+                       alibi=self.alibi, document=self.document,
+                       prefix_lm=self.prefix_lm, sinks=self.sinks)
 
 
 _NAME = re.compile(
     r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+?))?(?:-softcap(.+?))?"
-    r"(?:-window([0-9]+))?(-varlen)?(-backward)?(-deterministic)?")
+    r"(?:-window([0-9]+))?(-alibi)?(-document)?(-prefixlm)?(-sink)?"
+    r"(-varlen)?(-backward)?(-deterministic)?")
 
 
 def parse_variant(name):
     """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
-    way Python's float() reads, 1e-05 included); then "-softcap<x>" and
-    "-window<keys>", then "-varlen", or "-backward" and "-deterministic"."""
+    way Python's float() reads, 1e-05 included); then "-softcap<x>",
+    "-window<keys>", "-alibi", "-document" or "-prefixlm", "-sink", then
+    "-varlen", or "-backward" and "-deterministic"."""
     m = _NAME.fullmatch(name.strip())
     try:
         if m is None:
@@ -208,12 +280,15 @@ def parse_variant(name):
     except ValueError:
         raise VariantError(
             f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
-            "[-scale<x>][-softcap<x>][-window<keys>][-varlen]"
+            "[-scale<x>][-softcap<x>][-window<keys>][-alibi]"
+            "[-document|-prefixlm][-sink][-varlen]"
             "[-backward[-deterministic]], e.g. bf16-d128-causal") from None
     window = None if m.group(6) is None else int(m.group(6))
     return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale,
-                   bool(m.group(7)), bool(m.group(8)), bool(m.group(9)),
-                   softcap=softcap, window=window)
+                   bool(m.group(11)), bool(m.group(12)), bool(m.group(13)),
+                   softcap=softcap, window=window, alibi=bool(m.group(7)),
+                   document=bool(m.group(8)), prefix_lm=bool(m.group(9)),
+                   sinks=bool(m.group(10)))
 
 
 def mlir_float(x):
@@ -268,10 +343,16 @@ def canonical_config(config):
     return {k: out[k] for k in SIZE_KEYS + SWITCH_KEYS}
 
 
+# The query rows per entry of the block-mask tables (key_ranges) the
+# generated kernels declare, as kernels/attention_document.mlir and
+# attention_prefix_lm.mlir do; the caller builds its table with these rows.
+KEY_RANGE_ROWS = 128
+
+
 def op_attributes(variant, config):
     """The attention op's attributes for the variant: its mask, the
-    deterministic mode of a backward variant, a scale other than 1/sqrt(D)
-    and the config."""
+    deterministic mode of a backward variant, a scale other than 1/sqrt(D),
+    the block-mask table's capture and rows (key_ranges) and the config."""
     attrs = []
     if variant.causal:
         attrs.append("causal")
@@ -279,8 +360,37 @@ def op_attributes(variant, config):
         attrs.append("deterministic")
     if variant.scale is not None:
         attrs.append(f"scale = {mlir_float(variant.scale)} : f32")
+    names = [c[0] for c in variant.captures()]
+    if "key_ranges" in names:
+        attrs.append(f"key_ranges = array<i64: {names.index('key_ranges')}, "
+                     f"{KEY_RANGE_ROWS}>")
     attrs.append("config = " + config_text(config))
     return attrs
+
+
+def _capture_params(variant, backward):
+    """The function's arguments after lse (after dv for the backward):
+    the captures, then the sinks (and dsinks)."""
+    names = [(n, t) for n, _, t in variant.captures()]
+    if variant.sinks:
+        names.append(("sinks", "memref<?xf32>"))
+        if backward:
+            names.append(("dsinks", "memref<?xf32>"))
+    return "".join(f",\n    %{n}: {t}" for n, t in names)
+
+
+def _capture_operands(variant, backward):
+    """The op's captures(...) and sinks(...) clauses, one line each."""
+    text = ""
+    captures = variant.captures()
+    if captures:
+        text += (f"      captures({', '.join('%' + c[0] for c in captures)}"
+                 f" : {', '.join(c[2] for c in captures)})\n")
+    if variant.sinks:
+        text += ("      sinks(%sinks : memref<?xf32> -> %dsinks : "
+                 "memref<?xf32>)\n" if backward else
+                 "      sinks(%sinks : memref<?xf32>)\n")
+    return text
 
 
 def generate_source(variant, config):
@@ -305,9 +415,10 @@ def generate_source(variant, config):
     return (
         f"// Generated by python/flashc for variant {variant.name}.\n"
         f"func.func @{fn}(%q: {ty}, %k: {ty}, %v: {ty}, %o: {ty},\n"
-        f"{params}) {{\n"
+        f"{params}{_capture_params(variant, False)}) {{\n"
         f"  flash.attention %q, %k, %v -> %o, lse %lse\n"
         f"{packed}"
+        f"{_capture_operands(variant, False)}"
         f"      {{{', '.join(attrs)}}}\n"
         f"      : {ty}, {ty}, {ty}\n"
         f"      -> {ty}, {lse_ty}\n"
@@ -318,28 +429,71 @@ def generate_source(variant, config):
 
 def mod_regions(variant):
     """The variant's score_mod (soft-capping, as
-    kernels/attention_softcap.mlir writes it) and mask_mod (the sliding
-    window of kernels/attention_sliding_window.mlir), or ""."""
+    kernels/attention_softcap.mlir writes it, or ALiBi's bias, as
+    attention_alibi.mlir) and mask_mod (the sliding window of
+    attention_sliding_window.mlir, document masking of
+    attention_document.mlir or the prefix-LM mask of
+    attention_prefix_lm.mlir), or "". Each region takes every capture
+    after its fixed arguments (the op's rule), named apart from the
+    function's arguments."""
+    captures = variant.captures()
+    extra = "".join(f", %{region}: {t}" for _, region, t in captures)
+    if extra:
+        extra = ",\n         " + extra[2:]
     text = ""
-    if variant.softcap is not None:
+    if variant.softcap is not None or variant.alibi:
         text += (
             "    score_mod {\n"
             "    ^bb0(%s: f32, %b: index, %h: index, %q_idx: index,"
-            " %kv_idx: index):\n"
+            f" %kv_idx: index{extra}):\n")
+    if variant.softcap is not None:
+        text += (
             f"      %cap = arith.constant {mlir_float(variant.softcap)} : f32\n"
             "      %x = arith.divf %s, %cap : f32\n"
             "      %t = math.tanh %x : f32\n"
             "      %capped = arith.mulf %t, %cap : f32\n"
             "      flash.yield %capped : f32\n"
             "    }\n")
-    if variant.window is not None:
+    if variant.alibi:
+        text += (
+            "      %slope = memref.load %slope_of[%h] : memref<?xf32>\n"
+            "      %kv = arith.index_cast %kv_idx : index to i64\n"
+            "      %qi = arith.index_cast %q_idx : index to i64\n"
+            "      %distance = arith.subi %kv, %qi : i64\n"
+            "      %d = arith.sitofp %distance : i64 to f32\n"
+            "      %bias = arith.mulf %slope, %d : f32\n"
+            "      %biased = arith.addf %s, %bias : f32\n"
+            "      flash.yield %biased : f32\n"
+            "    }\n")
+    if variant.window is not None or variant.document or variant.prefix_lm:
         text += (
             "    mask_mod {\n"
-            "    ^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index):\n"
+            "    ^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index"
+            f"{extra}):\n")
+    if variant.window is not None:
+        text += (
             f"      %window = arith.constant {variant.window} : index\n"
             "      %reach = arith.addi %kv_idx, %window : index\n"
             "      %inside = arith.cmpi uge, %reach, %q_idx : index\n"
             "      flash.yield %inside : i1\n"
+            "    }\n")
+    if variant.document:
+        # The shipped kernel's %dq and %dk would redefine the backward
+        # function's arguments of those names.
+        text += (
+            "      %id_q = memref.load %doc[%b, %q_idx] : memref<?x?xi32>\n"
+            "      %id_k = memref.load %doc[%b, %kv_idx] : memref<?x?xi32>\n"
+            "      %same = arith.cmpi eq, %id_q, %id_k : i32\n"
+            "      flash.yield %same : i1\n"
+            "    }\n")
+    if variant.prefix_lm:
+        text += (
+            "      %p = memref.load %prefix_of[%b] : memref<?xi32>\n"
+            "      %len = arith.index_cast %p : i32 to index\n"
+            "      %in_prefix = arith.cmpi ult, %kv_idx, %len : index\n"
+            "      %past = arith.cmpi ule, %kv_idx, %q_idx : index\n"
+            "      %seen = arith.ori %in_prefix, %past : i1\n"
+            "      flash.yield %seen : i1\n"
             "    }\n")
     return text
 
@@ -352,9 +506,10 @@ BACKWARD_CONFIG = {"block_m": 64, "block_n": 64}
 def generate_backward_source(variant, config=None):
     """The backward pass of the variant's (dense) forward: a function taking
     q, k, v, o and do (B x H x N x D), the forward's lse (B x H x Nq) and
-    dq, dk, dv to write, with the variant's mask, scale and score and mask
-    mods (the forward's regions: the compiler derives the score mod's
-    derivative)."""
+    dq, dk, dv to write, then the forward's captures, sinks and dsinks
+    (the sinks' gradient, which it writes), with the variant's mask, scale
+    and score and mask mods (the forward's regions: the compiler derives
+    the score mod's derivative)."""
     if variant.varlen:
         raise VariantError("the backward pass of packed sequences is not "
                            "generated yet; use the dense variant")
@@ -370,9 +525,10 @@ def generate_backward_source(variant, config=None):
         f"{variant.name}.\n"
         f"func.func @{fn}(%q: {ty}, %k: {ty}, %v: {ty}, %o: {ty},\n"
         f"    %do: {ty}, %lse: {lse_ty}, %dq: {ty}, %dk: {ty},\n"
-        f"    %dv: {ty}) {{\n"
+        f"    %dv: {ty}{_capture_params(variant, True)}) {{\n"
         f"  flash.attention_backward %q, %k, %v, %o, %do, %lse -> %dq, %dk,"
         f" %dv\n"
+        f"{_capture_operands(variant, True)}"
         f"      {{{', '.join(attrs)}}}\n"
         f"      : {ty}, {ty}, {ty}, {ty}, {ty}, {lse_ty}\n"
         f"      -> {ty}, {ty}, {ty}\n"

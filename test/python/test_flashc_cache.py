@@ -168,6 +168,112 @@ class VariantTest(unittest.TestCase):
         self.assertIn("math.tanh", src)
         self.assertIn("arith.cmpi uge, %reach, %q_idx", src)
 
+    @staticmethod
+    def region_body(text, region):
+        """The lines of `region`'s block in a kernel's text, after its
+        ^bb0 header (which differs by the captures it lists)."""
+        lines = text.split(region + " {", 1)[1].split("\n")
+        start = next(i for i, l in enumerate(lines) if l.rstrip().endswith(
+            "):")) + 1
+        end = next(i for i, l in enumerate(lines) if l.strip() == "}")
+        return [l.strip() for l in lines[start:end]]
+
+    def test_capture_variants_names(self):
+        """alibi, document, prefixlm and sink: in the name after the window,
+        in the kernel name, parsed back; the refused combinations."""
+        v = Variant("bf16", 128, True, 0.1, alibi=True, document=True,
+                    sinks=True)
+        self.assertEqual(v.name, "bf16-d128-causal-scale0.10000000149011612"
+                                 "-alibi-document-sink")
+        self.assertEqual(v.kernel_name, "attention_causal_alibi_document_sink")
+        self.assertEqual(parse_variant(v.name), v)
+        for name, kernel in (
+                ("f16-d64-prefixlm", "attention_f16_d64_prefix_lm"),
+                ("bf16-d256-causal-sink", "attention_d256_causal_sink"),
+                ("bf16-d128-causal-window64-alibi-sink",
+                 "attention_causal_window_alibi_sink"),
+                ("bf16-d128-causal-softcap30.0-document",
+                 "attention_causal_softcap_document"),
+                ("bf16-d128-causal-document-sink-backward-deterministic",
+                 "attention_backward_causal_document_sink_deterministic")):
+            w = parse_variant(name)
+            self.assertEqual((w.name, w.kernel_name), (name, kernel))
+        self.assertNotEqual(Variant("bf16", 64, sinks=True),
+                            Variant("bf16", 64))
+        self.assertNotEqual(hash(Variant("bf16", 64, alibi=True)),
+                            hash(Variant("bf16", 64, sinks=True)))
+        bw = parse_variant("bf16-d64-causal-alibi-sink-backward")
+        self.assertEqual(bw.forward(), parse_variant("bf16-d64-causal-alibi"
+                                                     "-sink"))
+        for bad, msg in (
+                (dict(alibi=True, softcap=30.0), "alibi_slopes and softcap"),
+                (dict(document=True, prefix_lm=True),
+                 "document_ids and prefix_lengths"),
+                (dict(document=True, window=8), "window with document_ids"),
+                (dict(prefix_lm=True, window=8), "window with document_ids"),
+                (dict(prefix_lm=True, causal=True), "causal=False"),
+                (dict(document=True, varlen=True), "dense batches"),
+                (dict(sinks=True, varlen=True), "dense batches")):
+            with self.subTest(bad=bad):
+                with self.assertRaisesRegex(variants.VariantError, msg):
+                    Variant("bf16", 128, **bad)
+        for bad in ("bf16-d128-sink-alibi", "bf16-d128-document-prefixlm",
+                    "bf16-d128-alibi-alibi", "bf16-d128-document-varlen",
+                    "bf16-d128-sink-window8", "bf16-d128-causal-prefixlm",
+                    "bf16-d128-prefix"):
+            with self.assertRaises(variants.VariantError, msg=bad):
+                parse_variant(bad)
+
+    def test_capture_sources_follow_the_shipped_kernels(self):
+        """The generated regions are the shipped kernels' (the same body
+        lines), the captures are the function's last arguments in the
+        documented order, key_ranges names the table's capture."""
+        for kernel, flags, region in (
+                ("attention_alibi", dict(alibi=True), "score_mod"),
+                ("attention_document", dict(document=True), "mask_mod"),
+                ("attention_prefix_lm", dict(prefix_lm=True), "mask_mod")):
+            with open(os.path.join(ROOT, "kernels", kernel + ".mlir")) as f:
+                shipped = f.read()
+            causal = "prefix_lm" not in flags
+            src = Variant("bf16", 128, causal, **flags).source()
+            # The document ids' values are renamed apart from the backward
+            # function's %dq and %dk.
+            ours = [line.replace("%id_q", "%dq").replace("%id_k", "%dk")
+                    for line in self.region_body(src, region)]
+            self.assertEqual(ours, self.region_body(shipped, region), kernel)
+        src = Variant("f16", 64, True, alibi=True, document=True,
+                      sinks=True).source()
+        self.assertIn("%lse: memref<?x?x?xf32>,\n    %slopes: memref<?xf32>,"
+                      "\n    %document: memref<?x?xi32>,\n    %key_ranges: "
+                      "memref<?x?x4xi32>,\n    %sinks: memref<?xf32>) {", src)
+        self.assertIn("captures(%slopes, %document, %key_ranges : "
+                      "memref<?xf32>, memref<?x?xi32>, memref<?x?x4xi32>)\n"
+                      "      sinks(%sinks : memref<?xf32>)\n"
+                      "      {causal, key_ranges = array<i64: 2, 128>, "
+                      "config = #flash.config<", src)
+        # Each region takes every capture after its fixed arguments.
+        self.assertEqual(src.count("%slope_of: memref<?xf32>, %doc: "
+                                   "memref<?x?xi32>, %ranges: "
+                                   "memref<?x?x4xi32>):"), 2)
+        src = Variant("bf16", 128, prefix_lm=True).source()
+        self.assertIn("key_ranges = array<i64: 1, 128>", src)
+        sink = Variant("bf16", 64, True, sinks=True)
+        self.assertNotIn("captures(", sink.source())
+        self.assertNotIn("_mod", sink.source())
+        self.assertIn("sinks(%sinks : memref<?xf32>)", sink.source())
+        # The backward: the same captures, then sinks and dsinks.
+        bw = Variant("bf16", 128, True, backward=True, alibi=True,
+                     document=True, sinks=True).source()
+        self.assertIn("%dv: memref<?x?x?x128xbf16>,\n    %slopes: "
+                      "memref<?xf32>,\n    %document: memref<?x?xi32>,\n"
+                      "    %key_ranges: memref<?x?x4xi32>,\n    %sinks: "
+                      "memref<?xf32>,\n    %dsinks: memref<?xf32>) {", bw)
+        self.assertIn("sinks(%sinks : memref<?xf32> -> %dsinks : "
+                      "memref<?xf32>)", bw)
+        self.assertIn("key_ranges = array<i64: 2, 128>", bw)
+        self.assertIn("math.tanh", Variant(
+            "bf16", 64, softcap=5.0, prefix_lm=True, backward=True).source())
+
     def test_default_scale_is_no_scale(self):
         self.assertEqual(Variant("bf16", 128, False, 128 ** -0.5),
                          Variant("bf16", 128))
@@ -646,6 +752,30 @@ class LibraryTest(StubEnv):
                 self.assertEqual(json.load(f)["binary"], "kernel.cubin")
         self.assertEqual(self.compiles(), n)
 
+    def test_capture_variants(self):
+        """build-library takes the capture variants' names, forward and
+        backward, and the library serves them by name."""
+        names = ["bf16-d64-causal-alibi-sink", "f16-d128-causal-document",
+                 "bf16-d128-prefixlm-sink-backward"]
+        lib = self.build("--variants", ",".join(names))
+        with open(os.path.join(lib, "manifest.json")) as f:
+            m = json.load(f)
+        self.assertEqual(sorted(m["variants"]), sorted(names))
+        os.environ["FLASHC_COMPILER"] = "none"
+        os.environ["FLASHC_LIBRARY"] = lib
+        for name in names:
+            p = library.kernel_binary(parse_variant(name), "sm_90a",
+                                      "NVIDIA H200", None)
+            with open(os.path.join(os.path.dirname(p), "source.mlir")) as f:
+                self.assertEqual(f.read(), parse_variant(name).source())
+        r = subprocess.run([sys.executable, "-m", "flashc", "build-library",
+                            lib, "--variants", "bf16-d128-document-varlen"],
+                           env=dict(os.environ, PYTHONPATH=os.path.join(
+                               ROOT, "python")),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("dense batches", r.stdout.decode())
+
     def test_missing_variant(self):
         lib = self.build("--variants", "bf16-d128")
         os.environ["FLASHC_COMPILER"] = "none"
@@ -754,6 +884,47 @@ class RealCompilerTest(unittest.TestCase):
             with open(os.path.join(path, "kernel.json")) as f:
                 grid = json.load(f)["grid"]["kind"]
             self.assertEqual(grid == "packed", v.varlen, name)
+
+    def test_capture_variants_are_the_shipped_kernels(self):
+        """A capture variant's generated source compiles to the shipped
+        kernel's cubin (its function renamed to the variant's kernel name,
+        and the shipped config), and kernel.json lists its captures in the
+        order the Python side passes them; the backward's add dsinks."""
+        sink_config = {"block_m": 128, "block_n": 128, "stages": 2,
+                       "warpgroups": 2}
+        for kernel, name, config, roles in (
+                ("attention_alibi", "bf16-d128-causal-alibi", None,
+                 [("capture", "f32", 1)]),
+                ("attention_sink", "bf16-d64-causal-sink", sink_config,
+                 [("sinks", "f32", 1)]),
+                ("attention_document", "bf16-d128-causal-document", None,
+                 [("capture", "i32", 2), ("capture", "i32", 3)]),
+                ("attention_prefix_lm", "bf16-d128-prefixlm", None,
+                 [("capture", "i32", 1), ("capture", "i32", 3)])):
+            with self.subTest(variant=name):
+                v = parse_variant(name)
+                path, _ = library.compile_variant(v, config)
+                with open(os.path.join(path, "kernel.cubin"), "rb") as f:
+                    ours = f.read()
+                with open(os.path.join(path, "kernel.json")) as f:
+                    meta = json.load(f)
+                self.assertEqual([(c["role"], c["dtype"], c["rank"])
+                                  for c in meta["captures"]], roles)
+                with open(os.path.join(ROOT, "kernels",
+                                       kernel + ".mlir")) as f:
+                    shipped = f.read().replace(f"@{kernel}(",
+                                               f"@{v.kernel_name}(")
+                src = os.path.join(self.tmp, kernel + ".mlir")
+                with open(src, "w") as f:
+                    f.write(shipped)
+                self.assertEqual(ours, self.flashc(src), name)
+                bw = parse_variant(name + "-backward")
+                path, _ = library.compile_variant(bw)
+                with open(os.path.join(path, "kernel.json")) as f:
+                    meta = json.load(f)
+                want = roles + ([("dsinks", "f32", 1)] if v.sinks else [])
+                self.assertEqual([(c["role"], c["dtype"], c["rank"])
+                                  for c in meta["captures"]], want)
 
     def test_varlen_arguments_reach_the_runtime(self):
         # flashc's ctypes structs for a packed launch against the runtime's
