@@ -621,7 +621,9 @@ def load(path, device=None):
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              out=None, deterministic=False, softcap=None, window=None):
+              out=None, deterministic=False, softcap=None, window=None,
+              alibi_slopes=None, sinks=None, document_ids=None,
+              prefix_lengths=None):
     """Attention on CUDA or CPU tensors, compiled on first use and cached.
 
     q is B x H x Nq x D, k and v B x Hkv x Nk x D (Nq may differ from Nk;
@@ -643,7 +645,27 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     from the same regions (the cap's derivative by the chain rule), on CUDA
     and CPU tensors alike.
 
-    The variant (dtype, D, causal, scale, softcap, window) and the config
+    Four more take tensors on q's device, which reach the kernel as its
+    captures (kernels/attention_alibi.mlir, attention_sink.mlir,
+    attention_document.mlir, attention_prefix_lm.mlir):
+    `alibi_slopes` (float32 [H]) adds slopes[h] * (kv_idx - q_idx) to each
+    scaled logit of head h (ALiBi; the distance counted from the top-left,
+    as the kernel's score_mod writes it; not with softcap); `sinks`
+    (float32 [H]) joins one learned logit per head to every row's softmax
+    denominator (gpt-oss's attention sinks: a row that sees no key gets O =
+    0 and LSE = the sink), and has a gradient (sinks.grad);
+    `document_ids` (int32 [B, N], seq_q == seq_k == N) lets query i see
+    key j only where ids[b, i] == ids[b, j] (with causal too where
+    causal=True); `prefix_lengths` (int32 [B]) is the prefix-LM mask: every
+    query sees the keys below prefix[b] and, past them, those up to itself
+    (top-left aligned; with causal=False, the mask being causal itself;
+    negative lengths count as 0). The last two build their block mask
+    (flashc.masks, rows of 128) on every call, so the GPU kernel skips the
+    key tiles no row of a block sees; neither combines with the other or
+    with window. The slopes, ids and lengths get no gradient.
+
+    The variant (dtype, D, causal, scale, softcap, window, and which of
+    the four tensors are given) and the config
     (a tuning database's entry for this GPU and shape bucket, else the
     shipped kernel's) pick a kernel; the first call compiles it by running the
     flashc binary (FLASHC_COMPILER) into the cache (FLASHC_CACHE_DIR,
@@ -673,7 +695,9 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     return _ops.attention(q, k, v, causal=causal, scale=scale,
                           return_lse=return_lse, out=out,
                           deterministic=deterministic, softcap=softcap,
-                          window=window)
+                          window=window, alibi_slopes=alibi_slopes,
+                          sinks=sinks, document_ids=document_ids,
+                          prefix_lengths=prefix_lengths)
 
 
 _ops = None  # flashc.ops, imported (with torch) on the first attention call

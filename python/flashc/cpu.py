@@ -8,7 +8,10 @@ pointer per argument to a memref descriptor {allocated pointer, aligned
 pointer, offset, sizes[rank], strides[rank]} (offset and strides in
 elements), for q, k, v, o (B x H x N x D) and lse (B x H x Nq, float32),
 in that order (the backward pass's library: q, k, v, o, do, lse, dq, dk,
-dv). The library goes into the on-disk cache like a cubin
+dv), then the variant's captures (ALiBi's slopes, document ids, prefix
+lengths, block-mask tables: kernel.json's "captures"), the attention sinks
+and, in the backward pass, their gradient (dsinks), each a descriptor of
+its own rank. The library goes into the on-disk cache like a cubin
 (cache.py; arch "cpu", so keys never collide with a GPU entry; the key
 includes `cc --version`, which links it), found there by later calls in any
 process. FLASHC_CACHE_DIR and FLASHC_COMPILER work as for the GPU path;
@@ -42,7 +45,7 @@ __all__ = ["attention", "attention_backward", "varlen_attention",
            "backward_kernel_for", "load", "compile_variant", "CpuKernel"]
 
 _lock = threading.Lock()
-_kernels = {}  # (dtype, head_dim, causal, scale, pass) -> CpuKernel
+_kernels = {}  # (Variant, backward) -> CpuKernel
 _loaded = {}   # kernel.so path -> CpuKernel
 
 
@@ -57,7 +60,7 @@ def _memref_type(rank):
     return MemRef
 
 
-_MEMREF = {3: _memref_type(3), 4: _memref_type(4)}
+_MEMREF = {rank: _memref_type(rank) for rank in (1, 2, 3, 4)}
 
 
 def _contiguous_memref(address, sizes):
@@ -100,12 +103,20 @@ class CpuKernel:
         self.scale = meta["scale"]
         self.has_lse = bool(meta["has_lse"])
         self.backward = meta.get("pass", "forward") == "backward"
-        self.params = [p["tensor"] for p in meta["params"]]
         expected = (_BACKWARD_PARAMS if self.backward else
                     ["q", "k", "v", "o"] + (["lse"] if self.has_lse else []))
+        params = meta["params"]
+        self.params = [p.get("tensor") for p in params[:len(expected)]]
         if self.params != expected:
             raise FlashcError(None, f"{meta_path}: parameters {self.params}, "
                               f"expected {expected}")
+        # The arguments after the attention tensors: the captures (and
+        # sinks, dsinks) in the source function's order, by rank.
+        self.capture_ranks = [p.get("rank") for p in params[len(expected):]]
+        if any(r not in _MEMREF for r in self.capture_ranks):
+            raise FlashcError(None, f"{meta_path}: capture ranks "
+                              f"{self.capture_ranks}; the CPU path passes "
+                              "memrefs of rank 1 to 4")
         if self.dtype not in ("bf16", "f16"):
             raise FlashcError(None, f"{meta_path}: dtype {self.dtype}")
         try:
@@ -113,7 +124,7 @@ class CpuKernel:
             self._entry = getattr(self._library, self.name)
         except (OSError, AttributeError) as e:
             raise FlashcError(None, f"cannot load {self.path}: {e}") from None
-        self._entry.argtypes = [ctypes.c_void_p] * len(self.params)
+        self._entry.argtypes = [ctypes.c_void_p] * len(params)
         self._entry.restype = None
 
     def _shape(self, batch, heads, seq_q, seq_k, kv_heads):
@@ -129,14 +140,27 @@ class CpuKernel:
         d = self.head_dim
         return (batch, heads, seq_q, d), (batch, kv_heads, seq_k, d)
 
+    def _capture_memrefs(self, captures):
+        """The descriptors of `captures`, (address, sizes) pairs of
+        row-major buffers, checked against the kernel's count and ranks."""
+        captures = list(captures)
+        if [len(sizes) for _, sizes in captures] != self.capture_ranks:
+            raise FlashcError(4, f"{self.name} takes captures of ranks "
+                              f"{self.capture_ranks}; got "
+                              f"{[len(sizes) for _, sizes in captures]}")
+        return [_contiguous_memref(address, sizes)
+                for address, sizes in captures]
+
     def run(self, q, k, v, o, lse, batch, heads, seq_q, seq_k,
-            kv_heads=None):
+            kv_heads=None, captures=()):
         """Runs the kernel on row-major buffers given by address (int): q
         and o batch x heads x seq_q x head_dim, k and v batch x kv_heads x
         seq_k x head_dim (kv_heads divides heads; default heads), of the
         kernel's dtype; lse float32 batch x heads x seq_q (required where
-        has_lse). The caller keeps them alive and checks their sizes; this
-        checks only the shape's numbers."""
+        has_lse); `captures`, (address, sizes) of each row-major capture
+        buffer in kernel.json's order (the sinks last). The caller keeps
+        them alive and checks their sizes and dtypes; this checks only the
+        shape's numbers and the captures' ranks."""
         if self.backward:
             raise FlashcError(4, f"{self.name} is a backward pass: call "
                               "run_backward")
@@ -148,16 +172,19 @@ class CpuKernel:
                 raise FlashcError(4, "lse: the kernel writes LSE; give a "
                                   "float32 batch x heads x seq_q buffer")
             descriptors.append(_contiguous_memref(lse, (batch, heads, seq_q)))
+        descriptors += self._capture_memrefs(captures)
         self._entry(*[ctypes.addressof(m) for m in descriptors])
 
     def run_backward(self, q, k, v, o, do, lse, dq, dk, dv, batch, heads,
-                     seq_q, seq_k, kv_heads=None):
+                     seq_q, seq_k, kv_heads=None, captures=()):
         """Runs a backward-pass kernel on row-major buffers given by address
         (int): q, o, do and dq batch x heads x seq_q x head_dim, k, v, dk
         and dv batch x kv_heads x seq_k x head_dim, of the kernel's dtype,
-        and the forward's lse (float32 batch x heads x seq_q). Writes dq,
-        dk and dv. The caller keeps the buffers alive and checks their
-        sizes; this checks only the shape's numbers."""
+        and the forward's lse (float32 batch x heads x seq_q); `captures`
+        as run's, then the sinks and dsinks (float32 [heads]) where the
+        forward has sinks. Writes dq, dk, dv (and dsinks). The caller
+        keeps the buffers alive and checks their sizes; this checks only
+        the shape's numbers and the captures' ranks."""
         if not self.backward:
             raise FlashcError(4, f"{self.name} is a forward pass: call run")
         qs, kvs = self._shape(batch, heads, seq_q, seq_k, kv_heads)
@@ -168,6 +195,7 @@ class CpuKernel:
             _contiguous_memref(lse, (batch, heads, seq_q)),
             _contiguous_memref(dq, qs), _contiguous_memref(dk, kvs),
             _contiguous_memref(dv, kvs)]
+        descriptors += self._capture_memrefs(captures)
         self._entry(*[ctypes.addressof(m) for m in descriptors])
 
     def __repr__(self):
@@ -198,15 +226,12 @@ def compile_variant(variant, config=None, toolchain=None):
                            info={"variant": variant.name, "tuning": None})
 
 
-def _cached_kernel(dtype, head_dim, causal, scale, backward, softcap=None,
-                   window=None):
+def _cached_kernel(dtype, head_dim, causal, scale, backward, **mods):
     try:
-        variant = Variant(dtype, head_dim, causal, scale, softcap=softcap,
-                          window=window)
+        variant = Variant(dtype, head_dim, causal, scale, **mods)
     except VariantError as e:
         raise FlashcError(4, str(e)) from None
-    memo = (variant.dtype, variant.head_dim, variant.causal, variant.scale,
-            backward, variant.softcap, variant.window)
+    memo = (variant, backward)
     kern = _kernels.get(memo)
     if kern is not None:
         return kern
@@ -232,21 +257,22 @@ def _cached_kernel(dtype, head_dim, causal, scale, backward, softcap=None,
 
 
 def kernel_for(dtype, head_dim, causal=False, scale=None, softcap=None,
-               window=None):
+               window=None, **mods):
     """The CpuKernel of the variant (dtype "bf16" or "f16", with the
-    soft-capping and sliding window of Variant), compiled on first use
-    through the cache."""
+    soft-capping and sliding window of Variant, and its alibi, document,
+    prefix_lm and sinks flags in `mods`), compiled on first use through
+    the cache."""
     return _cached_kernel(dtype, head_dim, causal, scale, backward=False,
-                          softcap=softcap, window=window)
+                          softcap=softcap, window=window, **mods)
 
 
 def backward_kernel_for(dtype, head_dim, causal=False, scale=None,
-                        softcap=None, window=None):
+                        softcap=None, window=None, **mods):
     """The CpuKernel of the variant's backward pass (flash.attention_backward
-    over the variant's mask, scale and mods), compiled on first use through
-    the cache."""
+    over the variant's mask, scale, mods and sinks), compiled on first use
+    through the cache."""
     return _cached_kernel(dtype, head_dim, causal, scale, backward=True,
-                          softcap=softcap, window=window)
+                          softcap=softcap, window=window, **mods)
 
 
 # --- numpy ------------------------------------------------------------------
@@ -479,10 +505,20 @@ def varlen_attention_backward(q, k, v, o, lse, do, cu_seqlens_q,
 
 # --- torch (flashc.attention on CPU tensors) --------------------------------
 
-def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None):
+def _torch_captures(captures):
+    """(contiguous tensors, [(address, sizes)]) of CPU capture tensors
+    (ops._captures checked their dtypes, shapes and device)."""
+    held = [t.contiguous() for t in captures]
+    return held, [(t.data_ptr(), tuple(t.shape)) for t in held]
+
+
+def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None,
+                    mods=None, captures=()):
     """flashc.attention's CPU launch: (O, LSE) for CPU torch tensors that
-    ops._check accepted. Inputs are made contiguous (copies where they are
-    not); a non-contiguous out= receives a copy."""
+    ops._check accepted. `mods`: the Variant's alibi, document, prefix_lm
+    and sinks flags; `captures`: their tensors in the kernel's order (the
+    sinks last). Inputs are made contiguous (copies where they are not); a
+    non-contiguous out= receives a copy."""
     import torch
     dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[q.dtype]
     for n, t in (("k", k), ("v", v)):
@@ -494,12 +530,14 @@ def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None):
                           f"{tuple(q.shape)}")
     q, k, v = (t.contiguous() for t in (q, k, v))
     b, h, nq, d = q.shape
-    kern = kernel_for(dtype, d, causal, scale, softcap, window)
+    kern = kernel_for(dtype, d, causal, scale, softcap, window, **(mods or {}))
     o = out if out is not None and out.is_contiguous() else torch.empty(
         q.shape, dtype=q.dtype)
     lse = torch.empty((b, h, nq), dtype=torch.float32)
+    held, passed = _torch_captures(captures)
     kern.run(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-             lse.data_ptr(), b, h, nq, k.shape[2], kv_heads=k.shape[1])
+             lse.data_ptr(), b, h, nq, k.shape[2], kv_heads=k.shape[1],
+             captures=passed)
     if out is not None and o is not out:
         out.copy_(o)
         o = out
@@ -507,10 +545,13 @@ def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None):
 
 
 def torch_attention_backward(q, k, v, o, lse, do, causal, scale,
-                             softcap=None, window=None):
-    """flashc.attention's CPU gradients: (dq, dk, dv) for CPU torch tensors
-    that ops._check accepted, from the forward's O and LSE and do. Inputs
-    are made contiguous (copies where they are not)."""
+                             softcap=None, window=None, mods=None,
+                             captures=()):
+    """flashc.attention's CPU gradients: (dq, dk, dv, dsinks) for CPU torch
+    tensors that ops._check accepted, from the forward's O and LSE and do;
+    `mods` and `captures` as torch_attention's (the sinks last), dsinks
+    (float32 [heads]) None where there are no sinks. Inputs are made
+    contiguous (copies where they are not)."""
     import torch
     dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[q.dtype]
     for n, t in (("k", k), ("v", v), ("o", o), ("lse", lse), ("do", do)):
@@ -520,8 +561,14 @@ def torch_attention_backward(q, k, v, o, lse, do, causal, scale,
     lse = lse.to(torch.float32).contiguous()
     b, h, nq, d = q.shape
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype) for t in (q, k, v))
-    kern = backward_kernel_for(dtype, d, causal, scale, softcap, window)
+    mods = mods or {}
+    kern = backward_kernel_for(dtype, d, causal, scale, softcap, window,
+                               **mods)
+    dsinks = torch.empty(h, dtype=torch.float32) if mods.get("sinks") else None
+    held, passed = _torch_captures(
+        list(captures) + ([dsinks] if dsinks is not None else []))
     kern.run_backward(*(t.data_ptr() for t in (q, k, v, o, do, lse, dq, dk,
                                                 dv)),
-                      b, h, nq, k.shape[2], kv_heads=k.shape[1])
-    return dq, dk, dv
+                      b, h, nq, k.shape[2], kv_heads=k.shape[1],
+                      captures=passed)
+    return dq, dk, dv, dsinks

@@ -1,15 +1,27 @@
 """flashc.attention and the torch.library ops behind it (imports torch);
 flashc.varlen_attention (packed sequences).
 
-torch.ops.flashc.attention(q, k, v, causal, scale, deterministic) -> (o,
-lse) is a custom op with a fake (meta) implementation, so torch.compile
-traces through it without a graph break; torch.ops.flashc.attention_out
-writes a caller's out. Its autograd formula is the custom op
+torch.ops.flashc.attention(q, k, v, causal, scale, deterministic, softcap,
+window, alibi_slopes, sinks, document_ids, prefix_lengths) -> (o, lse) is a
+custom op with a fake (meta) implementation, so torch.compile traces
+through it without a graph break; torch.ops.flashc.attention_out writes a
+caller's out. Its autograd formula is the custom op
 torch.ops.flashc.attention_backward(grad_o, q, k, v, o, lse, causal, scale,
-deterministic) -> (dq, dk, dv): the variant's backward kernels on CUDA (the
+deterministic, softcap, window, alibi_slopes, document_ids, prefix_lengths)
+-> (dq, dk, dv), or with attention sinks
+torch.ops.flashc.attention_backward_sinks(grad_o, q, k, v, o, lse, sinks,
+...) -> (dq, dk, dv, dsinks): the variant's backward kernels on CUDA (the
 variant "<forward>-backward[-deterministic]", compiled on first use or taken
 from FLASHC_LIBRARY as the forward's), the CPU path's tiled backward on CPU
-tensors. A gradient through LSE is not implemented and raises FlashcError.
+tensors. A gradient through LSE is not implemented and raises FlashcError;
+ALiBi's slopes, document ids and prefix lengths get none (None).
+
+The mods that read tensors (alibi_slopes, sinks, document_ids,
+prefix_lengths) reach the kernel as its captures, in the order of the
+generated function's arguments (variants.Variant.captures, then the
+sinks); the block-mask tables of document_ids and prefix_lengths
+(flashc.masks) are built on each call, forward and backward, from the ids
+and lengths.
 """
 
 import operator
@@ -20,7 +32,9 @@ import torch
 
 from . import FlashcError, Kernel, _forward_only
 from . import library as _library
-from .variants import HEAD_DIMS, Variant, VariantError, bucket_of
+from . import masks as _masks
+from .variants import (HEAD_DIMS, KEY_RANGE_ROWS, Variant, VariantError,
+                       bucket_of)
 
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 _lock = threading.Lock()
@@ -67,6 +81,79 @@ def _check(q, k, v, packed=False):
                           "be a multiple of the K/V heads")
 
 
+# The tensor arguments of the mods that read data: the Variant flag each
+# sets, its dtype, its shape given q's batch, heads and rows, and what it
+# holds.
+_CAPTURE_ARGS = (
+    ("alibi_slopes", "alibi", torch.float32, lambda b, h, n: (h,),
+     "one slope per query head"),
+    ("sinks", "sinks", torch.float32, lambda b, h, n: (h,),
+     "one sink logit per query head"),
+    ("document_ids", "document", torch.int32, lambda b, h, n: (b, n),
+     "one document id per row of each batch"),
+    ("prefix_lengths", "prefix_lm", torch.int32, lambda b, h, n: (b,),
+     "one prefix length per batch"),
+)
+
+
+def _captures(q, k, causal, softcap, window, alibi_slopes=None, sinks=None,
+              document_ids=None, prefix_lengths=None, tables=True):
+    """(mods, captures) of flashc.attention's tensor mods: the Variant
+    flags of those given, and with `tables` the tensors the kernel takes
+    after lse, in the generated function's order (slopes, document ids or
+    prefix lengths, their block-mask table, the sinks), contiguous. Raises
+    FlashcError 4 naming an argument that is not a tensor of its dtype and
+    shape on q's device, or a combination flashc does not generate."""
+    given = (alibi_slopes, sinks, document_ids, prefix_lengths)
+    if all(t is None for t in given):
+        return {}, []
+    b, h, nq = q.shape[0], q.shape[1], q.shape[2]
+    nk = k.shape[2]
+    mods = {}
+    for (name, flag, dtype, shape, what), t in zip(_CAPTURE_ARGS, given):
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):
+            raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "
+                              "tensor")
+        want = shape(b, h, nq)
+        if t.dtype != dtype:
+            raise FlashcError(4, f"{name} has dtype {t.dtype}; expected "
+                              f"{dtype} ({what})")
+        if tuple(t.shape) != want:
+            raise FlashcError(4, f"{name} is {tuple(t.shape)}; expected "
+                              f"{want} ({what})")
+        if t.device != q.device:
+            raise FlashcError(4, f"{name} is on {t.device} but q is on "
+                              f"{q.device}")
+        mods[flag] = True
+    if document_ids is not None and nq != nk:
+        raise FlashcError(4, f"document_ids needs seq_q == seq_k (one id per "
+                          f"row of q and of k), got {nq} and {nk}")
+    # The combinations the variants refuse, before any kernel is looked up
+    # (also under torch.compile's fake tensors).
+    _variant(q, causal=causal, softcap=softcap, window=window, **mods)
+    if not tables:
+        return mods, []
+    captures = []
+    if alibi_slopes is not None:
+        captures.append(alibi_slopes.contiguous())
+    if document_ids is not None:
+        captures.append(document_ids.contiguous())
+        captures.append(_masks.document_key_ranges(
+            document_ids, KEY_RANGE_ROWS, causal=causal, full=True))
+    if prefix_lengths is not None:
+        # The mask_mod reads a negative length as a huge unsigned one (every
+        # key in the prefix); no keys is what one means.
+        prefix = prefix_lengths.clamp(min=0).contiguous()
+        captures.append(prefix)
+        captures.append(_masks.prefix_lm_key_ranges(
+            prefix, nq, KEY_RANGE_ROWS, seq_k=nk, full=True))
+    if sinks is not None:
+        captures.append(sinks.contiguous())
+    return mods, captures
+
+
 def _device_info(index):
     info = _devices.get(index)
     if info is None:
@@ -89,43 +176,46 @@ def _variant(q, **kwargs):
         raise FlashcError(4, str(e)) from None
 
 
-def kernel_for(q, k, causal, scale, softcap=None, window=None):
+def kernel_for(q, k, causal, scale, softcap=None, window=None, mods=None):
     """The loaded Kernel for these inputs: the variant (dtype, head dim,
-    causal, scale) and, where a tuning database has one for the device and
-    the shape bucket (max(seq_q, seq_k), batch * heads), its config."""
+    causal, scale, softcap, window, and `mods`: _captures' flags) and,
+    where a tuning database has one for the device and the shape bucket
+    (max(seq_q, seq_k), batch * heads), its config."""
     b, h, nq, d = q.shape
     nk = k.shape[2]
     dev = _device_of(q)
+    mods = mods or {}
     # (n - 1).bit_length() names n's power-of-two bucket, as bucket_of does.
     memo = (q.dtype, d, bool(causal), scale, dev,
             (max(nq, nk) - 1).bit_length(), (b * h - 1).bit_length(),
-            softcap, window)
+            softcap, window) + ((tuple(sorted(mods)),) if mods else ())
 
     def binary():
         bucket = bucket_of(b, h, max(nq, nk), d)
         arch, gpu = _device_info(dev)
         variant = _variant(q, causal=causal, scale=scale, softcap=softcap,
-                           window=window)
+                           window=window, **mods)
         return _library.kernel_binary(variant, arch, gpu, bucket)
     return _cached_kernel(_kernels, memo, dev, binary)
 
 
 def backward_kernel_for(q, k, causal, scale, deterministic, softcap=None,
-                        window=None):
+                        window=None, mods=None):
     """The loaded backward Kernel of these inputs' variant (dtype, head dim,
-    causal, scale, softcap, window; dQ in a fixed order when
+    causal, scale, softcap, window, `mods`; dQ in a fixed order when
     deterministic)."""
     b, h, nq, d = q.shape
     nk = k.shape[2]
     dev = _device_of(q)
+    mods = mods or {}
     memo = ("backward", q.dtype, d, bool(causal), scale, bool(deterministic),
-            softcap, window, dev)
+            softcap, window, dev, tuple(sorted(mods)))
 
     def binary():
         arch, gpu = _device_info(dev)
         variant = _variant(q, causal=causal, scale=scale, backward=True,
                            deterministic=deterministic, softcap=softcap,
-                           window=window)
+                           window=window, **mods)
         return _library.kernel_binary(variant, arch, gpu,
                                       bucket_of(b, h, max(nq, nk), d))
     return _cached_kernel(_kernels, memo, dev, binary)
@@ -160,18 +250,21 @@ def _load(path, dev):
     return kern
 
 
-def _launch(q, k, v, causal, scale, out, softcap=None, window=None):
-    if q.device.type == "cpu":
-        _check(q, k, v)
-        from . import cpu
-        return cpu.torch_attention(q, k, v, causal, scale, out, softcap,
-                                   window)
-    if q.device.type != "cuda":
+def _launch(q, k, v, causal, scale, out, softcap=None, window=None,
+            alibi_slopes=None, sinks=None, document_ids=None,
+            prefix_lengths=None):
+    if q.device.type not in ("cpu", "cuda"):
         raise FlashcError(4, f"q is on {q.device}; flashc kernels take CUDA "
                           "or CPU tensors")
     _check(q, k, v)
-    return kernel_for(q, k, causal, scale, softcap, window)._launch(
-        q, k, v, out, None)
+    mods, captures = _captures(q, k, causal, softcap, window, alibi_slopes,
+                               sinks, document_ids, prefix_lengths)
+    if q.device.type == "cpu":
+        from . import cpu
+        return cpu.torch_attention(q, k, v, causal, scale, out, softcap,
+                                   window, mods, captures)
+    return kernel_for(q, k, causal, scale, softcap, window, mods)._launch(
+        q, k, v, out, None, captures)
 
 
 # The prepared launches of this thread's eager CUDA calls (Kernel._prepare),
@@ -200,8 +293,9 @@ def _eager_cuda(q, k, v, causal, scale, softcap=None, window=None):
     return o, lse
 
 
-def _fake(q, k, v):
+def _fake(q, k, v, causal=False, softcap=None, window=None, *captures):
     _check(q, k, v)
+    _captures(q, k, causal, softcap, window, *captures, tables=False)
     return (q.new_empty(q.shape),
             q.new_empty(q.shape[:3], dtype=torch.float32))
 
@@ -220,15 +314,22 @@ _TAGS = ((torch.Tag.cudagraph_unsafe,)
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   causal: bool, scale: Optional[float],
                   deterministic: bool = False, softcap: Optional[float] = None,
-                  window: Optional[int] = None
+                  window: Optional[int] = None,
+                  alibi_slopes: Optional[torch.Tensor] = None,
+                  sinks: Optional[torch.Tensor] = None,
+                  document_ids: Optional[torch.Tensor] = None,
+                  prefix_lengths: Optional[torch.Tensor] = None
                   ) -> Tuple[torch.Tensor, torch.Tensor]:
     # `deterministic` is the backward pass's (kept for its autograd node).
-    return _launch(q, k, v, causal, scale, None, softcap, window)
+    return _launch(q, k, v, causal, scale, None, softcap, window,
+                   alibi_slopes, sinks, document_ids, prefix_lengths)
 
 
 @_attention_op.register_fake
-def _(q, k, v, causal, scale, deterministic=False, softcap=None, window=None):
-    return _fake(q, k, v)
+def _(q, k, v, causal, scale, deterministic=False, softcap=None, window=None,
+      alibi_slopes=None, sinks=None, document_ids=None, prefix_lengths=None):
+    return _fake(q, k, v, causal, softcap, window, alibi_slopes, sinks,
+                 document_ids, prefix_lengths)
 
 
 @torch.library.custom_op("flashc::attention_out", mutates_args=("out",),
@@ -236,27 +337,54 @@ def _(q, k, v, causal, scale, deterministic=False, softcap=None, window=None):
 def _attention_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       out: torch.Tensor, causal: bool, scale: Optional[float],
                       softcap: Optional[float] = None,
-                      window: Optional[int] = None) -> torch.Tensor:
-    return _launch(q, k, v, causal, scale, out, softcap, window)[1]
+                      window: Optional[int] = None,
+                      alibi_slopes: Optional[torch.Tensor] = None,
+                      sinks: Optional[torch.Tensor] = None,
+                      document_ids: Optional[torch.Tensor] = None,
+                      prefix_lengths: Optional[torch.Tensor] = None
+                      ) -> torch.Tensor:
+    return _launch(q, k, v, causal, scale, out, softcap, window,
+                   alibi_slopes, sinks, document_ids, prefix_lengths)[1]
 
 
 @_attention_out_op.register_fake
-def _(q, k, v, out, causal, scale, softcap=None, window=None):
-    return _fake(q, k, v)[1]
+def _(q, k, v, out, causal, scale, softcap=None, window=None,
+      alibi_slopes=None, sinks=None, document_ids=None, prefix_lengths=None):
+    return _fake(q, k, v, causal, softcap, window, alibi_slopes, sinks,
+                 document_ids, prefix_lengths)[1]
 
 
 def _launch_backward(grad_o, q, k, v, o, lse, causal, scale, deterministic,
-                     softcap=None, window=None):
-    """(dq, dk, dv) of attention(q, k, v) from its O and LSE."""
+                     softcap=None, window=None, alibi_slopes=None, sinks=None,
+                     document_ids=None, prefix_lengths=None):
+    """(dq, dk, dv, dsinks) of attention(q, k, v) from its O and LSE; dsinks
+    None without sinks."""
     _check(q, k, v)
+    mods, captures = _captures(q, k, causal, softcap, window, alibi_slopes,
+                               sinks, document_ids, prefix_lengths)
     if q.device.type == "cpu":
         from . import cpu
         return cpu.torch_attention_backward(q, k, v, o, lse, grad_o, causal,
-                                            scale, softcap, window)
+                                            scale, softcap, window, mods,
+                                            captures)
     kern = backward_kernel_for(q, k, causal, scale, deterministic, softcap,
-                               window)
+                               window, mods)
+    dsinks = None
+    if sinks is not None:
+        # The backward kernel's last capture, which it writes.
+        dsinks = torch.empty(sinks.shape, dtype=torch.float32,
+                             device=q.device)
+        captures.append(dsinks)
     # The kernels read LSE dense (B x H x Nq); O and dO as they are.
-    return kern.backward(q, k, v, o, lse.contiguous(), grad_o)
+    dq, dk, dv = kern.backward(q, k, v, o, lse.contiguous(), grad_o,
+                               captures=captures)
+    return dq, dk, dv, dsinks
+
+
+def _fake_gradients(q, k, v):
+    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
+            torch.empty(k.shape, dtype=k.dtype, device=k.device),
+            torch.empty(v.shape, dtype=v.dtype, device=v.device))
 
 
 @torch.library.custom_op("flashc::attention_backward", mutates_args=(),
@@ -266,19 +394,48 @@ def _attention_backward_op(grad_o: torch.Tensor, q: torch.Tensor,
                            lse: torch.Tensor, causal: bool,
                            scale: Optional[float], deterministic: bool,
                            softcap: Optional[float] = None,
-                           window: Optional[int] = None
+                           window: Optional[int] = None,
+                           alibi_slopes: Optional[torch.Tensor] = None,
+                           document_ids: Optional[torch.Tensor] = None,
+                           prefix_lengths: Optional[torch.Tensor] = None
                            ) -> Tuple[torch.Tensor, torch.Tensor,
                                       torch.Tensor]:
     return _launch_backward(grad_o, q, k, v, o, lse, causal, scale,
-                            deterministic, softcap, window)
+                            deterministic, softcap, window, alibi_slopes,
+                            None, document_ids, prefix_lengths)[:3]
 
 
 @_attention_backward_op.register_fake
 def _(grad_o, q, k, v, o, lse, causal, scale, deterministic, softcap=None,
-      window=None):
-    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
-            torch.empty(k.shape, dtype=k.dtype, device=k.device),
-            torch.empty(v.shape, dtype=v.dtype, device=v.device))
+      window=None, alibi_slopes=None, document_ids=None, prefix_lengths=None):
+    return _fake_gradients(q, k, v)
+
+
+# With attention sinks the backward also gives dsinks: an op of its own,
+# since a custom op's outputs cannot be optional.
+@torch.library.custom_op("flashc::attention_backward_sinks", mutates_args=(),
+                         device_types=("cuda", "cpu"), tags=_TAGS)
+def _attention_backward_sinks_op(
+        grad_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+        v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
+        sinks: torch.Tensor, causal: bool, scale: Optional[float],
+        deterministic: bool, softcap: Optional[float] = None,
+        window: Optional[int] = None,
+        alibi_slopes: Optional[torch.Tensor] = None,
+        document_ids: Optional[torch.Tensor] = None,
+        prefix_lengths: Optional[torch.Tensor] = None
+        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _launch_backward(grad_o, q, k, v, o, lse, causal, scale,
+                            deterministic, softcap, window, alibi_slopes,
+                            sinks, document_ids, prefix_lengths)
+
+
+@_attention_backward_sinks_op.register_fake
+def _(grad_o, q, k, v, o, lse, sinks, causal, scale, deterministic,
+      softcap=None, window=None, alibi_slopes=None, document_ids=None,
+      prefix_lengths=None):
+    return _fake_gradients(q, k, v) + (
+        torch.empty(sinks.shape, dtype=torch.float32, device=sinks.device),)
 
 
 _NO_LSE_GRAD = (
@@ -287,15 +444,23 @@ _NO_LSE_GRAD = (
     "gradient through it that flashc does not compute; detach the LSE")
 
 
+# flashc::attention's arguments after q, k, v, with their defaults.
+_OP_ARGS = (("causal", False), ("scale", None), ("deterministic", False),
+            ("softcap", None), ("window", None), ("alibi_slopes", None),
+            ("sinks", None), ("document_ids", None), ("prefix_lengths", None))
+
+
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale = inputs[:5]
-    deterministic = inputs[5] if len(inputs) > 5 else False
-    softcap = inputs[6] if len(inputs) > 6 else None
-    window = inputs[7] if len(inputs) > 7 else None
+    q, k, v = inputs[:3]
+    args = dict(_OP_ARGS)
+    args.update(zip((n for n, _ in _OP_ARGS), inputs[3:]))
     o, lse = output
-    ctx.save_for_backward(q, k, v, o, lse)
-    ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
-    ctx.softcap, ctx.window = softcap, window
+    ctx.save_for_backward(q, k, v, o, lse, args["alibi_slopes"],
+                          args["sinks"], args["document_ids"],
+                          args["prefix_lengths"])
+    ctx.causal, ctx.scale = args["causal"], args["scale"]
+    ctx.deterministic = args["deterministic"]
+    ctx.softcap, ctx.window = args["softcap"], args["window"]
     # Outputs the loss does not use get None, not zeros: so a gradient
     # through LSE is told apart from an unused LSE.
     ctx.set_materialize_grads(False)
@@ -304,41 +469,57 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, grad_o, grad_lse):
     if grad_lse is not None:
         raise FlashcError(None, _NO_LSE_GRAD)
-    q, k, v, o, lse = ctx.saved_tensors
+    q, k, v, o, lse, slopes, sinks, ids, prefix = ctx.saved_tensors
+    # One gradient per flashc::attention argument: q, k, v, then _OP_ARGS
+    # (of which only the sinks have one).
+    grads = [None] * (3 + len(_OP_ARGS))
     if grad_o is None:
-        return None, None, None, None, None, None, None, None
-    dq, dk, dv = torch.ops.flashc.attention_backward(
-        grad_o, q, k, v, o, lse, ctx.causal, ctx.scale, ctx.deterministic,
-        ctx.softcap, ctx.window)
-    return dq, dk, dv, None, None, None, None, None
+        return tuple(grads)
+    common = (ctx.causal, ctx.scale, ctx.deterministic, ctx.softcap,
+              ctx.window, slopes, ids, prefix)
+    if sinks is None:
+        grads[:3] = torch.ops.flashc.attention_backward(
+            grad_o, q, k, v, o, lse, *common)
+    else:
+        dq, dk, dv, dsinks = torch.ops.flashc.attention_backward_sinks(
+            grad_o, q, k, v, o, lse, sinks, *common)
+        grads[:3] = dq, dk, dv
+        grads[3 + [n for n, _ in _OP_ARGS].index("sinks")] = dsinks
+    return tuple(grads)
 
 
 _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
-              out=None, deterministic=False, softcap=None, window=None):
+              out=None, deterministic=False, softcap=None, window=None,
+              alibi_slopes=None, sinks=None, document_ids=None,
+              prefix_lengths=None):
     """See flashc.attention."""
+    captures = (alibi_slopes, sinks, document_ids, prefix_lengths)
     needs_grad = torch.is_grad_enabled() and any(
-        getattr(t, "requires_grad", False) for t in (q, k, v))
+        getattr(t, "requires_grad", False) for t in (q, k, v, sinks))
     compiling = torch.compiler.is_compiling()
     if needs_grad or (compiling and out is None):
         o, lse = torch.ops.flashc.attention(q, k, v, causal, scale,
-                                            deterministic, softcap, window)
+                                            deterministic, softcap, window,
+                                            *captures)
         if out is not None:
             # Through the functional op; the copy carries its gradient to
             # out.
             o = out.copy_(o)
     elif compiling:
         lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale,
-                                             softcap, window)
+                                             softcap, window, *captures)
         o = out
-    elif out is None and isinstance(q, torch.Tensor) and q.is_cuda:
+    elif (out is None and isinstance(q, torch.Tensor) and q.is_cuda
+          and all(t is None for t in captures)):
         # Eager without grad: the launch itself, without the dispatcher,
-        # prepared once per signature.
+        # prepared once per signature (Kernel._prepare takes no captures).
         o, lse = _eager_cuda(q, k, v, causal, scale, softcap, window)
     else:
-        o, lse = _launch(q, k, v, causal, scale, out, softcap, window)
+        o, lse = _launch(q, k, v, causal, scale, out, softcap, window,
+                         *captures)
     return (o, lse) if return_lse else o
 
 
