@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+"""flashc.attention's tensor arguments on CPU tensors: alibi_slopes,
+sinks, document_ids and prefix_lengths (the captures of
+kernels/attention_alibi.mlir, attention_sink.mlir, attention_document.mlir
+and attention_prefix_lm.mlir), each through the CPU path (flashc
+--target=cpu on the generated variant, compiled on first use into a fresh
+cache) against float64 written here: O and LSE with outputs poisoned,
+ragged lengths (not multiples of 128), logits near 1e3 in some rows, rows
+the mask hides entirely (O = 0 and LSE = -inf; with sinks LSE = the sink),
+and the gradients (dq, dk, dv and dsinks) against float64 autograd; then
+torch.compile through the custom op, and the arguments refused by name.
+Compiles with $FLASHC_COMPILER (ctest passes this build's flashc), else
+build/bin/flashc. Exits 77 (ctest: skipped) with a "skipped: ..." line
+without torch or the compiler.
+"""
+import math
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+try:
+    import torch
+except ImportError:
+    print("skipped: no PyTorch (flashc.attention on CPU tensors needs torch)")
+    sys.exit(77)
+
+COMPILER = os.environ.get("FLASHC_COMPILER") or os.path.join(
+    ROOT, "build", "bin", "flashc")
+if not os.access(COMPILER, os.X_OK):
+    print(f"skipped: no flashc binary at {COMPILER}")
+    sys.exit(77)
+
+import flashc  # noqa: E402
+
+
+def keep_mask(batch, nq, nk, causal, ids=None, prefix=None):
+    """[B, 1, Nq, Nk]: whether query i sees key j under the masks."""
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
+    keep = torch.ones(batch, 1, nq, nk, dtype=torch.bool)
+    if causal:
+        keep = keep & (j <= i + nk - nq)
+    if ids is not None:
+        keep = keep & (ids[:, None, :, None] == ids[:, None, None, :])
+    if prefix is not None:
+        keep = keep & ((j < prefix.long()[:, None, None, None]) | (j <= i))
+    return keep
+
+
+def reference(q, k, v, causal, scale, slopes=None, sinks=None, ids=None,
+              prefix=None):
+    """float64 (O, LSE) of attention with the mods as the kernels write
+    them: ALiBi adds slopes[h] * (j - i) to the scaled logit; causal is
+    bottom-right aligned; document ids keep j where ids[b, j] == ids[b, i];
+    the prefix-LM mask keeps j < prefix[b] or j <= i; a sink joins the
+    softmax denominator as one more logit of its head. A row that sees no
+    key gets O = 0 and LSE = -inf (the sink's logit with sinks).
+    Differentiable in q, k, v and sinks (float64 leaves)."""
+    q, k, v = (t if t.dtype == torch.float64 else t.double()
+               for t in (q, k, v))
+    b, h, nq, _ = q.shape
+    nk = k.shape[2]
+    s = (q @ k.transpose(-1, -2)) * scale
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
+    if slopes is not None:
+        s = s + slopes.double()[None, :, None, None] * (j - i)
+    s = s.masked_fill(~keep_mask(b, nq, nk, causal, ids, prefix),
+                      float("-inf"))
+    logits = s
+    if sinks is not None:
+        sink = sinks if sinks.dtype == torch.float64 else sinks.double()
+        logits = torch.cat([s, sink[None, :, None, None].expand(b, h, nq, 1)],
+                           -1)
+    lse = torch.logsumexp(logits, -1)
+    # Rows of no key and no sink: LSE -inf, P 0 (not exp(nan)).
+    finite = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+    p = torch.exp(s - finite[..., None])
+    return p @ v, lse
+
+
+def random_documents(batch, n, generator):
+    """int32 [batch, n] ids of documents of 1 to 90 rows, each batch its own
+    cut."""
+    ids = torch.empty(batch, n, dtype=torch.int32)
+    for b in range(batch):
+        doc, left = 0, 0
+        for r in range(n):
+            if left == 0:
+                doc += 1
+                left = int(torch.randint(1, 91, (1,), generator=generator))
+            ids[b, r] = doc
+            left -= 1
+    return ids
+
+
+class CaptureArgsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.saved = {k: os.environ.get(k) for k in
+                     ("FLASHC_CACHE_DIR", "FLASHC_COMPILER")}
+        cls.tmp = tempfile.mkdtemp(prefix="flashc-capture-args-")
+        os.environ.update(FLASHC_CACHE_DIR=os.path.join(cls.tmp, "cache"),
+                          FLASHC_COMPILER=COMPILER)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        for k, v in cls.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def inputs(self, nq, nk, d, dtype, seed, batch=2, heads=2, hot=True):
+        g = torch.Generator().manual_seed(seed)
+        q, k, v = (torch.empty(batch, heads, n, d).uniform_(-1, 1,
+                                                            generator=g)
+                   for n in (nq, nk, nk))
+        if hot:
+            # q . k about sqrt(D / 9) scaled by 1/sqrt(D): rows times 3000
+            # have logits near 1e3.
+            q[:, :, ::3] *= 3000.0
+        return [t.to(dtype) for t in (q, k, v)], g
+
+    def run_forward(self, q, k, v, causal, **captures):
+        """flashc.attention into an O poisoned with NaN; (O, LSE)."""
+        out = torch.full(q.shape, float("nan"), dtype=q.dtype)
+        o, lse = flashc.attention(q, k, v, causal=causal, out=out,
+                                  return_lse=True, **captures)
+        self.assertIs(o, out)
+        self.assertEqual((lse.dtype, tuple(lse.shape)),
+                         (torch.float32, tuple(q.shape[:3])))
+        self.assertFalse(torch.isnan(o).any())
+        self.assertFalse(torch.isnan(lse).any())
+        return o, lse
+
+    def check(self, what, o, lse, ref_o, ref_lse, masked_rows=None,
+              sinks=None, keep=None):
+        """O and LSE against float64 by relative error; the rows that see
+        no key: O = 0 and LSE = -inf (the sink with sinks, where `keep`,
+        keep_mask's, tells them), `masked_rows` of them where given."""
+        hidden = ~torch.isfinite(ref_lse)
+        if sinks is not None:
+            # No row's LSE is -inf with a sink; its rows that see no key
+            # have LSE = the sink.
+            hidden = ~keep.any(-1).expand_as(ref_lse)
+            want = sinks.double()[None, :, None].expand_as(ref_lse)[hidden]
+            self.assertTrue(torch.allclose(lse[hidden].double(), want,
+                                           rtol=1e-6, atol=1e-6), what)
+        else:
+            self.assertTrue(torch.all(lse[hidden] == float("-inf")), what)
+        if masked_rows is not None:
+            self.assertEqual(int(hidden.sum()), masked_rows, what)
+        self.assertTrue(torch.equal(o[hidden], torch.zeros_like(o[hidden])),
+                        what)
+        seen = ~hidden
+        err = ((o[seen].double() - ref_o[seen]).norm()
+               / ref_o[seen].norm()).item()
+        lse_err = ((lse[seen].double() - ref_lse[seen]).norm()
+                   / ref_lse[seen].norm()).item()
+        print(f"[ numerics ] {what}: rel err O {err:.2e}, LSE {lse_err:.2e}"
+              f", rows that see no key {int(hidden.sum())}")
+        tolerance = 1e-2 if o.dtype == torch.bfloat16 else 5e-3
+        self.assertLess(err, tolerance, what)
+        self.assertLess(lse_err, 1e-5, what)
+
+    def check_gradients(self, what, q, k, v, causal, sinks=None,
+                        **captures):
+        """flashc's gradients of a random loss on O against float64
+        autograd of reference(): dq, dk, dv (and dsinks)."""
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        sink_leaf = None
+        if sinks is not None:
+            sink_leaf = sinks.clone().requires_grad_()
+        o = flashc.attention(*leaves, causal=causal, sinks=sink_leaf,
+                             **captures)
+        self.assertTrue(o.requires_grad)
+        g = torch.Generator().manual_seed(99)
+        do = torch.randn(o.shape, generator=g).to(o.dtype)
+        o.backward(do)
+        ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+        ref_sinks = None
+        if sinks is not None:
+            ref_sinks = sinks.detach().double().requires_grad_()
+        ref_o, _ = reference(*ref_leaves, causal, 1 / math.sqrt(q.shape[-1]),
+                             slopes=captures.get("alibi_slopes"),
+                             sinks=ref_sinks,
+                             ids=captures.get("document_ids"),
+                             prefix=captures.get("prefix_lengths"))
+        wrt = ref_leaves + ([ref_sinks] if sinks is not None else [])
+        want = torch.autograd.grad(ref_o, wrt, do.double())
+        got = [t.grad for t in leaves] + (
+            [sink_leaf.grad] if sinks is not None else [])
+        for name, gt, w in zip(("dq", "dk", "dv", "dsinks"), got, want):
+            self.assertIsNotNone(gt, f"{what}: {name}")
+            self.assertFalse(torch.isnan(gt).any(), f"{what}: {name}")
+            err = ((gt.double() - w).norm() / w.norm()).item()
+            print(f"[ gradients ] {what}: {name} rel err {err:.2e}")
+            self.assertLess(err, 1e-2, f"{what}: {name}")
+
+    def slopes(self, heads):
+        return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads)
+                             for h in range(heads)], dtype=torch.float32)
+
+    def test_alibi(self):
+        for seed, (dtype, d, nq, nk, causal, masked) in enumerate((
+                (torch.bfloat16, 64, 150, 150, True, 0),
+                (torch.float16, 128, 130, 190, False, 0),
+                # 200 queries over 77 keys, causal: the first 123 rows of
+                # each (batch, head) see no key.
+                (torch.bfloat16, 64, 200, 77, True, 2 * 2 * 123))):
+            (q, k, v), _ = self.inputs(nq, nk, d, dtype, seed)
+            slopes = self.slopes(2)
+            o, lse = self.run_forward(q, k, v, causal, alibi_slopes=slopes)
+            ref_o, ref_lse = reference(q, k, v, causal, d ** -0.5,
+                                       slopes=slopes)
+            self.check(f"alibi {dtype} D{d} {nq}x{nk} causal={causal}", o,
+                       lse, ref_o, ref_lse, masked)
+        # The slopes change the result: the plain kernel is another variant.
+        plain = flashc.attention(q, k, v, causal=True)
+        self.assertGreater(((plain.double() - ref_o).norm()
+                            / ref_o.norm()).item(), 0.05)
+
+    def test_sinks(self):
+        sinks = torch.tensor([-3.0, 6.0])
+        for seed, (dtype, d, nq, nk, causal, masked) in enumerate((
+                (torch.bfloat16, 64, 150, 150, True, 0),
+                (torch.float16, 128, 129, 70, False, 0),
+                (torch.bfloat16, 64, 200, 77, True, 2 * 2 * 123))):
+            (q, k, v), _ = self.inputs(nq, nk, d, dtype, 10 + seed)
+            o, lse = self.run_forward(q, k, v, causal, sinks=sinks)
+            ref_o, ref_lse = reference(q, k, v, causal, d ** -0.5,
+                                       sinks=sinks)
+            self.check(f"sinks {dtype} D{d} {nq}x{nk} causal={causal}", o,
+                       lse, ref_o, ref_lse, masked, sinks=sinks,
+                       keep=keep_mask(2, nq, nk, causal))
+
+    def test_document(self):
+        for seed, (dtype, d, n, causal) in enumerate((
+                (torch.bfloat16, 64, 300, True),
+                (torch.float16, 128, 200, False),
+                (torch.bfloat16, 128, 131, True))):
+            (q, k, v), g = self.inputs(n, n, d, dtype, 20 + seed)
+            ids = random_documents(2, n, g)
+            o, lse = self.run_forward(q, k, v, causal, document_ids=ids)
+            ref_o, ref_lse = reference(q, k, v, causal, d ** -0.5, ids=ids)
+            self.check(f"document {dtype} D{d} N{n} causal={causal}", o, lse,
+                       ref_o, ref_lse, 0)
+        # Each row in a document of its own: it sees only itself.
+        own = torch.arange(n, dtype=torch.int32).repeat(2, 1)
+        o = flashc.attention(q, k, v, causal=True, document_ids=own)
+        self.assertLess(((o.double() - v.double()).norm()
+                         / v.double().norm()).item(), 1e-2)
+
+    def test_prefix_lm(self):
+        for seed, (dtype, d, nq, nk, prefix) in enumerate((
+                (torch.bfloat16, 64, 150, 150, [0, 150]),
+                (torch.float16, 128, 130, 130, [37, 129]),
+                (torch.bfloat16, 64, 100, 260, [200, 5]))):
+            (q, k, v), _ = self.inputs(nq, nk, d, dtype, 30 + seed)
+            prefix = torch.tensor(prefix, dtype=torch.int32)
+            o, lse = self.run_forward(q, k, v, False, prefix_lengths=prefix)
+            ref_o, ref_lse = reference(q, k, v, False, d ** -0.5,
+                                       prefix=prefix)
+            self.check(f"prefix-LM {dtype} D{d} {nq}x{nk} prefix "
+                       f"{prefix.tolist()}", o, lse, ref_o, ref_lse, 0)
+        # A negative length keeps no prefix: the causal (top-left) mask.
+        neg = flashc.attention(q, k, v, prefix_lengths=torch.tensor(
+            [-4, 0], dtype=torch.int32))
+        ref_o, _ = reference(q, k, v, False, 0.125,
+                             prefix=torch.zeros(2, dtype=torch.int32))
+        self.assertLess(((neg.double() - ref_o).norm()
+                         / ref_o.norm()).item(), 1e-2)
+
+    def test_combined(self):
+        """ALiBi, document masking and sinks in one kernel, forward and
+        backward (captures, then the sinks, then dsinks)."""
+        (q, k, v), g = self.inputs(140, 140, 64, torch.bfloat16, 40)
+        ids = random_documents(2, 140, g)
+        args = dict(alibi_slopes=self.slopes(2), document_ids=ids)
+        sinks = torch.tensor([0.5, 2.0])
+        o, lse = self.run_forward(q, k, v, True, sinks=sinks, **args)
+        ref_o, ref_lse = reference(q, k, v, True, 0.125, sinks=sinks,
+                                   slopes=args["alibi_slopes"], ids=ids)
+        self.check("alibi + document + sinks", o, lse, ref_o, ref_lse, 0,
+                   sinks=sinks, keep=keep_mask(2, 140, 140, True, ids))
+        (q, k, v), _ = self.inputs(140, 140, 64, torch.bfloat16, 41,
+                                   hot=False)
+        self.check_gradients("alibi + document + sinks", q, k, v, True,
+                             sinks=sinks, **args)
+
+    def test_gradients(self):
+        """Each variant's backward (derived by the compiler from the same
+        regions and captures) against float64 autograd, with ragged
+        lengths and, for sinks, rows that see no key (their dq is 0 and
+        they add exp(sink - sink) * delta to dsinks)."""
+        g = torch.Generator().manual_seed(50)
+        cases = [
+            ("alibi", torch.bfloat16, 64, 150, 150, True,
+             dict(alibi_slopes=self.slopes(2))),
+            ("sinks", torch.bfloat16, 64, 150, 90, True,
+             dict(sinks=torch.tensor([-1.0, 3.0]))),
+            ("sinks f16 D128", torch.float16, 128, 70, 130, False,
+             dict(sinks=torch.tensor([2.0, -2.0]))),
+            ("document", torch.bfloat16, 64, 200, 200, True,
+             dict(document_ids=random_documents(2, 200, g))),
+            ("prefix-LM", torch.float16, 64, 150, 150, False,
+             dict(prefix_lengths=torch.tensor([60, 0], dtype=torch.int32))),
+        ]
+        for seed, (what, dtype, d, nq, nk, causal, captures) in enumerate(
+                cases):
+            (q, k, v), _ = self.inputs(nq, nk, d, dtype, 60 + seed,
+                                       hot=False)
+            self.check_gradients(f"{what} {nq}x{nk}", q, k, v, causal,
+                                 **captures)
+
+    def test_no_gradient_for_slopes_ids_or_prefix(self):
+        (q, k, v), g = self.inputs(40, 40, 64, torch.bfloat16, 70, hot=False)
+        q.requires_grad_()
+        slopes = self.slopes(2).requires_grad_()
+        o = flashc.attention(q, k, v, alibi_slopes=slopes)
+        o.float().sum().backward()
+        self.assertIsNotNone(q.grad)
+        self.assertIsNone(slopes.grad)
+        # Sinks alone requiring grad take the custom op too.
+        sinks = torch.tensor([1.0, -1.0], requires_grad=True)
+        o = flashc.attention(q.detach(), k, v, sinks=sinks)
+        self.assertTrue(o.requires_grad)
+        o.float().sum().backward()
+        self.assertTrue(torch.isfinite(sinks.grad).all())
+
+    def test_torch_compile(self):
+        (q, k, v), g = self.inputs(130, 130, 64, torch.bfloat16, 80)
+        ids = random_documents(2, 130, g)
+        sinks = torch.tensor([1.0, 4.0])
+
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v, ids, sinks):
+            return flashc.attention(q, k, v, causal=True, document_ids=ids,
+                                    sinks=sinks, return_lse=True)
+
+        o, lse = f(q, k, v, ids, sinks)
+        ref_o, ref_lse = reference(q, k, v, True, 0.125, sinks=sinks,
+                                   ids=ids)
+        self.check("torch.compile document + sinks", o, lse, ref_o, ref_lse,
+                   0, sinks=sinks, keep=keep_mask(2, 130, 130, True, ids))
+
+        # Training through the compiled graph: the same kernels as eager,
+        # so the same gradients, dsinks included.
+        def eager(q, k, v, ids, sinks):
+            return flashc.attention(q, k, v, causal=True, document_ids=ids,
+                                    sinks=sinks)
+
+        compiled = torch.compile(eager, fullgraph=True, backend="aot_eager")
+        grads = []
+        for fn in (compiled, eager):
+            leaves = [t.clone().requires_grad_() for t in (q, k, v, sinks)]
+            fn(*leaves[:3], ids, leaves[3]).float().sum().backward()
+            grads.append([t.grad for t in leaves])
+        for name, a, b in zip(("dq", "dk", "dv", "dsinks"), *grads):
+            self.assertTrue(torch.equal(a, b), name)
+
+    def test_opcheck(self):
+        """The custom ops' schemas, fakes and autograd registration
+        (torch.library.opcheck) with the new tensor arguments."""
+        (q, k, v), g = self.inputs(40, 40, 64, torch.bfloat16, 85)
+        ids = random_documents(2, 40, g)
+        slopes, sinks = self.slopes(2), torch.tensor([0.5, 1.0])
+        prefix = torch.tensor([5, 30], dtype=torch.int32)
+        ops = torch.ops.flashc
+        torch.library.opcheck(ops.attention.default, (
+            q, k, v, True, None, False, None, None, slopes, sinks, ids,
+            None))
+        torch.library.opcheck(ops.attention_out.default, (
+            q, k, v, torch.empty_like(q), False, None, None, None, None,
+            sinks, None, prefix))
+        o, lse = ops.attention(q, k, v, True, None, False, None, None,
+                               slopes, sinks, ids, None)
+        do = torch.randn(o.shape, generator=g).to(o.dtype)
+        torch.library.opcheck(ops.attention_backward_sinks.default, (
+            do, q, k, v, o, lse, sinks, True, None, False, None, None,
+            slopes, ids, None))
+        torch.library.opcheck(ops.attention_backward.default, (
+            do, q, k, v, o, lse, True, None, False, None, None, slopes, ids,
+            None))
+
+    def test_refused_by_name(self):
+        (q, k, v), _ = self.inputs(20, 20, 64, torch.bfloat16, 90, hot=False)
+        f32, i32 = torch.float32, torch.int32
+        slopes, sinks = torch.ones(2), torch.zeros(2)
+        ids = torch.zeros(2, 20, dtype=i32)
+        prefix = torch.zeros(2, dtype=i32)
+        cases = [
+            ("alibi_slopes has dtype torch.bfloat16",
+             dict(alibi_slopes=slopes.bfloat16())),
+            ("alibi_slopes is \\(3,\\); expected \\(2,\\)",
+             dict(alibi_slopes=torch.ones(3))),
+            ("alibi_slopes is a list", dict(alibi_slopes=[1.0, 1.0])),
+            ("alibi_slopes is on meta but q is on cpu",
+             dict(alibi_slopes=torch.ones(2, device="meta"))),
+            ("sinks has dtype torch.float64", dict(sinks=sinks.double())),
+            ("sinks is \\(2, 1\\)", dict(sinks=sinks[:, None])),
+            ("document_ids has dtype torch.int64",
+             dict(document_ids=ids.long())),
+            ("document_ids is \\(2, 19\\); expected \\(2, 20\\)",
+             dict(document_ids=ids[:, :19])),
+            ("prefix_lengths has dtype torch.float32",
+             dict(prefix_lengths=prefix.to(f32))),
+            ("prefix_lengths is \\(1,\\)", dict(prefix_lengths=prefix[:1])),
+            ("alibi_slopes and softcap",
+             dict(alibi_slopes=slopes, softcap=20.0)),
+            ("document_ids and prefix_lengths",
+             dict(document_ids=ids, prefix_lengths=prefix)),
+            ("window with document_ids", dict(document_ids=ids, window=4)),
+            ("pass causal=False", dict(prefix_lengths=prefix, causal=True)),
+        ]
+        for msg, change in cases:
+            with self.subTest(msg=msg):
+                with self.assertRaisesRegex(flashc.FlashcError, msg) as cm:
+                    flashc.attention(q, k, v, **change)
+                self.assertEqual(cm.exception.status, 4)
+        # Document ids name a row of q and of k alike.
+        k2, v2 = k[:, :, :15], v[:, :, :15]
+        with self.assertRaisesRegex(flashc.FlashcError,
+                                    "document_ids needs seq_q == seq_k"):
+            flashc.attention(q, k2, v2, document_ids=ids)
+        # Refused under autograd too (the custom op and its fake).
+        q.requires_grad_()
+        with self.assertRaisesRegex(flashc.FlashcError, "sinks is \\(3,\\)"):
+            flashc.attention(q, k, v, sinks=torch.zeros(3))
+
+
+if __name__ == "__main__":
+    unittest.main()
