@@ -91,13 +91,27 @@ llvm::json::Object commonContract(OpT op, const TileOverrides &overrides) {
   return contract;
 }
 
+/// kernel.json's name of a capture's element type.
+llvm::StringRef captureDType(MemRefType type) {
+  Type element = type.getElementType();
+  if (element.isF32())
+    return "f32";
+  if (element.isInteger(32))
+    return "i32";
+  return isa<BFloat16Type>(element) ? "bf16" : "f16";
+}
+
 /// What the library's entry point computes and takes, for kernel.json: the
 /// GPU kernel's fields that still mean something on the host, and its
-/// arguments in order, each named after the attention operand it is.
+/// arguments in order, each named after the attention operand it is; the
+/// captures, sinks and dsinks (the function's last arguments) as the GPU
+/// kernel.json names them: {"kind": "memref", "capture": i, "rank": r}
+/// and "captures"[i] = {"role", "dtype", "rank", "shape"}.
 FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
                                            const TileOverrides &overrides) {
   llvm::json::Object contract;
   SmallVector<std::pair<Value, llvm::StringLiteral>> operands;
+  SmallVector<std::pair<Value, llvm::StringLiteral>> captures;
   if (auto op = dyn_cast<flash::AttentionOp>(kernel.attention)) {
     contract = commonContract(op, overrides);
     contract["has_lse"] = static_cast<bool>(op.getLse());
@@ -119,12 +133,42 @@ FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
                 {backward.getDQ(), "dq"}, {backward.getDK(), "dk"},
                 {backward.getDV(), "dv"}};
   }
+  auto collectCaptures = [&](auto op) {
+    for (Value capture : op.getCaptures())
+      captures.push_back({capture, "capture"});
+    if (Value sinks = op.getSinks())
+      captures.push_back({sinks, "sinks"});
+  };
+  if (auto op = dyn_cast<flash::AttentionOp>(kernel.attention)) {
+    collectCaptures(op);
+  } else {
+    auto backward = cast<flash::AttentionBackwardOp>(kernel.attention);
+    collectCaptures(backward);
+    if (Value dSinks = backward.getDSinks())
+      captures.push_back({dSinks, "dsinks"});
+  }
 
-  llvm::json::Array params;
+  llvm::json::Array params, captureSpecs;
   for (BlockArgument argument : kernel.function.getArguments()) {
     const auto *operand = llvm::find_if(
         operands, [&](auto &entry) { return entry.first == argument; });
     auto type = dyn_cast<MemRefType>(argument.getType());
+    const auto *capture = llvm::find_if(
+        captures, [&](auto &entry) { return entry.first == argument; });
+    if (operand == operands.end() && capture != captures.end() && type) {
+      llvm::json::Array shape;
+      for (int64_t size : type.getShape())
+        shape.push_back(ShapedType::isDynamic(size) ? int64_t(-1) : size);
+      params.push_back(llvm::json::Object{
+          {"kind", "memref"},
+          {"capture", int64_t(captureSpecs.size())},
+          {"rank", type.getRank()}});
+      captureSpecs.push_back(llvm::json::Object{{"role", capture->second},
+                                                {"dtype", captureDType(type)},
+                                                {"rank", type.getRank()},
+                                                {"shape", std::move(shape)}});
+      continue;
+    }
     if (operand == operands.end() || !type)
       return kernel.function.emitOpError()
              << "argument " << argument.getArgNumber()
@@ -143,6 +187,8 @@ FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
            << " operands: the CPU target's entry point takes each operand as "
               "an argument";
   contract["params"] = std::move(params);
+  if (!captureSpecs.empty())
+    contract["captures"] = std::move(captureSpecs);
   return contract;
 }
 
