@@ -147,7 +147,91 @@ std::optional<int64_t> windowOf(Value cond, const Indices &idx, int depth = 0,
   return window;
 }
 
+/// `v` as index / C with C a positive constant that fits the kernels' i32
+/// positions (arith.divui or divsi of q_idx or kv_idx, through index
+/// casts): the index and C.
+std::optional<std::pair<Value, int64_t>> chunkIndexOf(Value v,
+                                                      const Indices &idx) {
+  auto stripCasts = [](Value x) {
+    while (Operation *op = x.getDefiningOp()) {
+      if (!isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+               arith::ExtUIOp>(op))
+        break;
+      x = op->getOperand(0);
+    }
+    return x;
+  };
+  v = stripCasts(v);
+  Operation *op = v.getDefiningOp();
+  if (!op || !isa<arith::DivUIOp, arith::DivSIOp>(op))
+    return std::nullopt;
+  APInt divisor;
+  Value index = stripCasts(op->getOperand(0));
+  if ((index != idx.q && index != idx.kv) ||
+      !matchPattern(op->getOperand(1), m_ConstantInt(&divisor)) ||
+      !divisor.isStrictlyPositive() || divisor.getSignificantBits() > 32)
+    return std::nullopt;
+  return std::make_pair(index, divisor.getSExtValue());
+}
+
+/// The C of `cond => q / C == kv / C`, if `cond` proves one; `*exact`
+/// (when given) is cleared unless `cond` is that comparison alone.
+std::optional<int64_t> chunkOf(Value cond, const Indices &idx, int depth = 0,
+                               bool *exact = nullptr) {
+  if (depth > 16)
+    return std::nullopt;
+  Operation *op = cond.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (exact && !isa<arith::CmpIOp>(op))
+    *exact = false;
+  if (auto both = dyn_cast<arith::AndIOp>(op)) {
+    auto lhs = chunkOf(both.getLhs(), idx, depth + 1);
+    return lhs ? lhs : chunkOf(both.getRhs(), idx, depth + 1);
+  }
+  if (auto either = dyn_cast<arith::OrIOp>(op)) {
+    auto lhs = chunkOf(either.getLhs(), idx, depth + 1);
+    auto rhs = chunkOf(either.getRhs(), idx, depth + 1);
+    return lhs && lhs == rhs ? lhs : std::nullopt;
+  }
+  auto cmp = dyn_cast<arith::CmpIOp>(op);
+  if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::eq)
+    return std::nullopt;
+  auto lhs = chunkIndexOf(cmp.getLhs(), idx);
+  auto rhs = chunkIndexOf(cmp.getRhs(), idx);
+  if (!lhs || !rhs || lhs->second != rhs->second || lhs->first == rhs->first)
+    return std::nullopt;
+  return lhs->second;
+}
+
+/// The mask_mod's block and its yielded i1, when it has that form.
+std::optional<std::pair<Indices, Value>> maskCondition(Region &maskMod) {
+  if (maskMod.empty())
+    return std::nullopt;
+  Block &block = maskMod.front();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (block.getNumArguments() < 4 || !yield || yield.getValues().size() != 1)
+    return std::nullopt;
+  return std::make_pair(Indices{block.getArgument(2), block.getArgument(3)},
+                        yield.getValues()[0]);
+}
+
 } // namespace
+
+std::optional<int64_t> mlir::flash::keyChunk(Region &maskMod) {
+  auto mask = maskCondition(maskMod);
+  return mask ? chunkOf(mask->second, mask->first) : std::nullopt;
+}
+
+std::optional<int64_t> mlir::flash::keyChunkExactly(Region &maskMod) {
+  auto mask = maskCondition(maskMod);
+  if (!mask)
+    return std::nullopt;
+  bool exact = true;
+  std::optional<int64_t> chunk =
+      chunkOf(mask->second, mask->first, /*depth=*/0, &exact);
+  return exact ? chunk : std::nullopt;
+}
 
 std::optional<int64_t> mlir::flash::keyWindowBehind(Region &maskMod) {
   if (maskMod.empty())

@@ -97,6 +97,25 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
     kvBegin = arith::MulIOp::create(
         b, arith::DivUIOp::create(b, first, cBlockN), cBlockN);
   }
+  // A mask_mod that keeps each query within its chunk of C positions
+  // hides every key outside the chunks of the tile's first and last rows.
+  if (std::optional<int64_t> chunk = keyChunk(op.getMaskMod())) {
+    Value cChunk = arith::ConstantIndexOp::create(b, *chunk);
+    Value start = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, row, cChunk), cChunk);
+    kvBegin = arith::MaxSIOp::create(
+        b, kvBegin,
+        arith::MulIOp::create(b, arith::DivUIOp::create(b, start, cBlockN),
+                              cBlockN));
+    Value lastRow = arith::AddIOp::create(
+        b, row, arith::ConstantIndexOp::create(b, blockM - 1));
+    Value end = arith::MulIOp::create(
+        b,
+        arith::AddIOp::create(b, arith::DivUIOp::create(b, lastRow, cChunk),
+                              arith::ConstantIndexOp::create(b, 1)),
+        cChunk);
+    kvEnd = arith::MinSIOp::create(b, kvEnd, end);
+  }
 
   Value accInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));

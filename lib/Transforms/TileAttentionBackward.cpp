@@ -232,6 +232,26 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
           b, col, arith::ConstantIndexOp::create(b, blockN + *window));
       rowEnd = arith::MinSIOp::create(b, last, tileSeqQ);
     }
+    // A mask_mod that keeps each query within its chunk of C positions
+    // hides this key tile from the rows outside its first and last keys'
+    // chunks.
+    if (std::optional<int64_t> chunk = keyChunk(op.getMaskMod())) {
+      Value cChunk = arith::ConstantIndexOp::create(b, *chunk);
+      Value start = arith::MulIOp::create(
+          b, arith::DivUIOp::create(b, col, cChunk), cChunk);
+      firstRow = arith::MaxSIOp::create(
+          b, firstRow,
+          arith::MulIOp::create(b, arith::DivUIOp::create(b, start, cBlockM),
+                                cBlockM));
+      Value lastKey = arith::AddIOp::create(
+          b, col, arith::ConstantIndexOp::create(b, blockN - 1));
+      Value end = arith::MulIOp::create(
+          b,
+          arith::AddIOp::create(b, arith::DivUIOp::create(b, lastKey, cChunk),
+                                arith::ConstantIndexOp::create(b, 1)),
+          cChunk);
+      rowEnd = arith::MinSIOp::create(b, rowEnd, end);
+    }
 
     Value gradInit = constantTile(b, {blockN, headDim}, 0.0f);
     Value scoreInit = constantTile(b, {blockM, blockN}, 0.0f);

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
 
@@ -49,6 +50,9 @@ struct ModCase {
   /// Query rows the mods (with causal) hide entirely; -1: not checked.
   int64_t expectMaskedRows = -1;
   int64_t headDim = 128;
+  /// attention_chunked's chunk, written over the shipped 8192 (CPU-sized
+  /// sequences); 0: as shipped.
+  int64_t chunk = 0;
 };
 
 std::ostream &operator<<(std::ostream &os, const ModCase &c) {
@@ -181,6 +185,12 @@ RowMods referenceMods(const ModCase &c, const Captures &cap, int64_t b,
     const int32_t *doc = cap.documents.data() + b * cap.documentRows;
     mods.mask = [doc](int64_t i, int64_t j) { return doc[i] == doc[j]; };
   }
+  if (kernel == "attention_chunked") {
+    int64_t chunk = c.chunk ? c.chunk : 8192;
+    mods.mask = [chunk](int64_t i, int64_t j) {
+      return i / chunk == j / chunk;
+    };
+  }
   if (kernel == "attention_prefix_lm") {
     int64_t prefix = cap.prefix[b];
     mods.mask = [prefix](int64_t i, int64_t j) { return j < prefix || j <= i; };
@@ -267,8 +277,22 @@ void callKernel(void *fn, const std::vector<void *> &a) {
 mlir::OwningOpRef<mlir::ModuleOp> parseKernel(mlir::MLIRContext &context,
                                               const ModCase &m) {
   std::string path = std::string(FLASHC_KERNELS_DIR) + "/" + m.kernel + ".mlir";
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(path, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (m.chunk) {
+    auto file = llvm::MemoryBuffer::getFile(path);
+    if (!file)
+      return module;
+    std::string text = (*file)->getBuffer().str();
+    const std::string shipped = "arith.constant 8192 : index";
+    size_t at = text.find(shipped);
+    if (at == std::string::npos)
+      return module;
+    text.replace(at, shipped.size(),
+                 "arith.constant " + std::to_string(m.chunk) + " : index");
+    module = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+  } else {
+    module = mlir::parseSourceFile<mlir::ModuleOp>(path, &context);
+  }
   if (!module)
     return module;
   if (auto func = module->lookupSymbol<mlir::func::FuncOp>(m.kernel))
@@ -465,6 +489,17 @@ INSTANTIATE_TEST_SUITE_P(
         ModCase{"document", "attention_document", 2, 2, 300, 300, true,
                 /*hotRowFactor=*/3000.0f, /*expectMaskedRows=*/0},
         ModCase{"prefix_lm", "attention_prefix_lm", 3, 2, 150, 150, false},
+        // Chunks of 100 (no multiple of the 64 x 32 tiles: tiles straddle
+        // chunks), logits near 1e3 on every third row.
+        ModCase{"chunked", "attention_chunked", 2, 2, 300, 300, true,
+                /*hotRowFactor=*/3000.0f, /*expectMaskedRows=*/0,
+                /*headDim=*/128, /*chunk=*/100},
+        // 200 queries over 150 keys: causal hides keys past i - 50, so rows
+        // 0-49 see none, and rows 100-149 see only keys of chunk 0, which
+        // the chunk hides: 100 rows a head with O = 0, LSE = -inf.
+        ModCase{"chunked_hides_rows", "attention_chunked", 1, 2, 200, 150, true,
+                1.0f, /*expectMaskedRows=*/200, /*headDim=*/128,
+                /*chunk=*/100},
         // Sinks from -3 to 6 over four heads, logits near 1e3 on every
         // third row; 200 queries over 77 keys, so causal hides the first
         // 123 rows entirely: O = 0 and LSE = the sink there.

@@ -300,7 +300,8 @@ class VariantTest(unittest.TestCase):
     # window, from their own text.
     MOD_KERNELS = {"attention_softcap", "attention_alibi",
                    "attention_sliding_window", "attention_document",
-                   "attention_prefix_lm", "attention_sink"}
+                   "attention_prefix_lm", "attention_sink",
+                   "attention_chunked"}
 
     def test_kernel_names_are_the_shipped_files(self):
         names = {v.kernel_name for v in variants.shipped_variants()}

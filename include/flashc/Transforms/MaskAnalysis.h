@@ -30,6 +30,18 @@ std::optional<int64_t> keyWindowBehind(Region &maskMod);
 /// then a key tile every row sees from within its window needs no mask.
 std::optional<int64_t> keyWindowExactly(Region &maskMod);
 
+/// The C > 0 such that `maskMod` holding implies q_idx / C == kv_idx / C:
+/// a query sees only the keys of its own chunk of C positions (chunked
+/// local attention, as Llama 4's). Read from an arith.cmpi eq of the two
+/// indices each divided (divui or divsi, through index casts) by the same
+/// constant, in the yielded i1's tree of andi (and ori whose sides agree).
+std::optional<int64_t> keyChunk(Region &maskMod);
+
+/// The C such that `maskMod` is exactly q_idx / C == kv_idx / C (no other
+/// condition), or nullopt: then a key tile within the chunk of every row
+/// of a query tile needs no mask.
+std::optional<int64_t> keyChunkExactly(Region &maskMod);
+
 } // namespace mlir::flash
 
 #endif // FLASHC_TRANSFORMS_MASKANALYSIS_H

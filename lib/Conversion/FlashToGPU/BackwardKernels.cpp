@@ -704,6 +704,21 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         arith::MinSIOp::create(b, add(k0, cI32(64 + *spec.keyWindow)), seqQ);
     lastQueryTile = arith::CeilDivUIOp::create(b, end, cI32(64));
   }
+  // Chunked: the query tiles of the chunks of the key tile's first and
+  // last keys. (Not under `deterministic`, as for the window.)
+  if (spec.keyChunk && !spec.deterministic) {
+    Value chunk = cI32(*spec.keyChunk);
+    Value begin = mul(arith::DivUIOp::create(b, k0, chunk), chunk);
+    Value end = arith::MinSIOp::create(
+        b,
+        mul(add(arith::DivUIOp::create(b, add(k0, cI32(63)), chunk), cI32(1)),
+            chunk),
+        seqQ);
+    firstTile = arith::MaxSIOp::create(
+        b, firstTile, arith::DivUIOp::create(b, begin, cI32(64)));
+    lastQueryTile = arith::MinSIOp::create(
+        b, lastQueryTile, arith::CeilDivUIOp::create(b, end, cI32(64)));
+  }
   // key_ranges: the query tiles of the entries that reach this key tile.
   // (Not under `deterministic`, as for the window.)
   Value rangesTable =
@@ -902,12 +917,29 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
           llvm::append_range(at, captures);
           return at;
         };
-        // With full key ranges the mask_mod runs only on the tile pairs the
-        // query rows' full range does not cover: its results for the
-        // thread's 32 elements, all kept on the others.
+        // Where the tile pair is known kept whole (inside the query rows'
+        // full key range, or one chunk) the mask_mod does not run: its
+        // results for the thread's 32 elements, all kept there.
         SmallVector<Value> maskKept;
-        if (spec.maskMod && spec.keyRanges && spec.keyRanges->full) {
-          Value whole = keyTileWhole(rangesTable, batch, q0, k0, seqQ);
+        Value whole;
+        if (spec.maskMod && spec.keyRanges && spec.keyRanges->full)
+          whole = keyTileWhole(rangesTable, batch, q0, k0, seqQ);
+        // A chunk that is the whole mask keeps the pair when the query and
+        // key tiles lie in one chunk.
+        if (spec.maskIsKeyChunk) {
+          Value chunk = cI32(*spec.keyChunk);
+          Value c = arith::DivUIOp::create(b, k0, chunk);
+          auto same = [&](Value x) {
+            return cmp(arith::CmpIPredicate::eq,
+                       arith::DivUIOp::create(b, x, chunk), c);
+          };
+          Value inside = arith::AndIOp::create(
+              b, arith::AndIOp::create(b, same(add(k0, cI32(63))), same(q0)),
+              same(add(q0, cI32(63))));
+          whole = whole ? arith::OrIOp::create(b, whole, inside).getResult()
+                        : inside;
+        }
+        if (whole) {
           auto kept = scf::IfOp::create(b, SmallVector<Type>(32, b.getI1Type()),
                                         whole, /*withElseRegion=*/true);
           OpBuilder::InsertionGuard guard(b);

@@ -52,6 +52,12 @@ struct BackwardSpec {
   /// The mask_mod hides keys more than this many behind the query
   /// (MaskAnalysis.h): a key tile's query tiles end at its last key + W.
   std::optional<int64_t> keyWindow;
+  /// The mask_mod keeps each query within its chunk of this many positions
+  /// (MaskAnalysis.h): a key tile's query tiles are those of its chunk;
+  /// when the chunk is the whole mask (maskIsKeyChunk) a query tile inside
+  /// the key tile's chunk skips the mask_mod.
+  std::optional<int64_t> keyChunk;
+  bool maskIsKeyChunk = false;
   /// The forward's key_ranges: a key tile's query tiles run from the
   /// first entry whose [lo, hi) reaches it to the last (not under
   /// `deterministic`); with full ranges a query tile inside the key tile's

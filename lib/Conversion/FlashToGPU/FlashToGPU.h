@@ -92,6 +92,13 @@ struct KernelSpec {
   /// The mask_mod is that window and nothing else (keyWindowExactly): a
   /// key tile every row sees from within its window skips the mask_mod.
   bool maskIsKeyWindow = false;
+  /// The mask_mod keeps each query within its chunk of this many positions
+  /// (MaskAnalysis.h): a tile's key tiles run from its first row's chunk to
+  /// its last row's.
+  std::optional<int64_t> keyChunk;
+  /// The mask_mod is that chunk and nothing else (keyChunkExactly): a key
+  /// tile inside the chunk of the thread's rows skips the mask_mod.
+  bool maskIsKeyChunk = false;
   /// The memref arguments the kernel takes whole, after all others: the
   /// mods' captures and the sinks (whose index is sinkCapture).
   SmallVector<CaptureArg> captures;

@@ -130,6 +130,9 @@ mlir::flash::gpu_lowering::matchBackwardTileProgram(func::FuncOp func) {
     if (!mods.getMaskMod().empty())
       spec.maskMod = &mods.getMaskMod();
     spec.keyWindow = keyWindowBehind(mods.getMaskMod());
+    spec.keyChunk = keyChunk(mods.getMaskMod());
+    spec.maskIsKeyChunk =
+        spec.keyChunk && keyChunkExactly(mods.getMaskMod()) == spec.keyChunk;
     spec.keyRanges = keyRangesOf(mods, spec.captures);
   }
   spec.causal = false;

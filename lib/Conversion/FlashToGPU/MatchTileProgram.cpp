@@ -369,6 +369,13 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       spec.keyWindow = window;
       spec.maskIsKeyWindow =
           window && keyWindowExactly(info->mods.getMaskMod()) == window;
+      std::optional<int64_t> chunk = keyChunk(info->mods.getMaskMod());
+      if (modScale && chunk != spec.keyChunk)
+        return info->mods.emitError(
+            "flash-to-gpu: the key loops disagree on the mask's chunk");
+      spec.keyChunk = chunk;
+      spec.maskIsKeyChunk =
+          chunk && keyChunkExactly(info->mods.getMaskMod()) == chunk;
       spec.keyRanges = keyRangesOf(info->mods, spec.captures);
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)

@@ -101,10 +101,9 @@ void KernelContext::emitTileBounds(TileValues &tile) {
         b, arith::SubIOp::create(b, tile.m0, cI32(*spec.keyWindow)), cI32(0));
     kLo = arith::DivUIOp::create(b, first, cI32(spec.blockN));
   }
-  if (spec.keyRanges) {
-    // The caller's [lo, hi) keys for the block's rows: the key tiles from
-    // lo's to hi's, within those the mask leaves.
-    auto [lo, hi] = blockKeyRange(tile);
+  // Keys [lo, hi) bound the block's rows' keys: the key tiles from lo's to
+  // hi's, within those the mask leaves.
+  auto narrowTo = [&](Value lo, Value hi) {
     Value loTile = arith::DivUIOp::create(
         b, arith::MaxSIOp::create(b, lo, cI32(0)), cI32(spec.blockN));
     Value hiTile = arith::CeilDivUIOp::create(
@@ -112,6 +111,25 @@ void KernelContext::emitTileBounds(TileValues &tile) {
     tile.nFull = arith::MinSIOp::create(b, tile.nFull, hiTile);
     tile.nHi = arith::MinSIOp::create(b, tile.nHi, hiTile);
     kLo = kLo ? arith::MaxSIOp::create(b, kLo, loTile).getResult() : loTile;
+  };
+  // The chunks of the block's first and last rows.
+  if (spec.keyChunk) {
+    Value chunk = cI32(*spec.keyChunk);
+    Value first = arith::MaxSIOp::create(b, tile.m0, cI32(0));
+    Value last = arith::MaxSIOp::create(
+        b, arith::AddIOp::create(b, tile.m0, cI32(spec.blockM - 1)), cI32(0));
+    narrowTo(arith::MulIOp::create(b, arith::DivUIOp::create(b, first, chunk),
+                                   chunk),
+             arith::MulIOp::create(
+                 b,
+                 arith::AddIOp::create(
+                     b, arith::DivUIOp::create(b, last, chunk), cI32(1)),
+                 chunk));
+  }
+  // The caller's [lo, hi) keys for the block's rows (key_ranges).
+  if (spec.keyRanges) {
+    auto [lo, hi] = blockKeyRange(tile);
+    narrowTo(lo, hi);
   }
   if (kLo) {
     auto countFrom = [&](Value n) -> Value {

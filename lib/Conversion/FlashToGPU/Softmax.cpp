@@ -59,6 +59,26 @@ Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
     whole = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, reach,
                                   arith::MaxSIOp::create(b, row0, row1));
   }
+  // Inside a chunk that is the whole mask, a thread's keys are all seen
+  // when the tile's first and last keys lie in the chunk of both its rows.
+  if (spec.maskIsKeyChunk) {
+    Value chunk = cI32(*spec.keyChunk);
+    auto chunkOf = [&](Value x) -> Value {
+      return arith::DivUIOp::create(b, arith::MaxSIOp::create(b, x, cI32(0)),
+                                    chunk);
+    };
+    Value c = chunkOf(first);
+    auto same = [&](Value x) -> Value {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, chunkOf(x), c);
+    };
+    Value inside = arith::AndIOp::create(
+        b,
+        arith::AndIOp::create(
+            b, same(arith::AddIOp::create(b, first, cI32(spec.blockN - 1))),
+            same(row0)),
+        same(row1));
+    whole = whole ? arith::OrIOp::create(b, whole, inside).getResult() : inside;
+  }
   // A key tile inside the block's full range (key_ranges): every row keeps
   // every key of it.
   if (tile.fullLo) {
