@@ -159,10 +159,10 @@ FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
       llvm::json::Array shape;
       for (int64_t size : type.getShape())
         shape.push_back(ShapedType::isDynamic(size) ? int64_t(-1) : size);
-      params.push_back(llvm::json::Object{
-          {"kind", "memref"},
-          {"capture", int64_t(captureSpecs.size())},
-          {"rank", type.getRank()}});
+      params.push_back(
+          llvm::json::Object{{"kind", "memref"},
+                             {"capture", int64_t(captureSpecs.size())},
+                             {"rank", type.getRank()}});
       captureSpecs.push_back(llvm::json::Object{{"role", capture->second},
                                                 {"dtype", captureDType(type)},
                                                 {"rank", type.getRank()},
