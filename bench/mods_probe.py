@@ -6,7 +6,10 @@ float64 and speed beside FlexAttention.
 
 DIR holds compiled kernels (<name>.cubin + <name>.json) of
 kernels/attention_softcap.mlir (50 tanh(s / 50), causal) and
-kernels/attention_sliding_window.mlir (causal, 1024 keys back); each runs
+kernels/attention_sliding_window.mlir (causal, 1024 keys back) and
+kernels/attention_chunked.mlir (causal, queries see their own chunk of
+8192 positions, or of --chunk, the chunk the kernel in DIR was compiled
+with); each runs
 through the runtime (flashc.load) on random bf16 inputs with O and LSE
 poisoned (NaN) first, and is compared by relative error with float64
 attention under the same mod, beside FlexAttention (torch.compile of
@@ -44,6 +47,10 @@ import flashc  # noqa: E402
 
 WINDOW = 1024
 CAP = 50.0
+# attention_chunked's chunk: the shipped 8192, or what --chunk says the
+# kernels in DIR were compiled with (a small one crosses chunks in the
+# checks' short sequences).
+CHUNK = 8192
 
 
 def visible(kernel, nq, nk, device="cpu"):
@@ -54,6 +61,8 @@ def visible(kernel, nq, nk, device="cpu"):
     seen = j <= i + nk - nq
     if kernel == "attention_sliding_window":
         seen &= j + WINDOW >= i
+    if kernel == "attention_chunked":
+        seen &= i // CHUNK == j // CHUNK
     return seen
 
 
@@ -80,6 +89,8 @@ def flex_mods(kernel, nq, nk):
         seen = kv_idx <= q_idx + nk - nq
         if kernel == "attention_sliding_window":
             seen = seen & (kv_idx + WINDOW >= q_idx)
+        if kernel == "attention_chunked":
+            seen = seen & (q_idx // CHUNK == kv_idx // CHUNK)
         return seen
     return (softcap if kernel == "attention_softcap" else None), mask
 
@@ -243,6 +254,7 @@ def bench(kern, kernel, N, compiled):
 
 
 def main():
+    global CHUNK
     parser = argparse.ArgumentParser()
     parser.add_argument("dir")
     parser.add_argument("--bench", action="store_true")
@@ -255,17 +267,22 @@ def main():
                         help="time flashc alone (no FlexAttention compile)")
     parser.add_argument("--only", default="",
                         help="only the kernels whose name has this")
+    parser.add_argument("--chunk", type=int, default=CHUNK,
+                        help="the chunk attention_chunked in DIR was "
+                             "compiled with")
     parser.add_argument("--small", action="store_true",
                         help="one small case per kernel, no FlexAttention "
                              "(for compute-sanitizer)")
     args = parser.parse_args()
+    CHUNK = args.chunk
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     compiled = None
     if not args.small and not args.no_flex_bench:
         from torch.nn.attention.flex_attention import flex_attention
         compiled = torch.compile(flex_attention, dynamic=False)
     rows = []
-    for kernel in ("attention_softcap", "attention_sliding_window"):
+    for kernel in ("attention_softcap", "attention_sliding_window",
+                   "attention_chunked"):
         if args.only not in kernel:
             continue
         path = os.path.join(args.dir, kernel + ".json")
