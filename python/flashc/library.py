@@ -197,8 +197,9 @@ def main(argv=None):
     b.add_argument("--variants", action="append", default=None,
                    help="comma-separated names, e.g. bf16-d128-causal,"
                    "f16-d64-scale0.125,bf16-d128-causal-varlen,"
-                   "bf16-d64-causal-alibi-sink,bf16-d128-causal-document"
-                   "-backward (default: the 14 shipped kernels)")
+                   "bf16-d64-causal-alibi-sink,bf16-d128-causal-chunk8192,"
+                   "bf16-d128-causal-document-backward (default: the 14 "
+                   "shipped kernels)")
     b.add_argument("--arch", default="sm_90a")
     b.add_argument("--tuning-db", action="append", default=None,
                    help="also build its tuned configs (default: the "

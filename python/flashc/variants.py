@@ -4,14 +4,15 @@ Pure Python (no torch). A variant is what changes the kernel's source:
 dtype, head dim, causal, scale, and varlen (packed sequences:
 FlashAttention's varlen form, `packed(cu_seqlens_q, cu_seqlens_k, max_q)`).
 Its name is "<dtype>-d<D>[-causal][-scale<f32>][-softcap<f32>][-window<N>]
-[-alibi][-document|-prefixlm][-sink][-varlen]" (softcap: each scaled logit
-s becomes softcap * tanh(s / softcap); window: a query sees no key more
-than N behind it; the rest take tensors at run time, the kernel function's
-arguments after lse ("captures"), in this order: alibi, ALiBi's slopes
-(f32 [H]); document, document ids (i32 [B, N]) and their block mask
-(key_ranges, i32 [B, blocks, 4]); prefixlm, prefix lengths (i32 [B]) and
-their block mask; sink, attention sinks (f32 [H], and the backward's
-dsinks after them)), e.g.
+[-chunk<C>][-alibi][-document|-prefixlm][-sink][-varlen]" (softcap: each
+scaled logit s becomes softcap * tanh(s / softcap); window: a query sees no
+key more than N behind it; chunk: a query sees only the keys of its own
+chunk of C positions, q_idx / C == kv_idx / C; the rest take tensors at run
+time, the kernel function's arguments after lse ("captures"), in this
+order: alibi, ALiBi's slopes (f32 [H]); document, document ids (i32 [B, N])
+and their block mask (key_ranges, i32 [B, blocks, 4]); prefixlm, prefix
+lengths (i32 [B]) and their block mask; sink, attention sinks (f32 [H],
+and the backward's dsinks after them)), e.g.
 "bf16-d128-causal", "f16-d64-scale0.125" or "bf16-d128-causal-varlen"; the
 scale is the float32 the kernel multiplies by, printed so that it reads back
 exactly, and omitted when it is 1/sqrt(D) (the kernel's default). The
@@ -79,13 +80,13 @@ class Variant:
     (varlen), and whether it is the forward's backward pass (backward, with
     dQ added in a fixed order when deterministic)."""
     __slots__ = ("dtype", "head_dim", "causal", "scale", "varlen", "backward",
-                 "deterministic", "softcap", "window", "alibi", "document",
-                 "prefix_lm", "sinks")
+                 "deterministic", "softcap", "window", "chunk_size", "alibi",
+                 "document", "prefix_lm", "sinks")
 
     def __init__(self, dtype, head_dim, causal=False, scale=None,
                  varlen=False, backward=False, deterministic=False, *,
-                 softcap=None, window=None, alibi=False, document=False,
-                 prefix_lm=False, sinks=False):
+                 softcap=None, window=None, chunk_size=None, alibi=False,
+                 document=False, prefix_lm=False, sinks=False):
         if dtype not in DTYPES:
             raise VariantError(f"dtype {dtype!r}: flashc kernels take "
                                f"{' or '.join(DTYPES)}")
@@ -102,9 +103,10 @@ class Variant:
         if self.backward and self.varlen:
             raise VariantError("the backward pass of packed sequences runs on "
                                "the CPU only so far")
-        # Score and mask mods (kernels/attention_softcap.mlir and
-        # attention_sliding_window.mlir): softcap * tanh(s / softcap), and
-        # keys at most `window` behind the query.
+        # Score and mask mods (kernels/attention_softcap.mlir,
+        # attention_sliding_window.mlir and attention_chunked.mlir):
+        # softcap * tanh(s / softcap), keys at most `window` behind the
+        # query, and keys in the query's chunk of `chunk_size` positions.
         self.softcap = None
         if softcap is not None:
             c = f32(softcap)
@@ -118,6 +120,17 @@ class Variant:
                 raise VariantError(f"window must be a number of keys >= 0, "
                                    f"got {window}")
             self.window = int(window)
+        self.chunk_size = None
+        if chunk_size is not None:
+            try:
+                chunk = int(chunk_size)
+            except (TypeError, ValueError, OverflowError):
+                chunk = None
+            if (chunk is None or isinstance(chunk_size, bool)
+                    or chunk != chunk_size or chunk < 1):
+                raise VariantError(f"chunk_size must be a number of "
+                                   f"positions >= 1, got {chunk_size!r}")
+            self.chunk_size = chunk
         # The mods that read tensors (kernels/attention_alibi.mlir,
         # attention_document.mlir, attention_prefix_lm.mlir) and the
         # attention sinks (attention_sink.mlir).
@@ -125,13 +138,13 @@ class Variant:
         self.prefix_lm, self.sinks = bool(prefix_lm), bool(sinks)
         if self.has_mods and self.varlen:
             raise VariantError(
-                "softcap, window, alibi_slopes, sinks, document_ids and "
-                "prefix_lengths take dense batches so far (packed "
-                "sequences' mods are not generated yet)")
+                "softcap, window, chunk_size, alibi_slopes, sinks, "
+                "document_ids and prefix_lengths take dense batches so far "
+                "(packed sequences' mods are not generated yet)")
         # Pairs whose regions would not compose as each alone means: two
         # score mods (which first?), two block-mask tables, and a window
-        # that the tables' full key tiles (the mask_mod skipped there)
-        # would not apply.
+        # or chunk that the tables' full key tiles (the mask_mod skipped
+        # there) would not apply.
         if self.alibi and self.softcap is not None:
             raise VariantError("alibi_slopes and softcap both rewrite the "
                                "logit: flashc does not combine them")
@@ -144,6 +157,11 @@ class Variant:
                 "window with document_ids or prefix_lengths: their block "
                 "masks skip the mask_mod on key tiles the window would "
                 "hide, so flashc does not combine them")
+        if self.chunk_size is not None and (self.document or self.prefix_lm):
+            raise VariantError(
+                "chunk_size with document_ids or prefix_lengths: their "
+                "block masks skip the mask_mod on key tiles the chunks "
+                "would hide, so flashc does not combine them")
         if self.prefix_lm and self.causal:
             raise VariantError(
                 "prefix_lengths is a mask of its own (the prefix "
@@ -153,7 +171,8 @@ class Variant:
     @property
     def has_mods(self):
         return (self.softcap is not None or self.window is not None
-                or self.alibi or self.document or self.prefix_lm
+                or self.chunk_size is not None or self.alibi
+                or self.document or self.prefix_lm
                 or self.sinks)
 
     def captures(self):
@@ -173,8 +192,8 @@ class Variant:
     def _tuple(self):
         return (self.dtype, self.head_dim, self.causal, self.scale,
                 self.varlen, self.backward, self.deterministic, self.softcap,
-                self.window, self.alibi, self.document, self.prefix_lm,
-                self.sinks)
+                self.window, self.chunk_size, self.alibi, self.document,
+                self.prefix_lm, self.sinks)
 
     def __eq__(self, other):
         return isinstance(other, Variant) and self._tuple() == other._tuple()
@@ -193,6 +212,8 @@ class Variant:
             s += f"-softcap{self.softcap!r}"
         if self.window is not None:
             s += f"-window{self.window}"
+        if self.chunk_size is not None:
+            s += f"-chunk{self.chunk_size}"
         if self.alibi:
             s += "-alibi"
         if self.document:
@@ -228,6 +249,8 @@ class Variant:
             s += "_softcap"
         if self.window is not None:
             s += "_window"
+        if self.chunk_size is not None:
+            s += "_chunked"
         if self.alibi:
             s += "_alibi"
         if self.document:
@@ -256,39 +279,46 @@ class Variant:
         """The forward variant whose gradients this backward variant gives."""
         return Variant(self.dtype, self.head_dim, self.causal, self.scale,
                        self.varlen, softcap=self.softcap, window=self.window,
-                       alibi=self.alibi, document=self.document,
-                       prefix_lm=self.prefix_lm, sinks=self.sinks)
+                       chunk_size=self.chunk_size, alibi=self.alibi,
+                       document=self.document, prefix_lm=self.prefix_lm,
+                       sinks=self.sinks)
 
 
 _NAME = re.compile(
-    r"([a-z0-9]+)-d([0-9]+)(-causal)?(?:-scale(.+?))?(?:-softcap(.+?))?"
-    r"(?:-window([0-9]+))?(-alibi)?(-document)?(-prefixlm)?(-sink)?"
-    r"(-varlen)?(-backward)?(-deterministic)?")
+    r"(?P<dtype>[a-z0-9]+)-d(?P<d>[0-9]+)(?P<causal>-causal)?"
+    r"(?:-scale(?P<scale>.+?))?(?:-softcap(?P<softcap>.+?))?"
+    r"(?:-window(?P<window>[0-9]+))?(?:-chunk(?P<chunk>[0-9]+))?"
+    r"(?P<alibi>-alibi)?(?P<document>-document)?(?P<prefixlm>-prefixlm)?"
+    r"(?P<sink>-sink)?(?P<varlen>-varlen)?(?P<backward>-backward)?"
+    r"(?P<deterministic>-deterministic)?")
 
 
 def parse_variant(name):
     """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
     way Python's float() reads, 1e-05 included); then "-softcap<x>",
-    "-window<keys>", "-alibi", "-document" or "-prefixlm", "-sink", then
-    "-varlen", or "-backward" and "-deterministic"."""
+    "-window<keys>", "-chunk<positions>", "-alibi", "-document" or
+    "-prefixlm", "-sink", then "-varlen", or "-backward" and
+    "-deterministic"."""
     m = _NAME.fullmatch(name.strip())
     try:
         if m is None:
             raise ValueError
-        scale = None if m.group(4) is None else float(m.group(4))
-        softcap = None if m.group(5) is None else float(m.group(5))
+        scale = None if m["scale"] is None else float(m["scale"])
+        softcap = None if m["softcap"] is None else float(m["softcap"])
     except ValueError:
         raise VariantError(
             f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
-            "[-scale<x>][-softcap<x>][-window<keys>][-alibi]"
-            "[-document|-prefixlm][-sink][-varlen]"
+            "[-scale<x>][-softcap<x>][-window<keys>][-chunk<positions>]"
+            "[-alibi][-document|-prefixlm][-sink][-varlen]"
             "[-backward[-deterministic]], e.g. bf16-d128-causal") from None
-    window = None if m.group(6) is None else int(m.group(6))
-    return Variant(m.group(1), int(m.group(2)), bool(m.group(3)), scale,
-                   bool(m.group(11)), bool(m.group(12)), bool(m.group(13)),
-                   softcap=softcap, window=window, alibi=bool(m.group(7)),
-                   document=bool(m.group(8)), prefix_lm=bool(m.group(9)),
-                   sinks=bool(m.group(10)))
+    window = None if m["window"] is None else int(m["window"])
+    chunk = None if m["chunk"] is None else int(m["chunk"])
+    return Variant(m["dtype"], int(m["d"]), bool(m["causal"]), scale,
+                   bool(m["varlen"]), bool(m["backward"]),
+                   bool(m["deterministic"]), softcap=softcap, window=window,
+                   chunk_size=chunk, alibi=bool(m["alibi"]),
+                   document=bool(m["document"]),
+                   prefix_lm=bool(m["prefixlm"]), sinks=bool(m["sink"]))
 
 
 def mlir_float(x):
@@ -431,11 +461,11 @@ def mod_regions(variant):
     """The variant's score_mod (soft-capping, as
     kernels/attention_softcap.mlir writes it, or ALiBi's bias, as
     attention_alibi.mlir) and mask_mod (the sliding window of
-    attention_sliding_window.mlir, document masking of
-    attention_document.mlir or the prefix-LM mask of
-    attention_prefix_lm.mlir), or "". Each region takes every capture
-    after its fixed arguments (the op's rule), named apart from the
-    function's arguments."""
+    attention_sliding_window.mlir, the chunks of attention_chunked.mlir,
+    both ANDed in one region, document masking of attention_document.mlir
+    or the prefix-LM mask of attention_prefix_lm.mlir), or "". Each
+    region takes every capture after its fixed arguments (the op's rule),
+    named apart from the function's arguments."""
     captures = variant.captures()
     extra = "".join(f", %{region}: {t}" for _, region, t in captures)
     if extra:
@@ -465,17 +495,36 @@ def mod_regions(variant):
             "      %biased = arith.addf %s, %bias : f32\n"
             "      flash.yield %biased : f32\n"
             "    }\n")
-    if variant.window is not None or variant.document or variant.prefix_lm:
+    chunk = variant.chunk_size
+    if (variant.window is not None or chunk is not None or variant.document
+            or variant.prefix_lm):
         text += (
             "    mask_mod {\n"
             "    ^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index"
             f"{extra}):\n")
+    # The window's and the chunk's comparisons each in the shipped kernel's
+    # form, which MaskAnalysis reads (keyWindowBehind, keyChunk) through
+    # the andi that joins them: the key tiles outside either are skipped.
+    seen = []
     if variant.window is not None:
         text += (
             f"      %window = arith.constant {variant.window} : index\n"
             "      %reach = arith.addi %kv_idx, %window : index\n"
-            "      %inside = arith.cmpi uge, %reach, %q_idx : index\n"
-            "      flash.yield %inside : i1\n"
+            "      %inside = arith.cmpi uge, %reach, %q_idx : index\n")
+        seen.append("%inside")
+    if chunk is not None:
+        text += (
+            f"      %chunk = arith.constant {chunk} : index\n"
+            "      %q_chunk = arith.divui %q_idx, %chunk : index\n"
+            "      %kv_chunk = arith.divui %kv_idx, %chunk : index\n"
+            "      %same = arith.cmpi eq, %q_chunk, %kv_chunk : index\n")
+        seen.append("%same")
+    if len(seen) == 2:
+        text += "      %visible = arith.andi %inside, %same : i1\n"
+        seen = ["%visible"]
+    if seen:
+        text += (
+            f"      flash.yield {seen[0]} : i1\n"
             "    }\n")
     if variant.document:
         # The shipped kernel's %dq and %dk would redefine the backward

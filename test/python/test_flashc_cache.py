@@ -274,6 +274,111 @@ class VariantTest(unittest.TestCase):
         self.assertIn("math.tanh", Variant(
             "bf16", 64, softcap=5.0, prefix_lm=True, backward=True).source())
 
+    def test_chunk_names(self):
+        """chunk_size: "-chunk<C>" after the window in the name, "_chunked"
+        after "_window" in the kernel name, parsed back, a mod of its own
+        in equality and hashing; the backward's forward keeps it."""
+        v = Variant("bf16", 128, True, chunk_size=8192)
+        self.assertEqual((v.name, v.kernel_name),
+                         ("bf16-d128-causal-chunk8192",
+                          "attention_causal_chunked"))
+        self.assertTrue(v.has_mods)
+        self.assertEqual(parse_variant(v.name), v)
+        self.assertNotEqual(v, Variant("bf16", 128, True))
+        self.assertNotEqual(v, Variant("bf16", 128, True, chunk_size=8191))
+        self.assertNotEqual(v, Variant("bf16", 128, True, window=8192))
+        self.assertNotEqual(hash(v), hash(Variant("bf16", 128, True,
+                                                  window=8192)))
+        # Integral floats are numbers of positions, as window takes them.
+        self.assertEqual(Variant("bf16", 128, True, chunk_size=8192.0), v)
+        for name, kernel in (
+                ("f16-d64-chunk100", "attention_f16_d64_chunked"),
+                ("bf16-d128-causal-scale0.5-softcap30.0-window64-chunk100",
+                 "attention_causal_softcap_window_chunked"),
+                ("bf16-d256-causal-window0-chunk1-alibi-sink",
+                 "attention_d256_causal_window_chunked_alibi_sink"),
+                ("bf16-d64-causal-chunk300-sink-backward-deterministic",
+                 "attention_backward_d64_causal_chunked_sink_deterministic")):
+            w = parse_variant(name)
+            self.assertEqual((w.name, w.kernel_name), (name, kernel))
+        w = parse_variant("bf16-d128-causal-softcap30.0-window64-chunk100")
+        self.assertEqual((w.softcap, w.window, w.chunk_size),
+                         (30.0, 64, 100))
+        bw = parse_variant("bf16-d128-causal-window64-chunk100-sink-backward")
+        self.assertEqual(bw.chunk_size, 100)
+        self.assertEqual(bw.forward(), parse_variant(
+            "bf16-d128-causal-window64-chunk100-sink"))
+
+    def test_chunk_refused(self):
+        for bad in (0, -4, 2.5, "64", True, float("nan"), float("inf"),
+                    [64]):
+            with self.subTest(chunk_size=bad):
+                with self.assertRaisesRegex(variants.VariantError,
+                                            "chunk_size must be") as cm:
+                    Variant("bf16", 128, True, chunk_size=bad)
+                self.assertIn(repr(bad), str(cm.exception))
+        # As window: dense batches only, and not under the block-mask
+        # tables, whose full key tiles skip the mask_mod.
+        for bad, msg in (
+                (dict(varlen=True), "chunk_size, .*dense batches"),
+                (dict(document=True),
+                 "chunk_size with document_ids or prefix_lengths"),
+                (dict(prefix_lm=True, causal=False),
+                 "chunk_size with document_ids or prefix_lengths")):
+            with self.subTest(bad=bad):
+                flags = dict(dict(causal=True), **bad)
+                with self.assertRaisesRegex(variants.VariantError, msg):
+                    Variant("bf16", 128, chunk_size=64, **flags)
+        for bad in ("bf16-d128-chunk0", "bf16-d128-chunk", "bf16-d128-chunk-8",
+                    "bf16-d128-chunkx", "bf16-d128-chunk8-window4",
+                    "bf16-d128-chunk8-chunk8", "bf16-d128-sink-chunk8",
+                    "bf16-d128-chunk8-varlen", "bf16-d128-chunk8-document",
+                    "bf16-d128-chunk8-prefixlm"):
+            with self.assertRaises(variants.VariantError, msg=bad):
+                parse_variant(bad)
+
+    def test_chunk_region_is_the_shipped_kernels(self):
+        """The chunk's mask_mod is kernels/attention_chunked.mlir's, line
+        for line, with the variant's chunk for 8192 (the form the
+        compiler's keyChunk reads, which skips the key tiles outside each
+        tile's chunks); with a window, one region: the window's and the
+        chunk's comparisons, each as its shipped kernel writes it, joined
+        by arith.andi."""
+        def shipped_body(kernel):
+            with open(os.path.join(ROOT, "kernels", kernel + ".mlir")) as f:
+                return self.region_body(f.read(), "mask_mod")
+
+        chunked = shipped_body("attention_chunked")
+        window = shipped_body("attention_sliding_window")
+        self.assertIn("%chunk = arith.constant 8192 : index", chunked)
+        for chunk in (8192, 100, 1):
+            for v in (Variant("bf16", 128, True, chunk_size=chunk),
+                      Variant("f16", 64, chunk_size=chunk, sinks=True),
+                      Variant("bf16", 64, True, chunk_size=chunk,
+                              backward=True)):
+                with self.subTest(variant=v.name):
+                    src = v.source()
+                    self.assertEqual(src.count("mask_mod {"), 1)
+                    self.assertNotIn("score_mod", src)
+                    want = [line.replace("8192", str(chunk))
+                            for line in chunked]
+                    self.assertEqual(self.region_body(src, "mask_mod"), want)
+        src = Variant("bf16", 128, True, window=1024, chunk_size=8192,
+                      alibi=True).source()
+        self.assertEqual(src.count("mask_mod {"), 1)
+        self.assertEqual(
+            self.region_body(src, "mask_mod"),
+            window[:-1] + chunked[:-1]
+            + ["%visible = arith.andi %inside, %same : i1",
+               "flash.yield %visible : i1"])
+        self.assertEqual(window[-1], "flash.yield %inside : i1")
+        self.assertEqual(chunked[-1], "flash.yield %same : i1")
+        # The score mods stay their own region beside it.
+        self.assertIn("%biased = arith.addf", self.region_body(
+            src, "score_mod")[-2])
+        self.assertIn("math.tanh", Variant("bf16", 64, True, softcap=20.0,
+                                           chunk_size=100).source())
+
     def test_default_scale_is_no_scale(self):
         self.assertEqual(Variant("bf16", 128, False, 128 ** -0.5),
                          Variant("bf16", 128))
@@ -757,7 +862,9 @@ class LibraryTest(StubEnv):
         """build-library takes the capture variants' names, forward and
         backward, and the library serves them by name."""
         names = ["bf16-d64-causal-alibi-sink", "f16-d128-causal-document",
-                 "bf16-d128-prefixlm-sink-backward"]
+                 "bf16-d128-prefixlm-sink-backward",
+                 "bf16-d128-causal-chunk8192",
+                 "f16-d64-causal-window256-chunk1000-sink-backward"]
         lib = self.build("--variants", ",".join(names))
         with open(os.path.join(lib, "manifest.json")) as f:
             m = json.load(f)
@@ -887,10 +994,11 @@ class RealCompilerTest(unittest.TestCase):
             self.assertEqual(grid == "packed", v.varlen, name)
 
     def test_capture_variants_are_the_shipped_kernels(self):
-        """A capture variant's generated source compiles to the shipped
-        kernel's cubin (its function renamed to the variant's kernel name,
-        and the shipped config), and kernel.json lists its captures in the
-        order the Python side passes them; the backward's add dsinks."""
+        """A capture (or chunk) variant's generated source compiles to the
+        shipped kernel's cubin (its function renamed to the variant's kernel
+        name, and the shipped config), and kernel.json lists its captures
+        in the order the Python side passes them; the backward's add
+        dsinks."""
         sink_config = {"block_m": 128, "block_n": 128, "stages": 2,
                        "warpgroups": 2}
         for kernel, name, config, roles in (
@@ -901,7 +1009,12 @@ class RealCompilerTest(unittest.TestCase):
                 ("attention_document", "bf16-d128-causal-document", None,
                  [("capture", "i32", 2), ("capture", "i32", 3)]),
                 ("attention_prefix_lm", "bf16-d128-prefixlm", None,
-                 [("capture", "i32", 1), ("capture", "i32", 3)])):
+                 [("capture", "i32", 1), ("capture", "i32", 3)]),
+                # No capture (kernel.json lists none): the chunk is the
+                # region's constant, and the same bytes mean the same
+                # skipped key tiles.
+                ("attention_chunked", "bf16-d128-causal-chunk8192", None,
+                 [])):
             with self.subTest(variant=name):
                 v = parse_variant(name)
                 path, _ = library.compile_variant(v, config)
@@ -910,7 +1023,7 @@ class RealCompilerTest(unittest.TestCase):
                 with open(os.path.join(path, "kernel.json")) as f:
                     meta = json.load(f)
                 self.assertEqual([(c["role"], c["dtype"], c["rank"])
-                                  for c in meta["captures"]], roles)
+                                  for c in meta.get("captures", [])], roles)
                 with open(os.path.join(ROOT, "kernels",
                                        kernel + ".mlir")) as f:
                     shipped = f.read().replace(f"@{kernel}(",
@@ -925,7 +1038,7 @@ class RealCompilerTest(unittest.TestCase):
                     meta = json.load(f)
                 want = roles + ([("dsinks", "f32", 1)] if v.sinks else [])
                 self.assertEqual([(c["role"], c["dtype"], c["rank"])
-                                  for c in meta["captures"]], want)
+                                  for c in meta.get("captures", [])], want)
 
     def test_varlen_arguments_reach_the_runtime(self):
         # flashc's ctypes structs for a packed launch against the runtime's
