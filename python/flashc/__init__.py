@@ -622,8 +622,8 @@ def load(path, device=None):
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
               out=None, deterministic=False, softcap=None, window=None,
-              alibi_slopes=None, sinks=None, document_ids=None,
-              prefix_lengths=None):
+              chunk_size=None, alibi_slopes=None, sinks=None,
+              document_ids=None, prefix_lengths=None):
     """Attention on CUDA or CPU tensors, compiled on first use and cached.
 
     q is B x H x Nq x D, k and v B x Hkv x Nk x D (Nq may differ from Nk;
@@ -639,8 +639,14 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     (Gemma 2's logit soft-capping); `window` hides from each query the keys
     more than that many behind it (kv_idx + window < q_idx: a sliding
     window, FlashAttention's window_size=(window, 0) with causal), whose
-    key tiles the kernel skips. Both are score and mask mods of the
-    dialect (kernels/attention_softcap.mlir, attention_sliding_window.mlir).
+    key tiles the kernel skips; `chunk_size` (an int >= 1) lets each query
+    see only the keys of its own chunk of that many positions (q_idx //
+    chunk_size == kv_idx // chunk_size, both counted from the top-left:
+    chunked local attention, Llama 4's attention_chunk_size; with causal
+    too where causal=True, and within the window where both are given),
+    the key tiles outside a tile's chunks skipped. They are score and mask
+    mods of the dialect (kernels/attention_softcap.mlir,
+    attention_sliding_window.mlir, attention_chunked.mlir).
     Their gradients (autograd) come from the backward the compiler derives
     from the same regions (the cap's derivative by the chain rule), on CUDA
     and CPU tensors alike.
@@ -661,11 +667,12 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     (top-left aligned; with causal=False, the mask being causal itself;
     negative lengths count as 0). The last two build their block mask
     (flashc.masks, rows of 128) on every call, so the GPU kernel skips the
-    key tiles no row of a block sees; neither combines with the other or
-    with window. The slopes, ids and lengths get no gradient.
+    key tiles no row of a block sees; neither combines with the other,
+    with window or with chunk_size. The slopes, ids and lengths get no
+    gradient.
 
-    The variant (dtype, D, causal, scale, softcap, window, and which of
-    the four tensors are given) and the config
+    The variant (dtype, D, causal, scale, softcap, window, chunk_size, and
+    which of the four tensors are given) and the config
     (a tuning database's entry for this GPU and shape bucket, else the
     shipped kernel's) pick a kernel; the first call compiles it by running the
     flashc binary (FLASHC_COMPILER) into the cache (FLASHC_CACHE_DIR,
@@ -695,7 +702,8 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     return _ops.attention(q, k, v, causal=causal, scale=scale,
                           return_lse=return_lse, out=out,
                           deterministic=deterministic, softcap=softcap,
-                          window=window, alibi_slopes=alibi_slopes,
+                          window=window, chunk_size=chunk_size,
+                          alibi_slopes=alibi_slopes,
                           sinks=sinks, document_ids=document_ids,
                           prefix_lengths=prefix_lengths)
 

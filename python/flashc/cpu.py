@@ -257,22 +257,24 @@ def _cached_kernel(dtype, head_dim, causal, scale, backward, **mods):
 
 
 def kernel_for(dtype, head_dim, causal=False, scale=None, softcap=None,
-               window=None, **mods):
+               window=None, chunk_size=None, **mods):
     """The CpuKernel of the variant (dtype "bf16" or "f16", with the
-    soft-capping and sliding window of Variant, and its alibi, document,
-    prefix_lm and sinks flags in `mods`), compiled on first use through
-    the cache."""
+    soft-capping, sliding window and chunks of Variant, and its alibi,
+    document, prefix_lm and sinks flags in `mods`), compiled on first use
+    through the cache."""
     return _cached_kernel(dtype, head_dim, causal, scale, backward=False,
-                          softcap=softcap, window=window, **mods)
+                          softcap=softcap, window=window,
+                          chunk_size=chunk_size, **mods)
 
 
 def backward_kernel_for(dtype, head_dim, causal=False, scale=None,
-                        softcap=None, window=None, **mods):
+                        softcap=None, window=None, chunk_size=None, **mods):
     """The CpuKernel of the variant's backward pass (flash.attention_backward
     over the variant's mask, scale, mods and sinks), compiled on first use
     through the cache."""
     return _cached_kernel(dtype, head_dim, causal, scale, backward=True,
-                          softcap=softcap, window=window, **mods)
+                          softcap=softcap, window=window,
+                          chunk_size=chunk_size, **mods)
 
 
 # --- numpy ------------------------------------------------------------------
@@ -309,7 +311,7 @@ def check_shapes(q_shape, k_shape, v_shape):
 
 
 def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
-              return_lse=False, softcap=None, window=None):
+              return_lse=False, softcap=None, window=None, chunk_size=None):
     """Attention on numpy arrays on the CPU, compiled on first use.
 
     q is B x H x Nq x D, k and v B x Hkv x Nk x D (H a multiple of Hkv:
@@ -319,7 +321,10 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
     and LSE = -inf. `scale` defaults to 1/sqrt(D). `softcap` maps each
     scaled logit s to softcap * tanh(s / softcap); `window` hides the keys
     more than that many behind their query (kv_idx + window < q_idx), as
-    kernels/attention_softcap.mlir and attention_sliding_window.mlir do.
+    kernels/attention_softcap.mlir and attention_sliding_window.mlir do;
+    `chunk_size` hides the keys outside their query's chunk of that many
+    positions (q_idx / chunk_size != kv_idx / chunk_size), as
+    attention_chunked.mlir does.
     Returns O (q's dtype,
     B x H x Nq x D), or (O, LSE) with return_lse (float32 B x H x Nq).
     Inputs of any layout are copied to row-major where they are not;
@@ -352,21 +357,21 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
 
     o = buffer(out, "out", q.shape, q.dtype)
     lse_buf = buffer(lse, "lse", (b, h, nq), np.float32)
-    kern = kernel_for(dtype, d, causal, scale, softcap, window)
+    kern = kernel_for(dtype, d, causal, scale, softcap, window, chunk_size)
     kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
              lse_buf.ctypes.data, b, h, nq, nk, kv_heads=k.shape[1])
     return (o, lse_buf) if return_lse else o
 
 
 def attention_backward(q, k, v, o, lse, do, *, causal=False, scale=None,
-                       softcap=None, window=None):
+                       softcap=None, window=None, chunk_size=None):
     """The gradients of attention() on numpy arrays on the CPU: from its
     inputs q, k, v, its outputs O and LSE (return_lse=True) and do, the
     loss's gradient with respect to O, returns (dq, dk, dv) in q's dtype
     and shapes of q, k and v. P is recomputed from LSE tile by tile
     (flash.attention_backward's tile program); dk and dv of a grouped K/V
-    head sum its query heads'. `causal`, `scale`, `softcap` and `window`
-    must be the forward's.
+    head sum its query heads'. `causal`, `scale`, `softcap`, `window` and
+    `chunk_size` must be the forward's.
     Rows that saw no key get dq = 0."""
     import numpy as np
     arrays = []
@@ -393,7 +398,8 @@ def attention_backward(q, k, v, o, lse, do, *, causal=False, scale=None,
     dq = np.empty_like(q)
     dk = np.empty_like(k)
     dv = np.empty_like(v)
-    kern = backward_kernel_for(dtype, d, causal, scale, softcap, window)
+    kern = backward_kernel_for(dtype, d, causal, scale, softcap, window,
+                               chunk_size)
     kern.run_backward(*(t.ctypes.data for t in (q, k, v, o, do, lse, dq, dk,
                                                  dv)),
                       b, h, nq, k.shape[2], kv_heads=k.shape[1])
@@ -513,7 +519,7 @@ def _torch_captures(captures):
 
 
 def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None,
-                    mods=None, captures=()):
+                    chunk_size=None, mods=None, captures=()):
     """flashc.attention's CPU launch: (O, LSE) for CPU torch tensors that
     ops._check accepted. `mods`: the Variant's alibi, document, prefix_lm
     and sinks flags; `captures`: their tensors in the kernel's order (the
@@ -530,7 +536,8 @@ def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None,
                           f"{tuple(q.shape)}")
     q, k, v = (t.contiguous() for t in (q, k, v))
     b, h, nq, d = q.shape
-    kern = kernel_for(dtype, d, causal, scale, softcap, window, **(mods or {}))
+    kern = kernel_for(dtype, d, causal, scale, softcap, window, chunk_size,
+                      **(mods or {}))
     o = out if out is not None and out.is_contiguous() else torch.empty(
         q.shape, dtype=q.dtype)
     lse = torch.empty((b, h, nq), dtype=torch.float32)
@@ -545,8 +552,8 @@ def torch_attention(q, k, v, causal, scale, out, softcap=None, window=None,
 
 
 def torch_attention_backward(q, k, v, o, lse, do, causal, scale,
-                             softcap=None, window=None, mods=None,
-                             captures=()):
+                             softcap=None, window=None, chunk_size=None,
+                             mods=None, captures=()):
     """flashc.attention's CPU gradients: (dq, dk, dv, dsinks) for CPU torch
     tensors that ops._check accepted, from the forward's O and LSE and do;
     `mods` and `captures` as torch_attention's (the sinks last), dsinks
@@ -563,7 +570,7 @@ def torch_attention_backward(q, k, v, o, lse, do, causal, scale,
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype) for t in (q, k, v))
     mods = mods or {}
     kern = backward_kernel_for(dtype, d, causal, scale, softcap, window,
-                               **mods)
+                               chunk_size, **mods)
     dsinks = torch.empty(h, dtype=torch.float32) if mods.get("sinks") else None
     held, passed = _torch_captures(
         list(captures) + ([dsinks] if dsinks is not None else []))

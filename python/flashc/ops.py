@@ -2,13 +2,14 @@
 flashc.varlen_attention (packed sequences).
 
 torch.ops.flashc.attention(q, k, v, causal, scale, deterministic, softcap,
-window, alibi_slopes, sinks, document_ids, prefix_lengths) -> (o, lse) is a
+window, chunk_size, alibi_slopes, sinks, document_ids, prefix_lengths) ->
+(o, lse) is a
 custom op with a fake (meta) implementation, so torch.compile traces
 through it without a graph break; torch.ops.flashc.attention_out writes a
 caller's out. Its autograd formula is the custom op
 torch.ops.flashc.attention_backward(grad_o, q, k, v, o, lse, causal, scale,
-deterministic, softcap, window, alibi_slopes, document_ids, prefix_lengths)
--> (dq, dk, dv), or with attention sinks
+deterministic, softcap, window, chunk_size, alibi_slopes, document_ids,
+prefix_lengths) -> (dq, dk, dv), or with attention sinks
 torch.ops.flashc.attention_backward_sinks(grad_o, q, k, v, o, lse, sinks,
 ...) -> (dq, dk, dv, dsinks): the variant's backward kernels on CUDA (the
 variant "<forward>-backward[-deterministic]", compiled on first use or taken
@@ -96,8 +97,9 @@ _CAPTURE_ARGS = (
 )
 
 
-def _captures(q, k, causal, softcap, window, alibi_slopes=None, sinks=None,
-              document_ids=None, prefix_lengths=None, tables=True):
+def _captures(q, k, causal, softcap, window, chunk_size=None,
+              alibi_slopes=None, sinks=None, document_ids=None,
+              prefix_lengths=None, tables=True):
     """(mods, captures) of flashc.attention's tensor mods: the Variant
     flags of those given, and with `tables` the tensors the kernel takes
     after lse, in the generated function's order (slopes, document ids or
@@ -132,7 +134,8 @@ def _captures(q, k, causal, softcap, window, alibi_slopes=None, sinks=None,
                           f"row of q and of k), got {nq} and {nk}")
     # The combinations the variants refuse, before any kernel is looked up
     # (also under torch.compile's fake tensors).
-    _variant(q, causal=causal, softcap=softcap, window=window, **mods)
+    _variant(q, causal=causal, softcap=softcap, window=window,
+             chunk_size=chunk_size, **mods)
     if not tables:
         return mods, []
     captures = []
@@ -176,9 +179,11 @@ def _variant(q, **kwargs):
         raise FlashcError(4, str(e)) from None
 
 
-def kernel_for(q, k, causal, scale, softcap=None, window=None, mods=None):
+def kernel_for(q, k, causal, scale, softcap=None, window=None,
+               chunk_size=None, mods=None):
     """The loaded Kernel for these inputs: the variant (dtype, head dim,
-    causal, scale, softcap, window, and `mods`: _captures' flags) and,
+    causal, scale, softcap, window, chunk_size, and `mods`: _captures'
+    flags) and,
     where a tuning database has one for the device and the shape bucket
     (max(seq_q, seq_k), batch * heads), its config."""
     b, h, nq, d = q.shape
@@ -188,34 +193,35 @@ def kernel_for(q, k, causal, scale, softcap=None, window=None, mods=None):
     # (n - 1).bit_length() names n's power-of-two bucket, as bucket_of does.
     memo = (q.dtype, d, bool(causal), scale, dev,
             (max(nq, nk) - 1).bit_length(), (b * h - 1).bit_length(),
-            softcap, window) + ((tuple(sorted(mods)),) if mods else ())
+            softcap, window, chunk_size) + (
+                (tuple(sorted(mods)),) if mods else ())
 
     def binary():
         bucket = bucket_of(b, h, max(nq, nk), d)
         arch, gpu = _device_info(dev)
         variant = _variant(q, causal=causal, scale=scale, softcap=softcap,
-                           window=window, **mods)
+                           window=window, chunk_size=chunk_size, **mods)
         return _library.kernel_binary(variant, arch, gpu, bucket)
     return _cached_kernel(_kernels, memo, dev, binary)
 
 
 def backward_kernel_for(q, k, causal, scale, deterministic, softcap=None,
-                        window=None, mods=None):
+                        window=None, chunk_size=None, mods=None):
     """The loaded backward Kernel of these inputs' variant (dtype, head dim,
-    causal, scale, softcap, window, `mods`; dQ in a fixed order when
-    deterministic)."""
+    causal, scale, softcap, window, chunk_size, `mods`; dQ in a fixed order
+    when deterministic)."""
     b, h, nq, d = q.shape
     nk = k.shape[2]
     dev = _device_of(q)
     mods = mods or {}
     memo = ("backward", q.dtype, d, bool(causal), scale, bool(deterministic),
-            softcap, window, dev, tuple(sorted(mods)))
+            softcap, window, chunk_size, dev, tuple(sorted(mods)))
 
     def binary():
         arch, gpu = _device_info(dev)
         variant = _variant(q, causal=causal, scale=scale, backward=True,
                            deterministic=deterministic, softcap=softcap,
-                           window=window, **mods)
+                           window=window, chunk_size=chunk_size, **mods)
         return _library.kernel_binary(variant, arch, gpu,
                                       bucket_of(b, h, max(nq, nk), d))
     return _cached_kernel(_kernels, memo, dev, binary)
@@ -251,20 +257,21 @@ def _load(path, dev):
 
 
 def _launch(q, k, v, causal, scale, out, softcap=None, window=None,
-            alibi_slopes=None, sinks=None, document_ids=None,
-            prefix_lengths=None):
+            chunk_size=None, alibi_slopes=None, sinks=None,
+            document_ids=None, prefix_lengths=None):
     if q.device.type not in ("cpu", "cuda"):
         raise FlashcError(4, f"q is on {q.device}; flashc kernels take CUDA "
                           "or CPU tensors")
     _check(q, k, v)
-    mods, captures = _captures(q, k, causal, softcap, window, alibi_slopes,
-                               sinks, document_ids, prefix_lengths)
+    mods, captures = _captures(q, k, causal, softcap, window, chunk_size,
+                               alibi_slopes, sinks, document_ids,
+                               prefix_lengths)
     if q.device.type == "cpu":
         from . import cpu
         return cpu.torch_attention(q, k, v, causal, scale, out, softcap,
-                                   window, mods, captures)
-    return kernel_for(q, k, causal, scale, softcap, window, mods)._launch(
-        q, k, v, out, None, captures)
+                                   window, chunk_size, mods, captures)
+    return kernel_for(q, k, causal, scale, softcap, window, chunk_size,
+                      mods)._launch(q, k, v, out, None, captures)
 
 
 # The prepared launches of this thread's eager CUDA calls (Kernel._prepare),
@@ -275,27 +282,31 @@ _local = threading.local()
 _MAX_PREPARED = 256
 
 
-def _eager_cuda(q, k, v, causal, scale, softcap=None, window=None):
+def _eager_cuda(q, k, v, causal, scale, softcap=None, window=None,
+                chunk_size=None):
     key = (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
            q.dtype, k.dtype, v.dtype, q.device, k.device, v.device, causal,
-           scale, softcap, window)
+           scale, softcap, window, chunk_size)
     prepared = getattr(_local, "prepared", None)
     if prepared is None:
         prepared = _local.prepared = {}
     run = prepared.get(key)
     if run is not None:
         return run(q, k, v)
-    o, lse = _launch(q, k, v, causal, scale, None, softcap, window)
+    o, lse = _launch(q, k, v, causal, scale, None, softcap, window,
+                     chunk_size)
     if len(prepared) >= _MAX_PREPARED:
         prepared.clear()
-    prepared[key] = kernel_for(q, k, causal, scale, softcap,
-                               window)._prepare(q, k, v)
+    prepared[key] = kernel_for(q, k, causal, scale, softcap, window,
+                               chunk_size)._prepare(q, k, v)
     return o, lse
 
 
-def _fake(q, k, v, causal=False, softcap=None, window=None, *captures):
+def _fake(q, k, v, causal=False, softcap=None, window=None, chunk_size=None,
+          *captures):
     _check(q, k, v)
-    _captures(q, k, causal, softcap, window, *captures, tables=False)
+    _captures(q, k, causal, softcap, window, chunk_size, *captures,
+              tables=False)
     return (q.new_empty(q.shape),
             q.new_empty(q.shape[:3], dtype=torch.float32))
 
@@ -315,21 +326,23 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   causal: bool, scale: Optional[float],
                   deterministic: bool = False, softcap: Optional[float] = None,
                   window: Optional[int] = None,
+                  chunk_size: Optional[int] = None,
                   alibi_slopes: Optional[torch.Tensor] = None,
                   sinks: Optional[torch.Tensor] = None,
                   document_ids: Optional[torch.Tensor] = None,
                   prefix_lengths: Optional[torch.Tensor] = None
                   ) -> Tuple[torch.Tensor, torch.Tensor]:
     # `deterministic` is the backward pass's (kept for its autograd node).
-    return _launch(q, k, v, causal, scale, None, softcap, window,
+    return _launch(q, k, v, causal, scale, None, softcap, window, chunk_size,
                    alibi_slopes, sinks, document_ids, prefix_lengths)
 
 
 @_attention_op.register_fake
 def _(q, k, v, causal, scale, deterministic=False, softcap=None, window=None,
-      alibi_slopes=None, sinks=None, document_ids=None, prefix_lengths=None):
-    return _fake(q, k, v, causal, softcap, window, alibi_slopes, sinks,
-                 document_ids, prefix_lengths)
+      chunk_size=None, alibi_slopes=None, sinks=None, document_ids=None,
+      prefix_lengths=None):
+    return _fake(q, k, v, causal, softcap, window, chunk_size, alibi_slopes,
+                 sinks, document_ids, prefix_lengths)
 
 
 @torch.library.custom_op("flashc::attention_out", mutates_args=("out",),
@@ -338,37 +351,41 @@ def _attention_out_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       out: torch.Tensor, causal: bool, scale: Optional[float],
                       softcap: Optional[float] = None,
                       window: Optional[int] = None,
+                      chunk_size: Optional[int] = None,
                       alibi_slopes: Optional[torch.Tensor] = None,
                       sinks: Optional[torch.Tensor] = None,
                       document_ids: Optional[torch.Tensor] = None,
                       prefix_lengths: Optional[torch.Tensor] = None
                       ) -> torch.Tensor:
-    return _launch(q, k, v, causal, scale, out, softcap, window,
+    return _launch(q, k, v, causal, scale, out, softcap, window, chunk_size,
                    alibi_slopes, sinks, document_ids, prefix_lengths)[1]
 
 
 @_attention_out_op.register_fake
 def _(q, k, v, out, causal, scale, softcap=None, window=None,
-      alibi_slopes=None, sinks=None, document_ids=None, prefix_lengths=None):
-    return _fake(q, k, v, causal, softcap, window, alibi_slopes, sinks,
-                 document_ids, prefix_lengths)[1]
+      chunk_size=None, alibi_slopes=None, sinks=None, document_ids=None,
+      prefix_lengths=None):
+    return _fake(q, k, v, causal, softcap, window, chunk_size, alibi_slopes,
+                 sinks, document_ids, prefix_lengths)[1]
 
 
 def _launch_backward(grad_o, q, k, v, o, lse, causal, scale, deterministic,
-                     softcap=None, window=None, alibi_slopes=None, sinks=None,
-                     document_ids=None, prefix_lengths=None):
+                     softcap=None, window=None, chunk_size=None,
+                     alibi_slopes=None, sinks=None, document_ids=None,
+                     prefix_lengths=None):
     """(dq, dk, dv, dsinks) of attention(q, k, v) from its O and LSE; dsinks
     None without sinks."""
     _check(q, k, v)
-    mods, captures = _captures(q, k, causal, softcap, window, alibi_slopes,
-                               sinks, document_ids, prefix_lengths)
+    mods, captures = _captures(q, k, causal, softcap, window, chunk_size,
+                               alibi_slopes, sinks, document_ids,
+                               prefix_lengths)
     if q.device.type == "cpu":
         from . import cpu
         return cpu.torch_attention_backward(q, k, v, o, lse, grad_o, causal,
-                                            scale, softcap, window, mods,
-                                            captures)
+                                            scale, softcap, window,
+                                            chunk_size, mods, captures)
     kern = backward_kernel_for(q, k, causal, scale, deterministic, softcap,
-                               window, mods)
+                               window, chunk_size, mods)
     dsinks = None
     if sinks is not None:
         # The backward kernel's last capture, which it writes.
@@ -395,19 +412,22 @@ def _attention_backward_op(grad_o: torch.Tensor, q: torch.Tensor,
                            scale: Optional[float], deterministic: bool,
                            softcap: Optional[float] = None,
                            window: Optional[int] = None,
+                           chunk_size: Optional[int] = None,
                            alibi_slopes: Optional[torch.Tensor] = None,
                            document_ids: Optional[torch.Tensor] = None,
                            prefix_lengths: Optional[torch.Tensor] = None
                            ) -> Tuple[torch.Tensor, torch.Tensor,
                                       torch.Tensor]:
     return _launch_backward(grad_o, q, k, v, o, lse, causal, scale,
-                            deterministic, softcap, window, alibi_slopes,
-                            None, document_ids, prefix_lengths)[:3]
+                            deterministic, softcap, window, chunk_size,
+                            alibi_slopes, None, document_ids,
+                            prefix_lengths)[:3]
 
 
 @_attention_backward_op.register_fake
 def _(grad_o, q, k, v, o, lse, causal, scale, deterministic, softcap=None,
-      window=None, alibi_slopes=None, document_ids=None, prefix_lengths=None):
+      window=None, chunk_size=None, alibi_slopes=None, document_ids=None,
+      prefix_lengths=None):
     return _fake_gradients(q, k, v)
 
 
@@ -421,19 +441,20 @@ def _attention_backward_sinks_op(
         sinks: torch.Tensor, causal: bool, scale: Optional[float],
         deterministic: bool, softcap: Optional[float] = None,
         window: Optional[int] = None,
+        chunk_size: Optional[int] = None,
         alibi_slopes: Optional[torch.Tensor] = None,
         document_ids: Optional[torch.Tensor] = None,
         prefix_lengths: Optional[torch.Tensor] = None
         ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     return _launch_backward(grad_o, q, k, v, o, lse, causal, scale,
-                            deterministic, softcap, window, alibi_slopes,
-                            sinks, document_ids, prefix_lengths)
+                            deterministic, softcap, window, chunk_size,
+                            alibi_slopes, sinks, document_ids, prefix_lengths)
 
 
 @_attention_backward_sinks_op.register_fake
 def _(grad_o, q, k, v, o, lse, sinks, causal, scale, deterministic,
-      softcap=None, window=None, alibi_slopes=None, document_ids=None,
-      prefix_lengths=None):
+      softcap=None, window=None, chunk_size=None, alibi_slopes=None,
+      document_ids=None, prefix_lengths=None):
     return _fake_gradients(q, k, v) + (
         torch.empty(sinks.shape, dtype=torch.float32, device=sinks.device),)
 
@@ -446,7 +467,8 @@ _NO_LSE_GRAD = (
 
 # flashc::attention's arguments after q, k, v, with their defaults.
 _OP_ARGS = (("causal", False), ("scale", None), ("deterministic", False),
-            ("softcap", None), ("window", None), ("alibi_slopes", None),
+            ("softcap", None), ("window", None), ("chunk_size", None),
+            ("alibi_slopes", None),
             ("sinks", None), ("document_ids", None), ("prefix_lengths", None))
 
 
@@ -461,6 +483,7 @@ def _setup_context(ctx, inputs, output):
     ctx.causal, ctx.scale = args["causal"], args["scale"]
     ctx.deterministic = args["deterministic"]
     ctx.softcap, ctx.window = args["softcap"], args["window"]
+    ctx.chunk_size = args["chunk_size"]
     # Outputs the loss does not use get None, not zeros: so a gradient
     # through LSE is told apart from an unused LSE.
     ctx.set_materialize_grads(False)
@@ -476,7 +499,7 @@ def _backward(ctx, grad_o, grad_lse):
     if grad_o is None:
         return tuple(grads)
     common = (ctx.causal, ctx.scale, ctx.deterministic, ctx.softcap,
-              ctx.window, slopes, ids, prefix)
+              ctx.window, ctx.chunk_size, slopes, ids, prefix)
     if sinks is None:
         grads[:3] = torch.ops.flashc.attention_backward(
             grad_o, q, k, v, o, lse, *common)
@@ -493,8 +516,8 @@ _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
               out=None, deterministic=False, softcap=None, window=None,
-              alibi_slopes=None, sinks=None, document_ids=None,
-              prefix_lengths=None):
+              chunk_size=None, alibi_slopes=None, sinks=None,
+              document_ids=None, prefix_lengths=None):
     """See flashc.attention."""
     captures = (alibi_slopes, sinks, document_ids, prefix_lengths)
     needs_grad = torch.is_grad_enabled() and any(
@@ -503,23 +526,25 @@ def attention(q, k, v, *, causal=False, scale=None, return_lse=False,
     if needs_grad or (compiling and out is None):
         o, lse = torch.ops.flashc.attention(q, k, v, causal, scale,
                                             deterministic, softcap, window,
-                                            *captures)
+                                            chunk_size, *captures)
         if out is not None:
             # Through the functional op; the copy carries its gradient to
             # out.
             o = out.copy_(o)
     elif compiling:
         lse = torch.ops.flashc.attention_out(q, k, v, out, causal, scale,
-                                             softcap, window, *captures)
+                                             softcap, window, chunk_size,
+                                             *captures)
         o = out
     elif (out is None and isinstance(q, torch.Tensor) and q.is_cuda
           and all(t is None for t in captures)):
         # Eager without grad: the launch itself, without the dispatcher,
         # prepared once per signature (Kernel._prepare takes no captures).
-        o, lse = _eager_cuda(q, k, v, causal, scale, softcap, window)
+        o, lse = _eager_cuda(q, k, v, causal, scale, softcap, window,
+                             chunk_size)
     else:
         o, lse = _launch(q, k, v, causal, scale, out, softcap, window,
-                         *captures)
+                         chunk_size, *captures)
     return (o, lse) if return_lse else o
 
 

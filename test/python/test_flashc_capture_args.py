@@ -2,13 +2,16 @@
 """flashc.attention's tensor arguments on CPU tensors: alibi_slopes,
 sinks, document_ids and prefix_lengths (the captures of
 kernels/attention_alibi.mlir, attention_sink.mlir, attention_document.mlir
-and attention_prefix_lm.mlir), each through the CPU path (flashc
---target=cpu on the generated variant, compiled on first use into a fresh
-cache) against float64 written here: O and LSE with outputs poisoned,
-ragged lengths (not multiples of 128), logits near 1e3 in some rows, rows
-the mask hides entirely (O = 0 and LSE = -inf; with sinks LSE = the sink),
-and the gradients (dq, dk, dv and dsinks) against float64 autograd; then
-torch.compile through the custom op, and the arguments refused by name.
+and attention_prefix_lm.mlir), and chunk_size (the chunked mask_mod of
+attention_chunked.mlir, alone and with causal, window, softcap, ALiBi and
+sinks), each through the CPU path (flashc --target=cpu on the generated
+variant, compiled on first use into a fresh cache) against float64
+written here: O and LSE with outputs poisoned, ragged lengths (not
+multiples of 128) and chunks (not multiples of the tiles), logits near
+1e3 in some rows, rows the mask hides entirely (O = 0 and LSE = -inf; with
+sinks LSE = the sink), and the gradients (dq, dk, dv and dsinks) against
+float64 autograd; then torch.compile through the custom op, and the
+arguments refused by name.
 Compiles with $FLASHC_COMPILER (ctest passes this build's flashc), else
 build/bin/flashc. Exits 77 (ctest: skipped) with a "skipped: ..." line
 without torch or the compiler.
@@ -39,7 +42,8 @@ if not os.access(COMPILER, os.X_OK):
 import flashc  # noqa: E402
 
 
-def keep_mask(batch, nq, nk, causal, ids=None, prefix=None):
+def keep_mask(batch, nq, nk, causal, ids=None, prefix=None, window=None,
+              chunk=None):
     """[B, 1, Nq, Nk]: whether query i sees key j under the masks."""
     i = torch.arange(nq)[:, None]
     j = torch.arange(nk)[None, :]
@@ -50,15 +54,22 @@ def keep_mask(batch, nq, nk, causal, ids=None, prefix=None):
         keep = keep & (ids[:, None, :, None] == ids[:, None, None, :])
     if prefix is not None:
         keep = keep & ((j < prefix.long()[:, None, None, None]) | (j <= i))
+    if window is not None:
+        keep = keep & (j + window >= i)
+    if chunk is not None:
+        keep = keep & (i // chunk == j // chunk)
     return keep
 
 
 def reference(q, k, v, causal, scale, slopes=None, sinks=None, ids=None,
-              prefix=None):
+              prefix=None, softcap=None, window=None, chunk=None):
     """float64 (O, LSE) of attention with the mods as the kernels write
-    them: ALiBi adds slopes[h] * (j - i) to the scaled logit; causal is
-    bottom-right aligned; document ids keep j where ids[b, j] == ids[b, i];
-    the prefix-LM mask keeps j < prefix[b] or j <= i; a sink joins the
+    them: the cap maps the scaled logit s to softcap * tanh(s / softcap);
+    ALiBi adds slopes[h] * (j - i) to it; causal is bottom-right aligned;
+    document ids keep j where ids[b, j] == ids[b, i]; the prefix-LM mask
+    keeps j < prefix[b] or j <= i; the window keeps j >= i - window; the
+    chunks keep j where j // chunk == i // chunk (i and j from the
+    top-left, as the mask_mod reads them); a sink joins the
     softmax denominator as one more logit of its head. A row that sees no
     key gets O = 0 and LSE = -inf (the sink's logit with sinks).
     Differentiable in q, k, v and sinks (float64 leaves)."""
@@ -69,10 +80,12 @@ def reference(q, k, v, causal, scale, slopes=None, sinks=None, ids=None,
     s = (q @ k.transpose(-1, -2)) * scale
     i = torch.arange(nq)[:, None]
     j = torch.arange(nk)[None, :]
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
     if slopes is not None:
         s = s + slopes.double()[None, :, None, None] * (j - i)
-    s = s.masked_fill(~keep_mask(b, nq, nk, causal, ids, prefix),
-                      float("-inf"))
+    s = s.masked_fill(~keep_mask(b, nq, nk, causal, ids, prefix, window,
+                                 chunk), float("-inf"))
     logits = s
     if sinks is not None:
         sink = sinks if sinks.dtype == torch.float64 else sinks.double()
@@ -193,7 +206,10 @@ class CaptureArgsTest(unittest.TestCase):
                              slopes=captures.get("alibi_slopes"),
                              sinks=ref_sinks,
                              ids=captures.get("document_ids"),
-                             prefix=captures.get("prefix_lengths"))
+                             prefix=captures.get("prefix_lengths"),
+                             softcap=captures.get("softcap"),
+                             window=captures.get("window"),
+                             chunk=captures.get("chunk_size"))
         wrt = ref_leaves + ([ref_sinks] if sinks is not None else [])
         want = torch.autograd.grad(ref_o, wrt, do.double())
         got = [t.grad for t in leaves] + (
@@ -321,6 +337,104 @@ class CaptureArgsTest(unittest.TestCase):
             self.check_gradients(f"{what} {nq}x{nk}", q, k, v, causal,
                                  **captures)
 
+    def test_chunk_size(self):
+        """Chunked local attention (q_idx // C == kv_idx // C): chunks of
+        100 and 70, no multiple of the tiles (256 x 96 at D 64, 128 x 128
+        at D 128), so tiles straddle chunks; with causal over 300 queries
+        and 250 keys, rows 0-49 see no key by causal alone and rows
+        100-149 and 200-249 none in their chunk (their keys up to i - 50
+        all lie in the chunk before); with a window and the cap in one
+        variant; with ALiBi and sinks, whose hidden rows get LSE = the
+        sink."""
+        for seed, (dtype, d, nq, nk, causal, mods, masked) in enumerate((
+                (torch.bfloat16, 64, 300, 300, True, dict(chunk_size=100),
+                 0),
+                (torch.float16, 128, 300, 250, True, dict(chunk_size=100),
+                 2 * 2 * 150),
+                (torch.bfloat16, 64, 300, 300, False,
+                 dict(chunk_size=100, window=40, softcap=20.0), 0),
+                (torch.float16, 64, 130, 250, False, dict(chunk_size=70),
+                 0))):
+            (q, k, v), _ = self.inputs(nq, nk, d, dtype, 100 + seed)
+            o, lse = self.run_forward(q, k, v, causal, **mods)
+            ref_o, ref_lse = reference(
+                q, k, v, causal, d ** -0.5, softcap=mods.get("softcap"),
+                window=mods.get("window"), chunk=mods["chunk_size"])
+            self.check(f"chunk {dtype} D{d} {nq}x{nk} causal={causal} "
+                       f"{mods}", o, lse, ref_o, ref_lse, masked)
+            # The chunks change the result: without them it is another
+            # variant.
+            unchunked, _ = reference(
+                q, k, v, causal, d ** -0.5, softcap=mods.get("softcap"),
+                window=mods.get("window"))
+            seen = torch.isfinite(ref_lse)
+            self.assertGreater(((unchunked[seen] - ref_o[seen]).norm()
+                                / ref_o[seen].norm()).item(), 0.05)
+        # ALiBi and sinks in the same kernel (captures, then the sinks).
+        (q, k, v), _ = self.inputs(300, 250, 64, torch.bfloat16, 110)
+        slopes, sinks = self.slopes(2), torch.tensor([-2.0, 5.0])
+        o, lse = self.run_forward(q, k, v, True, chunk_size=100,
+                                  alibi_slopes=slopes, sinks=sinks)
+        ref_o, ref_lse = reference(q, k, v, True, 0.125, slopes=slopes,
+                                   sinks=sinks, chunk=100)
+        self.check("chunk + alibi + sinks 300x250", o, lse, ref_o, ref_lse,
+                   2 * 2 * 150, sinks=sinks,
+                   keep=keep_mask(2, 300, 250, True, chunk=100))
+
+    def test_chunk_size_gradients(self):
+        """dq, dk, dv (and dsinks) of the chunked variants (the backward
+        the compiler derives from the same mask_mod, its 64 x 64 tiles
+        straddling the chunks) against float64 autograd, rows the mask
+        hides included."""
+        cases = [
+            ("chunk 100", torch.bfloat16, 64, 300, 300, True,
+             dict(chunk_size=100)),
+            ("chunk 100 hides rows", torch.float16, 64, 300, 250, True,
+             dict(chunk_size=100)),
+            ("chunk 100 + window 40 + softcap", torch.bfloat16, 64, 300,
+             300, False, dict(chunk_size=100, window=40, softcap=20.0)),
+            ("chunk 70 + alibi + sinks", torch.bfloat16, 64, 200, 150,
+             True, dict(chunk_size=70, alibi_slopes=self.slopes(2),
+                        sinks=torch.tensor([1.0, -1.5]))),
+        ]
+        for seed, (what, dtype, d, nq, nk, causal, mods) in enumerate(cases):
+            (q, k, v), _ = self.inputs(nq, nk, d, dtype, 120 + seed,
+                                       hot=False)
+            self.check_gradients(f"{what} {nq}x{nk}", q, k, v, causal,
+                                 **mods)
+
+    def test_chunk_size_torch_compile(self):
+        """The chunk size through the custom ops' schemas and fakes: a
+        compiled graph gives O and LSE against float64, and training
+        through one the eager call's gradients."""
+        (q, k, v), _ = self.inputs(130, 130, 64, torch.bfloat16, 130)
+
+        @torch.compile(fullgraph=True, backend="aot_eager")
+        def f(q, k, v):
+            return flashc.attention(q, k, v, causal=True, chunk_size=50,
+                                    return_lse=True)
+
+        o, lse = f(q, k, v)
+        ref_o, ref_lse = reference(q, k, v, True, 0.125, chunk=50)
+        self.check("torch.compile chunk 50", o, lse, ref_o, ref_lse, 0)
+
+        # An LSE output under training would take a gradient flashc does
+        # not compute (test_torch_compile trains on O alone too).
+        def eager(q, k, v):
+            return flashc.attention(q, k, v, causal=True, chunk_size=50)
+
+        compiled = torch.compile(eager, fullgraph=True, backend="aot_eager")
+        results = []
+        (q, k, v), _ = self.inputs(130, 130, 64, torch.bfloat16, 131,
+                                   hot=False)
+        for fn in (compiled, eager):
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            o = fn(*leaves)
+            o.float().sum().backward()
+            results.append([o.detach()] + [t.grad for t in leaves])
+        for name, a, b in zip(("o", "dq", "dk", "dv"), *results):
+            self.assertTrue(torch.equal(a, b), name)
+
     def test_no_gradient_for_slopes_ids_or_prefix(self):
         (q, k, v), g = self.inputs(40, 40, 64, torch.bfloat16, 70, hot=False)
         q.requires_grad_()
@@ -376,20 +490,33 @@ class CaptureArgsTest(unittest.TestCase):
         prefix = torch.tensor([5, 30], dtype=torch.int32)
         ops = torch.ops.flashc
         torch.library.opcheck(ops.attention.default, (
-            q, k, v, True, None, False, None, None, slopes, sinks, ids,
+            q, k, v, True, None, False, None, None, None, slopes, sinks, ids,
             None))
         torch.library.opcheck(ops.attention_out.default, (
             q, k, v, torch.empty_like(q), False, None, None, None, None,
-            sinks, None, prefix))
-        o, lse = ops.attention(q, k, v, True, None, False, None, None,
+            None, sinks, None, prefix))
+        o, lse = ops.attention(q, k, v, True, None, False, None, None, None,
                                slopes, sinks, ids, None)
         do = torch.randn(o.shape, generator=g).to(o.dtype)
         torch.library.opcheck(ops.attention_backward_sinks.default, (
-            do, q, k, v, o, lse, sinks, True, None, False, None, None,
+            do, q, k, v, o, lse, sinks, True, None, False, None, None, None,
             slopes, ids, None))
         torch.library.opcheck(ops.attention_backward.default, (
-            do, q, k, v, o, lse, True, None, False, None, None, slopes, ids,
+            do, q, k, v, o, lse, True, None, False, None, None, None, slopes,
+            ids, None))
+        # chunk_size, an int of the schemas, with window and the sinks.
+        torch.library.opcheck(ops.attention.default, (
+            q, k, v, True, None, False, None, 20, 16, None, sinks, None,
             None))
+        torch.library.opcheck(ops.attention_out.default, (
+            q, k, v, torch.empty_like(q), False, None, 30.0, None, 16))
+        o, lse = ops.attention(q, k, v, True, None, False, None, 20, 16,
+                               None, sinks)
+        torch.library.opcheck(ops.attention_backward_sinks.default, (
+            do, q, k, v, o, lse, sinks, True, None, False, None, 20, 16))
+        o, lse = ops.attention(q, k, v, False, None, False, None, None, 16)
+        torch.library.opcheck(ops.attention_backward.default, (
+            do, q, k, v, o, lse, False, None, False, None, None, 16))
 
     def test_refused_by_name(self):
         (q, k, v), _ = self.inputs(20, 20, 64, torch.bfloat16, 90, hot=False)
@@ -419,6 +546,13 @@ class CaptureArgsTest(unittest.TestCase):
             ("document_ids and prefix_lengths",
              dict(document_ids=ids, prefix_lengths=prefix)),
             ("window with document_ids", dict(document_ids=ids, window=4)),
+            ("chunk_size with document_ids",
+             dict(document_ids=ids, chunk_size=8, causal=True)),
+            ("chunk_size with document_ids or prefix_lengths",
+             dict(prefix_lengths=prefix, chunk_size=8)),
+            ("chunk_size must be a number of positions >= 1, got 0",
+             dict(chunk_size=0, causal=True)),
+            ("chunk_size must be .* got 2.5", dict(chunk_size=2.5)),
             ("pass causal=False", dict(prefix_lengths=prefix, causal=True)),
         ]
         for msg, change in cases:
@@ -435,6 +569,14 @@ class CaptureArgsTest(unittest.TestCase):
         q.requires_grad_()
         with self.assertRaisesRegex(flashc.FlashcError, "sinks is \\(3,\\)"):
             flashc.attention(q, k, v, sinks=torch.zeros(3))
+        for msg, change in (
+                ("chunk_size with document_ids",
+                 dict(document_ids=ids, chunk_size=8)),
+                ("chunk_size must be", dict(chunk_size=0))):
+            with self.subTest(msg=msg, grad=True):
+                with self.assertRaisesRegex(flashc.FlashcError, msg) as cm:
+                    flashc.attention(q, k, v, **change)
+                self.assertEqual(cm.exception.status, 4)
 
 
 if __name__ == "__main__":

@@ -32,14 +32,14 @@ from flashc import FlashcError, cpu  # noqa: E402
 
 
 def reference_backward(q, k, v, do, causal, scale, o=None, softcap=None,
-                       window=None):
+                       window=None, chunk_size=None):
     """float64 (dq, dk, dv) of softmax(scale * q k^T) v against do, causal
     aligned bottom-right; rows that see no key contribute nothing. K/V heads
     shared by a group of query heads get the group's sum. With `o`, delta =
     rowsum(do * o) of that O, as flash.attention_backward defines it (the
-    forward's stored output), instead of the exact rowsum(P * dP). softcap
-    and window as flashc.attention's, the cap's derivative 1 - tanh^2
-    written here by hand."""
+    forward's stored output), instead of the exact rowsum(P * dP). softcap,
+    window and chunk_size as flashc.attention's, the cap's derivative
+    1 - tanh^2 written here by hand."""
     b, h, nq, d = q.shape
     hkv, nk = k.shape[1], k.shape[2]
     group = h // hkv
@@ -55,6 +55,8 @@ def reference_backward(q, k, v, do, causal, scale, o=None, softcap=None,
         s = np.where(j > i + nk - nq, -np.inf, s)
     if window is not None:
         s = np.where(j + window < i, -np.inf, s)
+    if chunk_size is not None:
+        s = np.where(i // chunk_size != j // chunk_size, -np.inf, s)
     m = s.max(axis=-1, keepdims=True)
     seen = np.isfinite(m)
     p = np.where(seen, np.exp(s - np.where(seen, m, 0.0)), 0.0)
@@ -91,6 +93,14 @@ CASES = [
          hkv=2),
     Case("f16_d64_causal_window_more_queries", 1, 2, 200, 77, 64, "f16",
          causal=True, window=150),
+    # Chunks of 100 over the 64 x 64 backward tiles (each key tile's query
+    # tiles bounded by its keys' chunks): with causal over 300 queries and
+    # 250 keys, 150 rows a head see no key (dq exactly 0); without causal,
+    # with the cap and a window in the same mask_mod.
+    Case("bf16_d64_causal_chunk_hides_rows", 1, 2, 300, 250, 64, "bf16",
+         causal=True, chunk=100, masked=2 * 150),
+    Case("f16_d64_softcap_window_chunk_logits_1e3", 1, 2, 300, 300, 64,
+         "f16", hot=3000.0, softcap=20.0, window=150, chunk=100),
 ]
 
 
@@ -111,7 +121,8 @@ class CpuBackwardTest(FreshCacheTest):
             with self.subTest(case.name):
                 b, h, nq, nk, d = case.shape
                 (q, k, v), exact = make_inputs(case, seed)
-                mods = dict(softcap=case.softcap, window=case.window)
+                mods = dict(softcap=case.softcap, window=case.window,
+                            chunk_size=case.chunk)
                 o, lse = cpu.attention(q, k, v, causal=case.causal,
                                        scale=case.scale, return_lse=True,
                                        **mods)
@@ -142,10 +153,20 @@ class CpuBackwardTest(FreshCacheTest):
                                   / np.linalg.norm(ref))
                     exact_errors.append(np.linalg.norm(values - ref_exact)
                                         / np.linalg.norm(ref_exact))
-                if case.causal and nq > nk:
-                    # Rows that see no key: dq exactly 0.
-                    unseen = output_values(dq, case.dtype)[:, :, :nq - nk]
-                    self.assertTrue(np.all(unseen == 0.0), case.name)
+                # Rows that see no key: dq exactly 0.
+                i, j = np.arange(nq)[:, None], np.arange(nk)[None, :]
+                keep = np.ones((nq, nk), dtype=bool)
+                if case.causal:
+                    keep &= j <= i + nk - nq
+                if case.window is not None:
+                    keep &= j + case.window >= i
+                if case.chunk is not None:
+                    keep &= i // case.chunk == j // case.chunk
+                unseen = ~keep.any(axis=-1)
+                self.assertEqual(b * h * int(unseen.sum()), case.masked,
+                                 case.name)
+                self.assertTrue(np.all(output_values(dq, case.dtype)[
+                    :, :, unseen] == 0.0), case.name)
                 print(f"[ numerics ] {case.name}: rel err dq {errors[0]:.2e},"
                       f" dk {errors[1]:.2e}, dv {errors[2]:.2e} (tolerance "
                       f"{tolerance}); against the exact delta: dq "

@@ -5,7 +5,8 @@ on-disk cache on first use, loads kernel.so with ctypes and runs it; the
 outputs (poisoned with NaN first) are compared with a float64 reference by
 relative error: ragged lengths (not multiples of the tiles), causal with
 seq_q > seq_k (fully masked rows: O = 0, LSE = -inf) and seq_q < seq_k
-(bottom-right aligned), rows with logits near 1e3, bf16 and f16. A second
+(bottom-right aligned), rows with logits near 1e3, bf16 and f16, and the
+score and mask mods (softcap, window, chunk_size). A second
 process finds the cached library without compiling.
 
 The compiler is $FLASHC_COMPILER (ctest passes this build's flashc), else
@@ -55,12 +56,14 @@ def from_bf16_bits(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
-def reference(q, k, v, causal, scale, softcap=None, window=None):
+def reference(q, k, v, causal, scale, softcap=None, window=None,
+              chunk=None):
     """float64 attention, causal aligned bottom-right; (O, LSE), with O = 0
     and LSE = -inf on rows that see no key. K and V may have fewer heads
     (grouped-query attention): query head h reads K/V head h / G. softcap:
     each scaled logit s becomes softcap * tanh(s / softcap); window: query i
-    sees no key j with j + window < i."""
+    sees no key j with j + window < i; chunk: query i sees no key j with
+    i // chunk != j // chunk (both counted from the top-left)."""
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     s = np.einsum("bhid,bhjd->bhij", q, k) * scale
@@ -73,6 +76,8 @@ def reference(q, k, v, causal, scale, softcap=None, window=None):
         s = np.where(j > i + nk - nq, -np.inf, s)
     if window is not None:
         s = np.where(j + window < i, -np.inf, s)
+    if chunk is not None:
+        s = np.where(i // chunk != j // chunk, -np.inf, s)
     m = s.max(axis=-1, keepdims=True)
     seen = np.isfinite(m)
     m_safe = np.where(seen, m, 0.0)
@@ -85,11 +90,12 @@ def reference(q, k, v, causal, scale, softcap=None, window=None):
 
 class Case:
     def __init__(self, name, b, h, nq, nk, d, dtype, causal=False, scale=None,
-                 hot=1.0, hkv=None, softcap=None, window=None, masked=None):
+                 hot=1.0, hkv=None, softcap=None, window=None, chunk=None,
+                 masked=None):
         self.name, self.shape = name, (b, h, nq, nk, d)
         self.dtype, self.causal, self.scale, self.hot = dtype, causal, scale, hot
         self.hkv = hkv or h
-        self.softcap, self.window = softcap, window
+        self.softcap, self.window, self.chunk = softcap, window, chunk
         # Rows (over every batch and head) that see no key.
         if masked is None:
             masked = b * h * (nq - nk) if causal and nq > nk else 0
@@ -128,6 +134,16 @@ CASES = [
          masked=2 * (200 - 107)),
     Case("bf16_d64_softcap_gqa", 2, 4, 90, 130, 64, "bf16", softcap=30.0,
          hkv=2),
+    # Chunks of 100 (no multiple of the 256 x 96 or 128 x 128 tiles, so
+    # tiles straddle chunks): with causal over 300 queries and 250 keys,
+    # rows 0-49 see no key by causal alone, rows 100-149 and 200-249 none
+    # in their chunk (their keys up to i - 50 all lie in the chunk before).
+    Case("bf16_d64_causal_chunk_hides_rows_logits_1e3", 1, 2, 300, 250, 64,
+         "bf16", causal=True, hot=3000.0, chunk=100, masked=2 * 150),
+    # Without causal a query sees its whole chunk, after it too; with a
+    # window of 30 and the cap as well, in one mask_mod.
+    Case("f16_d128_softcap_window_chunk", 1, 2, 300, 300, 128, "f16",
+         softcap=20.0, window=30, chunk=100),
 ]
 
 
@@ -196,7 +212,7 @@ class CpuKernelTest(FreshCacheTest):
         b, h, nq, nk, d = case.shape
         scale = case.scale if case.scale is not None else d ** -0.5
         ref_o, ref_lse = reference(*exact, case.causal, scale, case.softcap,
-                                   case.window)
+                                   case.window, case.chunk)
         got_o = output_values(o, case.dtype)
         masked = np.isinf(ref_lse)
         self.assertEqual(int(masked.sum()), case.masked, case.name)
@@ -233,7 +249,7 @@ class CpuKernelTest(FreshCacheTest):
                 got_o, got_lse = cpu.attention(
                     q, k, v, causal=case.causal, scale=case.scale, out=o,
                     lse=lse, return_lse=True, softcap=case.softcap,
-                    window=case.window)
+                    window=case.window, chunk_size=case.chunk)
                 self.assertIs(got_o, o)
                 self.assertIs(got_lse, lse)
                 self.check(case, o, lse, exact)
