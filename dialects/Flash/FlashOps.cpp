@@ -112,8 +112,11 @@ struct AttentionOperand {
 /// rank-4 operands, `operands[0]` being q and `operands[1]` k: one element
 /// type and a static head dim for all; batch and head dim as q's; heads
 /// and seq as q's or, on the key side, as k's; H_q a multiple of H_kv.
+/// With `pagedKeys` the key side's first dimension counts pages, not
+/// batches: it is checked against k's.
 static LogicalResult
-verifyAttentionOperands(Operation *op, ArrayRef<AttentionOperand> operands) {
+verifyAttentionOperands(Operation *op, ArrayRef<AttentionOperand> operands,
+                        bool pagedKeys = false) {
   for (const AttentionOperand &operand : operands) {
     if (operand.type.getRank() != 4)
       return op->emitOpError() << "'" << operand.name
@@ -150,7 +153,8 @@ verifyAttentionOperands(Operation *op, ArrayRef<AttentionOperand> operands) {
   };
   for (const AttentionOperand &operand : llvm::drop_begin(operands)) {
     for (int64_t dim : {0, 1, 3}) {
-      const AttentionOperand &like = dim == kHeadsIndex ? sideOf(operand) : q;
+      const AttentionOperand &like =
+          dim == kHeadsIndex || (dim == 0 && pagedKeys) ? sideOf(operand) : q;
       if (&like == &operand)
         continue;
       int64_t size = operand.type.getDimSize(dim);
@@ -235,6 +239,46 @@ static LogicalResult verifyPacked(Operation *op, Value cuSeqlensQ,
              << "packed sequences lie along the seq "
              << "dimension of a batch of 1: '" << operand.name << "' has batch "
              << formatDim(operand.type.getDimSize(0));
+  return success();
+}
+
+/// A paged K/V cache: the page table and the lengths together, rank-2 and
+/// rank-1 i32 with q's batch; K's and V's page size (their seq dimension)
+/// static; not with packed sequences.
+static LogicalResult verifyPaged(Operation *op, Value pageTable,
+                                 Value cacheLens, bool packed,
+                                 ArrayRef<AttentionOperand> operands) {
+  if (!pageTable && !cacheLens)
+    return success();
+  if (!pageTable || !cacheLens)
+    return op->emitOpError("a paged cache takes page_table and cache_lens "
+                           "together");
+  if (packed)
+    return op->emitOpError("a paged cache and packed sequences do not go "
+                           "together (each batch's keys are its pages)");
+  auto tableType = cast<MemRefType>(pageTable.getType());
+  auto lensType = cast<MemRefType>(cacheLens.getType());
+  if (tableType.getRank() != 2 || !tableType.getElementType().isInteger(32))
+    return op->emitOpError() << "'page_table' must be a rank-2 memref of i32 "
+                                "(batch x max_pages), got "
+                             << tableType;
+  if (lensType.getRank() != 1 || !lensType.getElementType().isInteger(32))
+    return op->emitOpError() << "'cache_lens' must be a rank-1 memref of i32 "
+                                "(one length per batch), got "
+                             << lensType;
+  int64_t batch = operands[0].type.getDimSize(0);
+  for (auto [name, size] :
+       {std::pair<StringRef, int64_t>{"page_table", tableType.getDimSize(0)},
+        {"cache_lens", lensType.getDimSize(0)}})
+    if (dimsConflict(size, batch))
+      return op->emitOpError()
+             << "batch mismatch: '" << name << "' has " << formatDim(size)
+             << " but 'q' has " << formatDim(batch);
+  for (const AttentionOperand &operand : operands)
+    if (operand.side == Side::Key &&
+        ShapedType::isDynamic(operand.type.getDimSize(kSeqIndex)))
+      return op->emitOpError() << "the page size (the seq dimension of '"
+                               << operand.name << "') must be static";
   return success();
 }
 
@@ -457,14 +501,16 @@ LogicalResult AttentionOp::verify() {
                                             {"k", typeOf(getK()), Side::Key},
                                             {"v", typeOf(getV()), Side::Key},
                                             {"o", typeOf(getO()), Side::Query}};
-  if (failed(verifyAttentionOperands(*this, operands)))
+  if (failed(verifyAttentionOperands(*this, operands, isPaged())))
     return failure();
   if (Value lse = getLse())
     if (failed(verifyLse(*this, lse, operands[0].type)))
       return failure();
   if (failed(verifyPacked(
           *this, getCuSeqlensQ(), getCuSeqlensK(), {getMaxSeqlenQ()},
-          "cu_seqlens_q, cu_seqlens_k and max_seqlen_q", operands)))
+          "cu_seqlens_q, cu_seqlens_k and max_seqlen_q", operands)) ||
+      failed(verifyPaged(*this, getPageTable(), getCacheLens(), isPacked(),
+                         operands)))
     return failure();
   if (Value sinks = getSinks())
     if (failed(verifySinks(*this, "sinks", sinks, operands[0].type)))

@@ -88,6 +88,33 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
           memref<1x?x?x128xbf16> -> memref<1x?x?x128xbf16>
     ```
 
+    A paged K/V cache (decoding, as FlashAttention's `k_cache` with a
+    `page_table` and vLLM's block table): with `paged`, K and V are the
+    cache's pages viewed as num_pages x H_kv x page_size x head_dim (the
+    storage num_pages x page_size x H_kv x D is that view with its
+    strides; the page size must be static), `page_table` (rank-2 i32,
+    batch x max_pages) names batch b's pages in order and `cache_lens`
+    (rank-1 i32, one per batch) its number of cached keys: key j of batch
+    b is row j % page_size of page page_table[b, j / page_size]. Q and O
+    are batch x H_q x seq_q x D as usual (seq_q: the step's new tokens),
+    and the causal mask is aligned to the cache's end (query i sees keys
+    j <= i + cache_lens[b] - seq_q); the score and mask mods see each
+    query at its position in the cache, q_idx = i + max(cache_lens[b] -
+    seq_q, 0), so that a window or a chunk counts from it as in
+    decoding. A length past the table's pages, or a
+    page index outside the cache, is clamped into it: wrong numbers for a
+    wrong table, never a read outside.
+
+    ```mlir
+    flash.attention %q, %k_cache, %v_cache -> %o, lse %lse
+        paged(%page_table : memref<?x?xi32>, %cache_lens : memref<?xi32>)
+        {causal}
+        : memref<?x32x?x128xbf16>,
+          memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>,
+          memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>
+        -> memref<?x32x?x128xbf16>, memref<?x32x?xf32>
+    ```
+
     Score and mask mods (FlexAttention's `score_mod` and `mask_mod`): the
     optional region `score_mod` maps each scaled logit to a new one, and
     `mask_mod` says whether query `q_idx` may see key `kv_idx`:
@@ -154,6 +181,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     Optional<Index>:$maxSeqlenQ,
     Arg<Variadic<AnyMemRef>, "memrefs the score and mask mods read", [MemRead]>:$captures,
     Arg<Optional<AnyMemRef>, "per-head sink logits", [MemRead]>:$sinks,
+    Arg<Optional<AnyMemRef>, "each batch's cache pages (paged)", [MemRead]>:$pageTable,
+    Arg<Optional<AnyMemRef>, "each batch's cached keys (paged)", [MemRead]>:$cacheLens,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Flash_ConfigAttr>:$config,
@@ -164,6 +193,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     $q `,` $k `,` $v `->` $o (`,` `lse` $lse^)?
     (`packed` `(` $cuSeqlensQ^ `:` type($cuSeqlensQ) `,` $cuSeqlensK `:`
       type($cuSeqlensK) `,` `max_q` $maxSeqlenQ `)`)?
+    (`paged` `(` $pageTable^ `:` type($pageTable) `,` $cacheLens `:`
+      type($cacheLens) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     attr-dict `:`
@@ -179,6 +210,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     float getEffectiveScale();
     /// Whether Q, K, V and O hold packed sequences (cu_seqlens given).
     bool isPacked() { return static_cast<bool>(getCuSeqlensQ()); }
+    /// Whether K and V are a paged cache (page table and lengths given).
+    bool isPaged() { return static_cast<bool>(getPageTable()); }
     /// Whether a score or a mask mod is given.
     bool hasMods() { return !getScoreMod().empty() || !getMaskMod().empty(); }
   }];

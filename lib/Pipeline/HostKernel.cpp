@@ -69,6 +69,12 @@ FailureOr<HostKernel> findHostKernel(ModuleOp module) {
            << "packed sequences (cu_seqlens) are not supported by CPU "
               "libraries yet (the execution engine runs them: "
               "buildCpuReferencePipeline)";
+  if (auto forward = dyn_cast<flash::AttentionOp>(op);
+      forward && forward.isPaged())
+    return op->emitOpError()
+           << "a paged K/V cache is not supported by CPU libraries yet "
+              "(kernel.json names no page table; the execution engine runs "
+              "it: buildCpuReferencePipeline)";
   return HostKernel{function, op};
 }
 

@@ -40,6 +40,9 @@ LogicalResult addBackward(OpBuilder &b, func::FuncOp func, AttentionOp fwd) {
     return fwd.emitOpError("-flash-derive-backward: packed sequences' "
                            "backward takes max_seqlen_k, which the forward "
                            "does not have; write it by hand");
+  if (fwd.isPaged())
+    return fwd.emitOpError("-flash-derive-backward: a paged K/V cache is "
+                           "read by decoding, which has no backward pass");
   Type qType = fwd.getQ().getType(), kType = fwd.getK().getType(),
        vType = fwd.getV().getType(), oType = fwd.getO().getType();
   SmallVector<Type> types = {qType, kType, vType,

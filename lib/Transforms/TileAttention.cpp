@@ -50,7 +50,48 @@ struct AttentionShape {
 /// sequences) views of one sequence's rows of them.
 struct ProgramOperands {
   Value q, k, v, o, lse;
+  /// A paged cache's page table (null: K and V are dense), and its page
+  /// size (K's and V's seq dimension).
+  Value pageTable = {};
+  int64_t pageSize = 0;
 };
+
+/// The K or V tile of keys [col, col + block_n) of `batch` from a paged
+/// cache: page page_table[batch, col / P] viewed up to the cache's length
+/// (so rows past it read as zero, whatever the page holds), the page index
+/// clamped into the cache. block_n divides P, so the tile lies in one page.
+static Value loadPagedKeys(ImplicitLocOpBuilder &b, RankedTensorType type,
+                           Value cache, const ProgramOperands &mem, Value batch,
+                           Value kvHead, Value col, Value seqK) {
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, 1);
+  Value cPage = arith::ConstantIndexOp::create(b, mem.pageSize);
+  Value slot = arith::DivUIOp::create(b, col, cPage);
+  Value pageStart = arith::MulIOp::create(b, slot, cPage);
+  Value entry =
+      memref::LoadOp::create(b, mem.pageTable, ValueRange{batch, slot});
+  Value lastPage =
+      arith::SubIOp::create(b, memref::DimOp::create(b, cache, c0), c1);
+  Value page = arith::MinSIOp::create(
+      b,
+      arith::MaxSIOp::create(
+          b, arith::IndexCastOp::create(b, b.getIndexType(), entry), c0),
+      lastPage);
+  Value rows = arith::MinSIOp::create(
+      b, cPage, arith::SubIOp::create(b, seqK, pageStart));
+  auto cacheType = cast<MemRefType>(cache.getType());
+  SmallVector<OpFoldResult> offsets = {page, b.getIndexAttr(0),
+                                       b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {
+      b.getIndexAttr(1), memref::DimOp::create(b, cache, c1).getResult(), rows,
+      b.getIndexAttr(cacheType.getDimSize(3))};
+  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+  Value view =
+      memref::SubViewOp::create(b, cache, offsets, sizes, strides).getResult();
+  return LoadTileOp::create(
+      b, type, view,
+      ValueRange{c0, kvHead, arith::SubIOp::create(b, col, pageStart)});
+}
 
 /// The attention of one program at `b`'s insertion point: the query tile
 /// at `row` of (batch, head), K and V of `kvHead`, over sequences of
@@ -87,13 +128,24 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
     kvEnd = arith::MinSIOp::create(b, clamped, seqK);
   }
 
+  // Over a paged cache the step's queries are the cache's last positions:
+  // the mods see each query at its position in the cache, q_idx +
+  // max(seq_k - seq_q, 0), as a decoding step's window or chunk needs.
+  Value modRow = row, modSeqQ = seqQ;
+  if (op.hasMods() && mem.pageTable) {
+    Value offset =
+        arith::MaxSIOp::create(b, arith::SubIOp::create(b, seqK, seqQ), c0);
+    modRow = arith::AddIOp::create(b, row, offset);
+    modSeqQ = arith::AddIOp::create(b, seqQ, offset);
+  }
+
   // Block sparsity: a mask_mod that hides every key more than W behind
   // its query hides the key tiles wholly before row - W from this tile.
   Value kvBegin = c0;
   if (std::optional<int64_t> window = keyWindowBehind(op.getMaskMod())) {
     Value cWindow = arith::ConstantIndexOp::create(b, *window);
-    Value first =
-        arith::MaxSIOp::create(b, arith::SubIOp::create(b, row, cWindow), c0);
+    Value first = arith::MaxSIOp::create(
+        b, arith::SubIOp::create(b, modRow, cWindow), c0);
     kvBegin = arith::MulIOp::create(
         b, arith::DivUIOp::create(b, first, cBlockN), cBlockN);
   }
@@ -102,13 +154,13 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   if (std::optional<int64_t> chunk = keyChunk(op.getMaskMod())) {
     Value cChunk = arith::ConstantIndexOp::create(b, *chunk);
     Value start = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, row, cChunk), cChunk);
+        b, arith::DivUIOp::create(b, modRow, cChunk), cChunk);
     kvBegin = arith::MaxSIOp::create(
         b, kvBegin,
         arith::MulIOp::create(b, arith::DivUIOp::create(b, start, cBlockN),
                               cBlockN));
     Value lastRow = arith::AddIOp::create(
-        b, row, arith::ConstantIndexOp::create(b, blockM - 1));
+        b, modRow, arith::ConstantIndexOp::create(b, blockM - 1));
     Value end = arith::MulIOp::create(
         b,
         arith::AddIOp::create(b, arith::DivUIOp::create(b, lastRow, cChunk),
@@ -137,17 +189,22 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
       b, kvBegin, kvEnd, cBlockN, ValueRange{accInit, maxInit, sumInit},
       [&](OpBuilder &nested, Location loc, Value col, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
-        Value k = LoadTileOp::create(lb, kvTileType, mem.k,
-                                     ValueRange{batch, kvHead, col});
-        Value v = LoadTileOp::create(lb, kvTileType, mem.v,
-                                     ValueRange{batch, kvHead, col});
+        auto loadKeys = [&](Value source) -> Value {
+          if (mem.pageTable)
+            return loadPagedKeys(lb, kvTileType, source, mem, batch, kvHead,
+                                 col, seqK);
+          return LoadTileOp::create(lb, kvTileType, source,
+                                    ValueRange{batch, kvHead, col});
+        };
+        Value k = loadKeys(mem.k);
+        Value v = loadKeys(mem.v);
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
         if (mods)
           scores = buildModScores(
               lb,
               {op.getScoreMod(), op.getMaskMod(), op.getCaptures(),
                op.getEffectiveScale(), op.getKeyRangesAttr()},
-              scores, {sequence, head, row, col, seqQ, seqK});
+              scores, {sequence, head, modRow, col, modSeqQ, seqK});
         Value masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
@@ -191,10 +248,26 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
   if (!op.isPacked()) {
     Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
     Value row = arith::MulIOp::create(b, queryTile, cBlockM);
-    buildAttention(b, op,
-                   {op.getQ(), op.getK(), op.getV(), op.getO(), op.getLse()},
-                   batch, batch, head, kvHead, row, shape.seqQ, shape.seqK, c0,
-                   cBlockM, cBlockN, config);
+    ProgramOperands mem = {op.getQ(), op.getK(), op.getV(), op.getO(),
+                           op.getLse()};
+    Value seqK = shape.seqK;
+    if (op.isPaged()) {
+      // The batch's cached keys, at most its table's pages' worth.
+      mem.pageTable = op.getPageTable();
+      mem.pageSize = cast<MemRefType>(op.getK().getType()).getDimSize(2);
+      Value length = arith::IndexCastOp::create(
+          b, b.getIndexType(),
+          memref::LoadOp::create(b, op.getCacheLens(), ValueRange{batch}));
+      Value capacity = arith::MulIOp::create(
+          b,
+          memref::DimOp::create(b, op.getPageTable(),
+                                arith::ConstantIndexOp::create(b, 1)),
+          arith::ConstantIndexOp::create(b, mem.pageSize));
+      seqK = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, length, c0),
+                                    capacity);
+    }
+    buildAttention(b, op, mem, batch, batch, head, kvHead, row, shape.seqQ,
+                   seqK, c0, cBlockM, cBlockN, config);
     return;
   }
   // Sequence `batch` is rows [cu[batch], cu[batch + 1]) of Q (and of K).
@@ -280,6 +353,21 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         if (failed(config))
           return signalPassFailure();
         func->setAttr("flash.config", *config);
+        if (forward.isPaged()) {
+          // The GPU lowering reads the tile program's K and V as dense
+          // tensors; it refuses this mark by name.
+          func->setAttr("flash.paged", UnitAttr::get(op->getContext()));
+          int64_t pageSize =
+              cast<MemRefType>(forward.getK().getType()).getDimSize(2);
+          if (pageSize % config->getBlockN() != 0) {
+            op->emitOpError("-flash-tile: block_n ")
+                << config->getBlockN() << " does not divide the page size "
+                << pageSize
+                << " of the paged cache (a key tile lies in one page); "
+                   "choose a smaller block_n in the config";
+            return signalPassFailure();
+          }
+        }
         tile(forward, *config);
         continue;
       }

@@ -92,3 +92,24 @@ func.func @packed(%q: memref<1x8x?x128xbf16>, %k: memref<1x2x?x128xbf16>,
       -> memref<1x8x?x128xbf16>, memref<1x8x?xf32>
   return
 }
+
+// -----
+
+// Decoding over a paged K/V cache: vLLM's num_pages x page_size x H_kv x D
+// pages viewed as num_pages x H_kv x page_size x D, the page table and the
+// cached lengths; the page count is no batch.
+// CHECK-LABEL: func.func @paged_cache
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}}, lse %{{.*}} paged(%{{.*}} : memref<?x?xi32>, %{{.*}} : memref<?xi32>) {causal} : memref<4x32x?x128xbf16>, memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>
+func.func @paged_cache(%q: memref<4x32x?x128xbf16>,
+    %k: memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>,
+    %v: memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>,
+    %o: memref<4x32x?x128xbf16>, %lse: memref<4x32x?xf32>,
+    %table: memref<?x?xi32>, %lens: memref<?xi32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse
+      paged(%table : memref<?x?xi32>, %lens : memref<?xi32>) {causal}
+      : memref<4x32x?x128xbf16>,
+        memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>,
+        memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>
+      -> memref<4x32x?x128xbf16>, memref<4x32x?xf32>
+  return
+}

@@ -162,6 +162,10 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return func.emitError(
         "flash-to-gpu: missing the flash.config tile configuration");
 
+  if (func->hasAttr("flash.paged"))
+    return func.emitError(
+        "flash-to-gpu: a paged K/V cache is not lowered to the GPU yet (the "
+        "CPU path runs it)");
   if (guard && !captureUses.empty())
     return captureUses.front().user->emitError(
         "flash-to-gpu: captures and sinks with packed sequences are not "

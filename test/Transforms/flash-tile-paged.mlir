@@ -1,0 +1,45 @@
+// RUN: flash-opt %s -split-input-file -flash-tile | FileCheck %s
+// RUN: not flash-opt %s -split-input-file -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu 2>&1 | FileCheck %s --check-prefix=GPU
+// RUN: not flash-opt %s -split-input-file -flash-derive-backward 2>&1 | FileCheck %s --check-prefix=BWD
+
+// Decoding over a paged cache: the program's keys are its batch's cached
+// length (clamped to its table's pages); key tile `col` is read from page
+// page_table[b, col / 64] (clamped into the cache) viewed up to that
+// length, at row col % 64 of the page.
+// CHECK-LABEL: func.func @paged
+// CHECK-SAME: attributes {flash.config = {{.*}}, flash.paged}
+// CHECK: flash.program_id 1
+// CHECK-NEXT: %[[BATCH:.*]] = arith.divui
+// CHECK: %[[LEN32:.*]] = memref.load %arg6[%[[BATCH]]] : memref<?xi32>
+// CHECK: %[[LEN:.*]] = arith.index_cast %[[LEN32]] : i32 to index
+// CHECK: %[[PAGES:.*]] = memref.dim %arg5, %{{.*}} : memref<?x?xi32>
+// CHECK: %[[CAPACITY:.*]] = arith.muli %[[PAGES]], %{{.*}} : index
+// CHECK: %[[NONNEG:.*]] = arith.maxsi %[[LEN]], %{{.*}} : index
+// CHECK: %[[SEQK:.*]] = arith.minsi %[[NONNEG]], %[[CAPACITY]] : index
+// CHECK: scf.for %[[COL:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[SLOT:.*]] = arith.divui %[[COL]], %[[P:.*]] : index
+// CHECK: %[[START:.*]] = arith.muli %[[SLOT]], %[[P]] : index
+// CHECK: %[[ENTRY:.*]] = memref.load %arg5[%[[BATCH]], %[[SLOT]]] : memref<?x?xi32>
+// CHECK: %[[NUMPAGES:.*]] = memref.dim %arg1
+// CHECK: %[[LAST:.*]] = arith.subi %[[NUMPAGES]]
+// CHECK: %[[PAGE0:.*]] = arith.index_cast %[[ENTRY]] : i32 to index
+// CHECK: %[[PAGE1:.*]] = arith.maxsi %[[PAGE0]]
+// CHECK: %[[PAGE:.*]] = arith.minsi %[[PAGE1]], %[[LAST]] : index
+// CHECK: %[[LEFT:.*]] = arith.subi %[[SEQK]], %[[START]] : index
+// CHECK: %[[ROWS:.*]] = arith.minsi %[[P]], %[[LEFT]] : index
+// CHECK: %[[VIEW:.*]] = memref.subview %arg1[%[[PAGE]], 0, 0, 0] [1, %{{.*}}, %[[ROWS]], 128] [1, 1, 1, 1]
+// CHECK: %[[INPAGE:.*]] = arith.subi %[[COL]], %[[START]] : index
+// CHECK: flash.load_tile %[[VIEW]][%{{.*}}, %{{.*}}, %[[INPAGE]]]
+// CHECK: memref.subview %arg2
+// GPU: error: flash-to-gpu: a paged K/V cache is not lowered to the GPU yet (the CPU path runs it)
+// BWD: error: 'flash.attention' op -flash-derive-backward: a paged K/V cache is read by decoding, which has no backward pass
+!q = memref<?x32x?x128xbf16>
+!kv = memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>
+func.func @paged(%q: !q, %k: !kv, %v: !kv, %o: !q, %lse: memref<?x32x?xf32>,
+                 %t: memref<?x?xi32>, %l: memref<?xi32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse
+      paged(%t : memref<?x?xi32>, %l : memref<?xi32>)
+      {causal, config = #flash.config<block_m = 64, block_n = 64, warpgroups = 1>}
+      : !q, !kv, !kv -> !q, memref<?x32x?xf32>
+  return
+}

@@ -1,0 +1,326 @@
+//===- CpuPagedTest.cpp - decoding over a paged K/V cache on the CPU ------===//
+//
+// flash.attention with `paged(page_table, cache_lens)` through the CPU
+// reference pipeline: K and V are a cache of pages in vLLM's storage order
+// (num_pages x page_size x H_kv x D, viewed as num_pages x H_kv x page_size
+// x D), each batch's pages scattered through it by a shuffled page table,
+// the slots past each cache's length poisoned with NaN. O and LSE are
+// compared with the float64 reference over each batch's keys gathered in
+// order: one to eight new tokens against caches of 0 to 70000 keys that are
+// no multiple of the page, pages of 16, 64 and 256, grouped-query heads
+// (32/8, 32/1), the causal mask aligned to the cache's end (rows it hides
+// entirely give O = 0, LSE = -inf), logits near 1e3, and a sliding window
+// mask_mod counted from each query's position in the cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuTestSupport.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+using flashc::rt::DType;
+using namespace flashc::cputest;
+
+namespace {
+
+struct PagedCase {
+  const char *name;
+  int64_t heads, kvHeads, seqQ, pageSize, blockN;
+  /// One cached length per batch.
+  std::vector<int32_t> lengths;
+  bool causal;
+  float hotRowFactor = 1.0f;
+  /// A mask_mod hiding keys more than this many behind the query (0: none).
+  int64_t window = 0;
+  int64_t headDim = 128;
+};
+
+std::ostream &operator<<(std::ostream &os, const PagedCase &c) {
+  return os << c.name;
+}
+
+/// The kernel: a function @paged with the C interface over the case's
+/// static head counts, page size and head dim.
+std::string pagedSource(const PagedCase &c) {
+  std::ostringstream s;
+  std::string q = "memref<?x" + std::to_string(c.heads) + "x?x" +
+                  std::to_string(c.headDim) + "xbf16>";
+  std::string kv = "memref<?x" + std::to_string(c.kvHeads) + "x" +
+                   std::to_string(c.pageSize) + "x" +
+                   std::to_string(c.headDim) + "xbf16, strided<[?, ?, ?, 1]>>";
+  std::string lse = "memref<?x" + std::to_string(c.heads) + "x?xf32>";
+  s << "func.func @paged(%q: " << q << ", %k: " << kv << ", %v: " << kv
+    << ", %o: " << q << ", %lse: " << lse
+    << ", %table: memref<?x?xi32>, %lens: memref<?xi32>)"
+    << " attributes {llvm.emit_c_interface} {\n"
+    << "  flash.attention %q, %k, %v -> %o, lse %lse\n"
+    << "      paged(%table : memref<?x?xi32>, %lens : memref<?xi32>)\n"
+    << "      " << (c.causal ? "{causal}" : "") << "\n"
+    << "      : " << q << ", " << kv << ", " << kv << " -> " << q << ", " << lse
+    << "\n";
+  if (c.window)
+    s << "    mask_mod {\n"
+      << "    ^bb0(%b: index, %h: index, %qi: index, %kv: index):\n"
+      << "      %w = arith.constant " << c.window << " : index\n"
+      << "      %reach = arith.addi %kv, %w : index\n"
+      << "      %in = arith.cmpi uge, %reach, %qi : index\n"
+      << "      flash.yield %in : i1\n"
+      << "    }\n";
+  s << "  return\n}\n";
+  return s.str();
+}
+
+/// The cache: every batch's pages, shuffled among a few spare ones, with
+/// the K and V bits of its keys (their doubles in order, per batch and K/V
+/// head, for the reference) and NaN in every other slot.
+struct PagedCache {
+  int64_t numPages = 0, maxPages = 0;
+  std::vector<uint16_t> k, v; ///< num_pages x page_size x H_kv x D
+  std::vector<int32_t> table; ///< batch x max_pages
+  /// [b][kvh]: that batch's keys (values) of that head, len x D, in order.
+  std::vector<std::vector<std::vector<double>>> keys, values;
+};
+
+PagedCache makeCache(const PagedCase &c, std::mt19937 &rng) {
+  const int64_t batch = c.lengths.size(), P = c.pageSize, D = c.headDim;
+  PagedCache cache;
+  std::vector<int64_t> pagesOf(batch);
+  int64_t used = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    pagesOf[b] = (c.lengths[b] + P - 1) / P;
+    used += pagesOf[b];
+    cache.maxPages = std::max(cache.maxPages, pagesOf[b]);
+  }
+  // A table row at least one page long, and spare pages nobody owns.
+  cache.maxPages = std::max<int64_t>(cache.maxPages, 1) + 1;
+  cache.numPages = used + 3;
+  std::vector<int32_t> order(cache.numPages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  const uint16_t nan = flashc::ref::halfNaNBits(DType::BF16);
+  cache.k.assign(cache.numPages * P * c.kvHeads * D, nan);
+  cache.v.assign(cache.k.size(), nan);
+  // Past each batch's pages the table names pages the kernel must not
+  // read (owned by others, or outside the cache: the length bounds it).
+  cache.table.assign(batch * cache.maxPages, 1 << 30);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  int64_t next = 0;
+  cache.keys.resize(batch);
+  cache.values.resize(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t p = 0; p < pagesOf[b]; ++p)
+      cache.table[b * cache.maxPages + p] = order[next++];
+    cache.keys[b].assign(c.kvHeads, std::vector<double>());
+    cache.values[b].assign(c.kvHeads, std::vector<double>());
+    for (int64_t h = 0; h < c.kvHeads; ++h) {
+      cache.keys[b][h].resize(c.lengths[b] * D);
+      cache.values[b][h].resize(c.lengths[b] * D);
+    }
+    for (int64_t j = 0; j < c.lengths[b]; ++j) {
+      int64_t page = cache.table[b * cache.maxPages + j / P];
+      for (int64_t h = 0; h < c.kvHeads; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          int64_t at = ((page * P + j % P) * c.kvHeads + h) * D + d;
+          for (auto [bits, doubles] : {std::pair{&cache.k, &cache.keys[b][h]},
+                                       {&cache.v, &cache.values[b][h]}}) {
+            (*bits)[at] =
+                flashc::ref::floatToHalfBits(uniform(rng), DType::BF16);
+            (*doubles)[j * D + d] =
+                flashc::ref::halfBitsToFloat((*bits)[at], DType::BF16);
+          }
+        }
+    }
+  }
+  return cache;
+}
+
+/// The num_pages x H_kv x page_size x D view of vLLM's page storage.
+StridedMemRefType<uint16_t, 4> cacheView(std::vector<uint16_t> &bits,
+                                         const PagedCase &c, int64_t pages) {
+  StridedMemRefType<uint16_t, 4> m;
+  m.basePtr = m.data = bits.data();
+  m.offset = 0;
+  int64_t sizes[4] = {pages, c.kvHeads, c.pageSize, c.headDim};
+  int64_t strides[4] = {c.pageSize * c.kvHeads * c.headDim, c.headDim,
+                        c.kvHeads * c.headDim, 1};
+  for (int i = 0; i < 4; ++i) {
+    m.sizes[i] = sizes[i];
+    m.strides[i] = strides[i];
+  }
+  return m;
+}
+
+class CpuPagedTest : public ::testing::TestWithParam<PagedCase> {};
+
+TEST_P(CpuPagedTest, MatchesFloat64Reference) {
+  const PagedCase &c = GetParam();
+  const int64_t batch = c.lengths.size(), D = c.headDim;
+  std::unique_ptr<mlir::MLIRContext> context = jitContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(pagedSource(c), context.get());
+  ASSERT_TRUE(module) << pagedSource(c);
+  flashc::TileOverrides tiles;
+  tiles.blockM = 64;
+  tiles.blockN = c.blockN;
+  tiles.warpgroups = 1;
+  auto engine = jitCompileModule(*module, tiles);
+  ASSERT_TRUE(static_cast<bool>(engine)) << llvm::toString(engine.takeError());
+  auto symbol = (*engine)->lookup("_mlir_ciface_paged");
+  ASSERT_TRUE(static_cast<bool>(symbol)) << llvm::toString(symbol.takeError());
+
+  std::mt19937 rng(977 + c.seqQ * 31 + c.pageSize);
+  Case shape{c.name, batch,    c.heads,     c.seqQ,        /*seqK=*/0,
+             D,      c.causal, DType::BF16, c.hotRowFactor};
+  HostTensor q = randomTensor(rng, shape, c.heads, c.seqQ, c.hotRowFactor);
+  PagedCache cache = makeCache(c, rng);
+  std::vector<uint16_t> o(batch * c.heads * c.seqQ * D,
+                          flashc::ref::halfNaNBits(DType::BF16));
+  std::vector<float> lse(batch * c.heads * c.seqQ,
+                         std::numeric_limits<float>::quiet_NaN());
+  std::vector<int32_t> lengths = c.lengths;
+  auto qView = view4(q.bits, shape, c.heads, c.seqQ),
+       oView = view4(o, shape, c.heads, c.seqQ);
+  auto kView = cacheView(cache.k, c, cache.numPages),
+       vView = cacheView(cache.v, c, cache.numPages);
+  auto lseView = view3(lse, shape);
+  StridedMemRefType<int32_t, 2> table{cache.table.data(),
+                                      cache.table.data(),
+                                      0,
+                                      {batch, cache.maxPages},
+                                      {cache.maxPages, 1}};
+  auto lensView = view1(lengths);
+  using P = void *;
+  reinterpret_cast<void (*)(P, P, P, P, P, P, P)> (*symbol)(
+      &qView, &kView, &vView, &oView, &lseView, &table, &lensView);
+
+  const double scale = 1.0 / std::sqrt(double(D));
+  const int64_t group = c.heads / c.kvHeads;
+  double errSq = 0, refSq = 0, lseErrSq = 0, lseRefSq = 0, worstRow = 0;
+  int64_t maskedRows = 0;
+  std::vector<double> expected(D), scratch;
+  flashc::ref::RowMods mods;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h) {
+      // The mods see each query at its position in the cache.
+      if (c.window) {
+        int64_t w = c.window,
+                offset = std::max<int64_t>(c.lengths[b] - c.seqQ, 0);
+        mods.mask = [w, offset](int64_t i, int64_t j) {
+          return j + w >= i + offset;
+        };
+      }
+      const std::vector<double> &keys = cache.keys[b][h / group];
+      const std::vector<double> &values = cache.values[b][h / group];
+      int64_t bh = b * c.heads + h;
+      flashc::ref::HeadView head{q.values.data() + bh * c.seqQ * D, keys.data(),
+                                 values.data()};
+      for (int64_t i = 0; i < c.seqQ; ++i) {
+        double want =
+            flashc::ref::referenceRow(head, i, c.seqQ, c.lengths[b], D, scale,
+                                      c.causal, expected.data(), scratch, mods);
+        float gotLse = lse[bh * c.seqQ + i];
+        const uint16_t *row = o.data() + (bh * c.seqQ + i) * D;
+        std::string where = "b " + std::to_string(b) + " h " +
+                            std::to_string(h) + " row " + std::to_string(i);
+        if (std::isinf(want)) {
+          ++maskedRows;
+          ASSERT_TRUE(std::isinf(gotLse) && gotLse < 0)
+              << "fully masked " << where << " has LSE " << gotLse;
+          for (int64_t d = 0; d < D; ++d)
+            ASSERT_EQ(flashc::ref::halfBitsToFloat(row[d], DType::BF16), 0.0f)
+                << "fully masked " << where;
+          continue;
+        }
+        ASSERT_TRUE(std::isfinite(gotLse)) << where << " has LSE " << gotLse;
+        lseErrSq += (gotLse - want) * (gotLse - want);
+        lseRefSq += want * want;
+        double rowErr = 0, rowRef = 0;
+        for (int64_t d = 0; d < D; ++d) {
+          float got = flashc::ref::halfBitsToFloat(row[d], DType::BF16);
+          ASSERT_TRUE(std::isfinite(got)) << where << " column " << d;
+          rowErr += (got - expected[d]) * (got - expected[d]);
+          rowRef += expected[d] * expected[d];
+        }
+        errSq += rowErr;
+        refSq += rowRef;
+        worstRow = std::max(worstRow, std::sqrt(rowErr / rowRef));
+      }
+    }
+  double relErr = std::sqrt(errSq / std::max(refSq, 1e-300));
+  double lseRelErr = std::sqrt(lseErrSq / std::max(lseRefSq, 1e-300));
+  std::cout << "[ numerics ] " << c.name << ": rel err O " << relErr
+            << " (worst row " << worstRow << "), LSE " << lseRelErr
+            << ", fully masked rows " << maskedRows << "\n";
+  EXPECT_LT(relErr, 1e-2);
+  EXPECT_LT(worstRow, 3e-2);
+  EXPECT_LT(lseRelErr, 1e-5);
+  // Rows the causal mask leaves without a key: those past a cache shorter
+  // than the step, per head (the window hides none here).
+  int64_t expectMasked = 0;
+  for (int32_t length : c.lengths)
+    expectMasked += c.causal ? c.heads * std::max<int64_t>(c.seqQ - length, 0)
+                             : (length == 0 ? c.heads * c.seqQ : 0);
+  EXPECT_EQ(maskedRows, expectMasked);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Decoding, CpuPagedTest,
+    ::testing::Values(
+        // One new token, 32 query heads over 8 K/V heads, pages of 16: a
+        // cache of one key, one of 37 (a partial third page) and one of
+        // 300.
+        PagedCase{"gqa_32_8_page16", 32, 8, 1, 16, 16, {1, 37, 300}, true},
+        // Eight new tokens (a speculative step), 32 query heads over one
+        // K/V head, pages of 64 read as two key tiles of 32: a cache of 5
+        // keys leaves its first 3 rows without one (O = 0, LSE = -inf).
+        PagedCase{"mqa_32_1_page64_qlen8", 32, 1, 8, 64, 32, {5, 1000}, true},
+        // 70000 cached keys (no multiple of 256) in pages of 256, four
+        // query heads on one K/V head, four new tokens with logits near
+        // 1e3.
+        PagedCase{"page256_70000_keys",
+                  4,
+                  1,
+                  4,
+                  256,
+                  64,
+                  {70000},
+                  true,
+                  /*hotRowFactor=*/3000.0f},
+        // Without causal: an empty cache (every row masked) beside one of
+        // 129 keys; logits near 1e3.
+        PagedCase{"noncausal_empty_cache",
+                  8,
+                  2,
+                  3,
+                  64,
+                  64,
+                  {0, 129},
+                  false,
+                  /*hotRowFactor=*/3000.0f},
+        // A sliding window of 100 keys behind each query over a cache of
+        // 777, in pages of 16.
+        PagedCase{"window_page16",
+                  8,
+                  2,
+                  5,
+                  16,
+                  16,
+                  {777, 90},
+                  true,
+                  1.0f,
+                  /*window=*/100}),
+    [](const ::testing::TestParamInfo<PagedCase> &info) {
+      return std::string(info.param.name);
+    });
+
+} // namespace
