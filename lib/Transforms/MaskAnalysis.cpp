@@ -209,8 +209,10 @@ std::optional<std::pair<Indices, Value>> maskCondition(Region &maskMod) {
   if (maskMod.empty())
     return std::nullopt;
   Block &block = maskMod.front();
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
-  if (block.getNumArguments() < 4 || !yield || yield.getValues().size() != 1)
+  if (block.empty() || block.getNumArguments() < 4)
+    return std::nullopt;
+  auto yield = dyn_cast<YieldOp>(block.back());
+  if (!yield || yield.getValues().size() != 1)
     return std::nullopt;
   return std::make_pair(Indices{block.getArgument(2), block.getArgument(3)},
                         yield.getValues()[0]);
@@ -234,29 +236,16 @@ std::optional<int64_t> mlir::flash::keyChunkExactly(Region &maskMod) {
 }
 
 std::optional<int64_t> mlir::flash::keyWindowBehind(Region &maskMod) {
-  if (maskMod.empty())
-    return std::nullopt;
-  Block &block = maskMod.front();
-  if (block.getNumArguments() < 4)
-    return std::nullopt;
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
-  if (!yield || yield.getValues().size() != 1)
-    return std::nullopt;
-  return windowOf(yield.getValues()[0],
-                  Indices{block.getArgument(2), block.getArgument(3)});
+  auto mask = maskCondition(maskMod);
+  return mask ? windowOf(mask->second, mask->first) : std::nullopt;
 }
 
 std::optional<int64_t> mlir::flash::keyWindowExactly(Region &maskMod) {
-  if (maskMod.empty())
-    return std::nullopt;
-  Block &block = maskMod.front();
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
-  if (block.getNumArguments() < 4 || !yield || yield.getValues().size() != 1)
+  auto mask = maskCondition(maskMod);
+  if (!mask)
     return std::nullopt;
   bool exact = true;
   std::optional<int64_t> window =
-      windowOf(yield.getValues()[0],
-               Indices{block.getArgument(2), block.getArgument(3)},
-               /*depth=*/0, &exact);
+      windowOf(mask->second, mask->first, /*depth=*/0, &exact);
   return exact ? window : std::nullopt;
 }

@@ -37,6 +37,24 @@ Value mlir::flash::buildModScores(ImplicitLocOpBuilder &b, const Mods &mods,
   return mod;
 }
 
+std::pair<Value, Value> mlir::flash::chunkBounds(ImplicitLocOpBuilder &b,
+                                                 Value first, int64_t span,
+                                                 int64_t chunk, Value align) {
+  Value cChunk = arith::ConstantIndexOp::create(b, chunk);
+  Value start = arith::MulIOp::create(
+      b, arith::DivUIOp::create(b, first, cChunk), cChunk);
+  Value aligned =
+      arith::MulIOp::create(b, arith::DivUIOp::create(b, start, align), align);
+  Value last = arith::AddIOp::create(
+      b, first, arith::ConstantIndexOp::create(b, span - 1));
+  Value end = arith::MulIOp::create(
+      b,
+      arith::AddIOp::create(b, arith::DivUIOp::create(b, last, cChunk),
+                            arith::ConstantIndexOp::create(b, 1)),
+      cChunk);
+  return {aligned, end};
+}
+
 namespace {
 
 /// Everything the body of one program needs from outside the grid.
@@ -152,20 +170,8 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   // A mask_mod that keeps each query within its chunk of C positions
   // hides every key outside the chunks of the tile's first and last rows.
   if (std::optional<int64_t> chunk = keyChunk(op.getMaskMod())) {
-    Value cChunk = arith::ConstantIndexOp::create(b, *chunk);
-    Value start = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, modRow, cChunk), cChunk);
-    kvBegin = arith::MaxSIOp::create(
-        b, kvBegin,
-        arith::MulIOp::create(b, arith::DivUIOp::create(b, start, cBlockN),
-                              cBlockN));
-    Value lastRow = arith::AddIOp::create(
-        b, modRow, arith::ConstantIndexOp::create(b, blockM - 1));
-    Value end = arith::MulIOp::create(
-        b,
-        arith::AddIOp::create(b, arith::DivUIOp::create(b, lastRow, cChunk),
-                              arith::ConstantIndexOp::create(b, 1)),
-        cChunk);
+    auto [start, end] = chunkBounds(b, modRow, blockM, *chunk, cBlockN);
+    kvBegin = arith::MaxSIOp::create(b, kvBegin, start);
     kvEnd = arith::MinSIOp::create(b, kvEnd, end);
   }
 

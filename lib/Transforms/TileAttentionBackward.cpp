@@ -236,20 +236,8 @@ void BackwardTiler::buildKeyTileProgram(ImplicitLocOpBuilder &b) {
     // hides this key tile from the rows outside its first and last keys'
     // chunks.
     if (std::optional<int64_t> chunk = keyChunk(op.getMaskMod())) {
-      Value cChunk = arith::ConstantIndexOp::create(b, *chunk);
-      Value start = arith::MulIOp::create(
-          b, arith::DivUIOp::create(b, col, cChunk), cChunk);
-      firstRow = arith::MaxSIOp::create(
-          b, firstRow,
-          arith::MulIOp::create(b, arith::DivUIOp::create(b, start, cBlockM),
-                                cBlockM));
-      Value lastKey = arith::AddIOp::create(
-          b, col, arith::ConstantIndexOp::create(b, blockN - 1));
-      Value end = arith::MulIOp::create(
-          b,
-          arith::AddIOp::create(b, arith::DivUIOp::create(b, lastKey, cChunk),
-                                arith::ConstantIndexOp::create(b, 1)),
-          cChunk);
+      auto [start, end] = chunkBounds(b, col, blockN, *chunk, cBlockM);
+      firstRow = arith::MaxSIOp::create(b, firstRow, start);
       rowEnd = arith::MinSIOp::create(b, rowEnd, end);
     }
 

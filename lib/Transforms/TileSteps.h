@@ -54,6 +54,13 @@ struct TileCoordinates {
 Value buildModScores(ImplicitLocOpBuilder &b, const Mods &mods, Value scores,
                      const TileCoordinates &at);
 
+/// The chunks of `chunk` positions that positions [first, first + span)
+/// touch (a chunked mask_mod's, MaskAnalysis.h keyChunk): their start
+/// rounded down to a multiple of `align` (where the other side's tiles
+/// start), and their end.
+std::pair<Value, Value> chunkBounds(ImplicitLocOpBuilder &b, Value first,
+                                    int64_t span, int64_t chunk, Value align);
+
 /// Replaces `op` (a flash.attention_backward) by its tile program: grids
 /// over query tiles and key tiles (see TileAttentionBackward.cpp).
 void tileAttentionBackward(AttentionBackwardOp op, ConfigAttr config);

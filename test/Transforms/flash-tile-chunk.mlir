@@ -15,11 +15,11 @@
 // CHECK: %[[START:.*]] = arith.muli %[[CHUNK]], %[[C]] : index
 // CHECK: %[[TILES:.*]] = arith.divui %[[START]], %c32
 // CHECK: %[[ALIGNED:.*]] = arith.muli %[[TILES]], %c32
-// CHECK: %[[BEGIN:.*]] = arith.maxsi %{{.*}}, %[[ALIGNED]] : index
 // CHECK: %[[LAST:.*]] = arith.addi %[[ROW]], %c63 : index
 // CHECK: %[[LASTCHUNK:.*]] = arith.divui %[[LAST]], %[[C]] : index
 // CHECK: %[[NEXT:.*]] = arith.addi %[[LASTCHUNK]], %c1
 // CHECK: %[[CHUNKEND:.*]] = arith.muli %[[NEXT]], %[[C]] : index
+// CHECK: %[[BEGIN:.*]] = arith.maxsi %{{.*}}, %[[ALIGNED]] : index
 // CHECK: %[[END:.*]] = arith.minsi %[[CAUSALEND]], %[[CHUNKEND]] : index
 // CHECK: scf.for %{{.*}} = %[[BEGIN]] to %[[END]] step %c32
 !t = memref<?x?x?x64xbf16>
@@ -108,11 +108,11 @@ func.func @chunk_unreadable(%q: !t, %k: !t, %v: !t, %o: !t) {
 // CHECK: %[[START:.*]] = arith.muli %[[CHUNK]], %[[C]] : index
 // CHECK: %[[TILES:.*]] = arith.divui %[[START]], %c64
 // CHECK: %[[ALIGNED:.*]] = arith.muli %[[TILES]], %c64
-// CHECK: %[[FIRST:.*]] = arith.maxsi %{{.*}}, %[[ALIGNED]] : index
 // CHECK: %[[LAST:.*]] = arith.addi %[[COL]], %c31
 // CHECK: %[[LASTCHUNK:.*]] = arith.divui %[[LAST]], %[[C]] : index
 // CHECK: %[[NEXT:.*]] = arith.addi %[[LASTCHUNK]], %c1
 // CHECK: %[[CHUNKEND:.*]] = arith.muli %[[NEXT]], %[[C]] : index
+// CHECK: %[[FIRST:.*]] = arith.maxsi %{{.*}}, %[[ALIGNED]] : index
 // CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %[[CHUNKEND]] : index
 // CHECK: scf.for %{{.*}} = %[[FIRST]] to %[[END]] step %c64
 !t = memref<?x?x?x64xbf16>
