@@ -59,34 +59,11 @@ std::optional<Linear> linearForm(Value v, const Indices &idx, int depth = 0) {
   return std::nullopt;
 }
 
-/// The W of `cond => kv >= q - W`, if `cond` proves one; `*exact` (when
-/// given) is cleared unless `cond` is that comparison and nothing more.
-std::optional<int64_t> windowOf(Value cond, const Indices &idx, int depth = 0,
-                                bool *exact = nullptr) {
-  if (depth > 16)
-    return std::nullopt;
-  Operation *op = cond.getDefiningOp();
-  if (!op)
-    return std::nullopt;
-  if (exact && !isa<arith::CmpIOp>(op))
-    *exact = false;
-  if (auto both = dyn_cast<arith::AndIOp>(op)) {
-    auto lhs = windowOf(both.getLhs(), idx, depth + 1);
-    auto rhs = windowOf(both.getRhs(), idx, depth + 1);
-    if (lhs && rhs)
-      return std::min(*lhs, *rhs);
-    return lhs ? lhs : rhs;
-  }
-  if (auto either = dyn_cast<arith::OrIOp>(op)) {
-    auto lhs = windowOf(either.getLhs(), idx, depth + 1);
-    auto rhs = windowOf(either.getRhs(), idx, depth + 1);
-    if (lhs && rhs)
-      return std::max(*lhs, *rhs);
-    return std::nullopt;
-  }
-  auto cmp = dyn_cast<arith::CmpIOp>(op);
-  if (!cmp)
-    return std::nullopt;
+/// The W of `cmp => kv >= q - W`, if it proves one (a comparison of q_idx
+/// with kv_idx plus a constant); `*exact` (when given) is cleared when it
+/// hides more than that.
+std::optional<int64_t> windowOfComparison(arith::CmpIOp cmp, const Indices &idx,
+                                          bool *exact) {
   auto lhs = linearForm(cmp.getLhs(), idx);
   auto rhs = linearForm(cmp.getRhs(), idx);
   if (!lhs || !rhs)
@@ -174,10 +151,32 @@ std::optional<std::pair<Value, int64_t>> chunkIndexOf(Value v,
   return std::make_pair(index, divisor.getSExtValue());
 }
 
-/// The C of `cond => q / C == kv / C`, if `cond` proves one; `*exact`
-/// (when given) is cleared unless `cond` is that comparison alone.
-std::optional<int64_t> chunkOf(Value cond, const Indices &idx, int depth = 0,
-                               bool *exact = nullptr) {
+/// The C of `cmp => q / C == kv / C`, if it is that comparison.
+std::optional<int64_t> chunkOfComparison(arith::CmpIOp cmp,
+                                         const Indices &idx) {
+  if (cmp.getPredicate() != arith::CmpIPredicate::eq)
+    return std::nullopt;
+  auto lhs = chunkIndexOf(cmp.getLhs(), idx);
+  auto rhs = chunkIndexOf(cmp.getRhs(), idx);
+  if (!lhs || !rhs || lhs->second != rhs->second || lhs->first == rhs->first)
+    return std::nullopt;
+  return lhs->second;
+}
+
+using Bound = std::optional<int64_t>;
+
+/// How one analysis reads a comparison and joins the bounds of an andi's
+/// and an ori's two sides.
+struct BoundRules {
+  function_ref<Bound(arith::CmpIOp, bool *exact)> compare;
+  function_ref<Bound(Bound, Bound)> both, either;
+};
+
+/// `cond` read as a tree of andi / ori over comparisons by `rules`;
+/// `*exact` (when given) is cleared unless `cond` is one comparison that
+/// `rules.compare` reads exactly.
+Bound boundOf(Value cond, const BoundRules &rules, int depth = 0,
+              bool *exact = nullptr) {
   if (depth > 16)
     return std::nullopt;
   Operation *op = cond.getDefiningOp();
@@ -185,23 +184,46 @@ std::optional<int64_t> chunkOf(Value cond, const Indices &idx, int depth = 0,
     return std::nullopt;
   if (exact && !isa<arith::CmpIOp>(op))
     *exact = false;
-  if (auto both = dyn_cast<arith::AndIOp>(op)) {
-    auto lhs = chunkOf(both.getLhs(), idx, depth + 1);
-    return lhs ? lhs : chunkOf(both.getRhs(), idx, depth + 1);
-  }
-  if (auto either = dyn_cast<arith::OrIOp>(op)) {
-    auto lhs = chunkOf(either.getLhs(), idx, depth + 1);
-    auto rhs = chunkOf(either.getRhs(), idx, depth + 1);
-    return lhs && lhs == rhs ? lhs : std::nullopt;
+  if (isa<arith::AndIOp, arith::OrIOp>(op)) {
+    Bound lhs = boundOf(op->getOperand(0), rules, depth + 1);
+    Bound rhs = boundOf(op->getOperand(1), rules, depth + 1);
+    return isa<arith::AndIOp>(op) ? rules.both(lhs, rhs)
+                                  : rules.either(lhs, rhs);
   }
   auto cmp = dyn_cast<arith::CmpIOp>(op);
-  if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::eq)
+  return cmp ? rules.compare(cmp, exact) : std::nullopt;
+}
+
+/// The window W behind the query that `cond` proves: an andi's sides the
+/// tighter, an ori's the looser (both needed).
+Bound windowOf(Value cond, const Indices &idx, bool *exact = nullptr) {
+  auto compare = [&](arith::CmpIOp cmp, bool *e) {
+    return windowOfComparison(cmp, idx, e);
+  };
+  auto both = [](Bound lhs, Bound rhs) -> Bound {
+    if (lhs && rhs)
+      return std::min(*lhs, *rhs);
+    return lhs ? lhs : rhs;
+  };
+  auto either = [](Bound lhs, Bound rhs) -> Bound {
+    if (lhs && rhs)
+      return std::max(*lhs, *rhs);
     return std::nullopt;
-  auto lhs = chunkIndexOf(cmp.getLhs(), idx);
-  auto rhs = chunkIndexOf(cmp.getRhs(), idx);
-  if (!lhs || !rhs || lhs->second != rhs->second || lhs->first == rhs->first)
-    return std::nullopt;
-  return lhs->second;
+  };
+  return boundOf(cond, {compare, both, either}, /*depth=*/0, exact);
+}
+
+/// The chunk C that `cond` proves: either side of an andi, an ori whose
+/// sides agree.
+Bound chunkOf(Value cond, const Indices &idx, bool *exact = nullptr) {
+  auto compare = [&](arith::CmpIOp cmp, bool *) {
+    return chunkOfComparison(cmp, idx);
+  };
+  auto both = [](Bound lhs, Bound rhs) { return lhs ? lhs : rhs; };
+  auto either = [](Bound lhs, Bound rhs) {
+    return lhs && lhs == rhs ? lhs : std::nullopt;
+  };
+  return boundOf(cond, {compare, both, either}, /*depth=*/0, exact);
 }
 
 /// The mask_mod's block and its yielded i1, when it has that form.
@@ -230,8 +252,7 @@ std::optional<int64_t> mlir::flash::keyChunkExactly(Region &maskMod) {
   if (!mask)
     return std::nullopt;
   bool exact = true;
-  std::optional<int64_t> chunk =
-      chunkOf(mask->second, mask->first, /*depth=*/0, &exact);
+  std::optional<int64_t> chunk = chunkOf(mask->second, mask->first, &exact);
   return exact ? chunk : std::nullopt;
 }
 
@@ -245,7 +266,6 @@ std::optional<int64_t> mlir::flash::keyWindowExactly(Region &maskMod) {
   if (!mask)
     return std::nullopt;
   bool exact = true;
-  std::optional<int64_t> window =
-      windowOf(mask->second, mask->first, /*depth=*/0, &exact);
+  std::optional<int64_t> window = windowOf(mask->second, mask->first, &exact);
   return exact ? window : std::nullopt;
 }
