@@ -242,30 +242,33 @@ std::optional<std::pair<Indices, Value>> maskCondition(Region &maskMod) {
 
 } // namespace
 
-std::optional<int64_t> mlir::flash::keyChunk(Region &maskMod) {
+namespace {
+/// `analysis` of `maskMod`'s yielded i1; with `exactly`, only when the
+/// mask is that one comparison and nothing more.
+Bound readMask(Region &maskMod,
+               function_ref<Bound(Value, const Indices &, bool *)> analysis,
+               bool exactly) {
   auto mask = maskCondition(maskMod);
-  return mask ? chunkOf(mask->second, mask->first) : std::nullopt;
+  if (!mask)
+    return std::nullopt;
+  bool exact = true;
+  Bound bound = analysis(mask->second, mask->first, exactly ? &exact : nullptr);
+  return exact ? bound : std::nullopt;
+}
+} // namespace
+
+std::optional<int64_t> mlir::flash::keyChunk(Region &maskMod) {
+  return readMask(maskMod, chunkOf, /*exactly=*/false);
 }
 
 std::optional<int64_t> mlir::flash::keyChunkExactly(Region &maskMod) {
-  auto mask = maskCondition(maskMod);
-  if (!mask)
-    return std::nullopt;
-  bool exact = true;
-  std::optional<int64_t> chunk = chunkOf(mask->second, mask->first, &exact);
-  return exact ? chunk : std::nullopt;
+  return readMask(maskMod, chunkOf, /*exactly=*/true);
 }
 
 std::optional<int64_t> mlir::flash::keyWindowBehind(Region &maskMod) {
-  auto mask = maskCondition(maskMod);
-  return mask ? windowOf(mask->second, mask->first) : std::nullopt;
+  return readMask(maskMod, windowOf, /*exactly=*/false);
 }
 
 std::optional<int64_t> mlir::flash::keyWindowExactly(Region &maskMod) {
-  auto mask = maskCondition(maskMod);
-  if (!mask)
-    return std::nullopt;
-  bool exact = true;
-  std::optional<int64_t> window = windowOf(mask->second, mask->first, &exact);
-  return exact ? window : std::nullopt;
+  return readMask(maskMod, windowOf, /*exactly=*/true);
 }
