@@ -74,41 +74,49 @@ struct ProgramOperands {
   int64_t pageSize = 0;
 };
 
-/// The K or V tile of keys [col, col + block_n) of `batch` from a paged
-/// cache: page page_table[batch, col / P] viewed up to the cache's length
-/// (so rows past it read as zero, whatever the page holds), the page index
-/// clamped into the cache. block_n divides P, so the tile lies in one page.
-static Value loadPagedKeys(ImplicitLocOpBuilder &b, RankedTensorType type,
-                           Value cache, const ProgramOperands &mem, Value batch,
-                           Value kvHead, Value col, Value seqK) {
-  Value c0 = arith::ConstantIndexOp::create(b, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, 1);
+/// Where keys [col, col + block_n) of a batch lie in a paged cache: the
+/// page the table names (not yet clamped into a cache), the rows of it up
+/// to the cache's length and the tile's first row in it. block_n divides
+/// the page size, so the tile lies in one page.
+struct PagedKeyTile {
+  Value page, rows, inPage;
+};
+
+static PagedKeyTile pagedKeyTile(ImplicitLocOpBuilder &b,
+                                 const ProgramOperands &mem, Value batch,
+                                 Value col, Value seqK) {
   Value cPage = arith::ConstantIndexOp::create(b, mem.pageSize);
   Value slot = arith::DivUIOp::create(b, col, cPage);
   Value pageStart = arith::MulIOp::create(b, slot, cPage);
   Value entry =
       memref::LoadOp::create(b, mem.pageTable, ValueRange{batch, slot});
+  return {arith::IndexCastOp::create(b, b.getIndexType(), entry),
+          arith::MinSIOp::create(b, cPage,
+                                 arith::SubIOp::create(b, seqK, pageStart)),
+          arith::SubIOp::create(b, col, pageStart)};
+}
+
+/// The K or V tile at `at` of `cache`: its page clamped into the cache and
+/// viewed up to the cache's length, so rows past it read as zero whatever
+/// the page holds.
+static Value loadPagedKeys(ImplicitLocOpBuilder &b, RankedTensorType type,
+                           Value cache, const PagedKeyTile &at, Value kvHead) {
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, 1);
   Value lastPage =
       arith::SubIOp::create(b, memref::DimOp::create(b, cache, c0), c1);
-  Value page = arith::MinSIOp::create(
-      b,
-      arith::MaxSIOp::create(
-          b, arith::IndexCastOp::create(b, b.getIndexType(), entry), c0),
-      lastPage);
-  Value rows = arith::MinSIOp::create(
-      b, cPage, arith::SubIOp::create(b, seqK, pageStart));
+  Value page = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, at.page, c0),
+                                      lastPage);
   auto cacheType = cast<MemRefType>(cache.getType());
   SmallVector<OpFoldResult> offsets = {page, b.getIndexAttr(0),
                                        b.getIndexAttr(0), b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes = {
-      b.getIndexAttr(1), memref::DimOp::create(b, cache, c1).getResult(), rows,
-      b.getIndexAttr(cacheType.getDimSize(3))};
+      b.getIndexAttr(1), memref::DimOp::create(b, cache, c1).getResult(),
+      at.rows, b.getIndexAttr(cacheType.getDimSize(3))};
   SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
   Value view =
       memref::SubViewOp::create(b, cache, offsets, sizes, strides).getResult();
-  return LoadTileOp::create(
-      b, type, view,
-      ValueRange{c0, kvHead, arith::SubIOp::create(b, col, pageStart)});
+  return LoadTileOp::create(b, type, view, ValueRange{c0, kvHead, at.inPage});
 }
 
 /// The attention of one program at `b`'s insertion point: the query tile
@@ -195,10 +203,13 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
       b, kvBegin, kvEnd, cBlockN, ValueRange{accInit, maxInit, sumInit},
       [&](OpBuilder &nested, Location loc, Value col, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
+        // Over a paged cache K and V share the tile's page lookup.
+        std::optional<PagedKeyTile> paged;
+        if (mem.pageTable)
+          paged = pagedKeyTile(lb, mem, batch, col, seqK);
         auto loadKeys = [&](Value source) -> Value {
-          if (mem.pageTable)
-            return loadPagedKeys(lb, kvTileType, source, mem, batch, kvHead,
-                                 col, seqK);
+          if (paged)
+            return loadPagedKeys(lb, kvTileType, source, *paged, kvHead);
           return LoadTileOp::create(lb, kvTileType, source,
                                     ValueRange{batch, kvHead, col});
         };
