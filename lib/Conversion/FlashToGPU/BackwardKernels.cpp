@@ -704,8 +704,16 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         arith::MinSIOp::create(b, add(k0, cI32(64 + *spec.keyWindow)), seqQ);
     lastQueryTile = arith::CeilDivUIOp::create(b, end, cI32(64));
   }
-  // Chunked: the query tiles of the chunks of the key tile's first and
-  // last keys. (Not under `deterministic`, as for the window.)
+  // Query rows [begin, end) (both >= 0) bound the rows that see this key
+  // tile: its query tiles from begin's to end's. (Not under
+  // `deterministic`, as for the window.)
+  auto narrowQueryTiles = [&](Value begin, Value end) {
+    firstTile = arith::MaxSIOp::create(
+        b, firstTile, arith::DivUIOp::create(b, begin, cI32(64)));
+    lastQueryTile = arith::MinSIOp::create(
+        b, lastQueryTile, arith::CeilDivUIOp::create(b, end, cI32(64)));
+  };
+  // Chunked: the chunks of the key tile's first and last keys.
   if (spec.keyChunk && !spec.deterministic) {
     Value chunk = cI32(*spec.keyChunk);
     Value begin = mul(arith::DivUIOp::create(b, k0, chunk), chunk);
@@ -714,24 +722,15 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
         mul(add(arith::DivUIOp::create(b, add(k0, cI32(63)), chunk), cI32(1)),
             chunk),
         seqQ);
-    firstTile = arith::MaxSIOp::create(
-        b, firstTile, arith::DivUIOp::create(b, begin, cI32(64)));
-    lastQueryTile = arith::MinSIOp::create(
-        b, lastQueryTile, arith::CeilDivUIOp::create(b, end, cI32(64)));
+    narrowQueryTiles(begin, end);
   }
-  // key_ranges: the query tiles of the entries that reach this key tile.
-  // (Not under `deterministic`, as for the window.)
+  // key_ranges: the rows of the entries that reach this key tile.
   Value rangesTable =
       spec.keyRanges ? captures[spec.keyRanges->capture] : Value();
   if (spec.keyRanges && !spec.deterministic) {
     auto [begin, end] = keyTileQueryRows(
         rangesTable, batch, k0, seqQ, arith::RemUIOp::create(b, tid, cI32(32)));
-    firstTile = arith::MaxSIOp::create(
-        b, firstTile, arith::DivUIOp::create(b, begin, cI32(64)));
-    lastQueryTile = arith::MinSIOp::create(
-        b, lastQueryTile,
-        arith::CeilDivUIOp::create(b, arith::MaxSIOp::create(b, end, cI32(0)),
-                                   cI32(64)));
+    narrowQueryTiles(begin, end);
   }
   Value perHead = arith::MaxSIOp::create(
       b, arith::SubIOp::create(b, lastQueryTile, firstTile), cI32(0));
