@@ -15,6 +15,16 @@ arguments refused by name.
 Compiles with $FLASHC_COMPILER (ctest passes this build's flashc), else
 build/bin/flashc. Exits 77 (ctest: skipped) with a "skipped: ..." line
 without torch or the compiler.
+
+FLASHC_TEST_DEVICE=cuda runs the same cases on a CUDA GPU (sm_90a): q, k,
+v and the capture tensors (slopes, sinks, ids, prefix lengths) move to the
+GPU, the float64 references stay on the CPU (results are brought back
+with .cpu() to be compared). There the kernels come from FLASHC_LIBRARY
+(a prebuilt library) where it is set, so no compiler is needed, or are
+compiled with the compiler as above; the torch.compile training checks,
+which compare compiled and eager gradients bit for bit, take the
+deterministic backward there (the default one adds dQ with atomics, in
+no fixed order).
 """
 import math
 import os
@@ -33,18 +43,34 @@ except ImportError:
     print("skipped: no PyTorch (flashc.attention on CPU tensors needs torch)")
     sys.exit(77)
 
+DEVICE = os.environ.get("FLASHC_TEST_DEVICE") or "cpu"
+if DEVICE not in ("cpu", "cuda"):
+    print(f"FLASHC_TEST_DEVICE={DEVICE}: expected cpu or cuda")
+    sys.exit(2)
+if DEVICE == "cuda" and not torch.cuda.is_available():
+    print("skipped: FLASHC_TEST_DEVICE=cuda but torch sees no CUDA device")
+    sys.exit(77)
+
 COMPILER = os.environ.get("FLASHC_COMPILER") or os.path.join(
     ROOT, "build", "bin", "flashc")
-if not os.access(COMPILER, os.X_OK):
+# On the GPU a prebuilt library (FLASHC_LIBRARY) stands in for the compiler.
+if not os.access(COMPILER, os.X_OK) and not (
+        DEVICE == "cuda" and os.environ.get("FLASHC_LIBRARY")):
     print(f"skipped: no flashc binary at {COMPILER}")
     sys.exit(77)
+# The training checks compare compiled and eager gradients bit for bit: on
+# the GPU that takes the deterministic backward (dQ added in key order).
+DETERMINISTIC = DEVICE == "cuda"
 
 import flashc  # noqa: E402
 
 
 def keep_mask(batch, nq, nk, causal, ids=None, prefix=None, window=None,
               chunk=None):
-    """[B, 1, Nq, Nk]: whether query i sees key j under the masks."""
+    """[B, 1, Nq, Nk]: whether query i sees key j under the masks (on the
+    CPU, whatever device the ids and lengths are on)."""
+    ids = None if ids is None else ids.cpu()
+    prefix = None if prefix is None else prefix.cpu()
     i = torch.arange(nq)[:, None]
     j = torch.arange(nk)[None, :]
     keep = torch.ones(batch, 1, nq, nk, dtype=torch.bool)
@@ -72,9 +98,12 @@ def reference(q, k, v, causal, scale, slopes=None, sinks=None, ids=None,
     top-left, as the mask_mod reads them); a sink joins the
     softmax denominator as one more logit of its head. A row that sees no
     key gets O = 0 and LSE = -inf (the sink's logit with sinks).
-    Differentiable in q, k, v and sinks (float64 leaves)."""
-    q, k, v = (t if t.dtype == torch.float64 else t.double()
+    Differentiable in q, k, v and sinks (float64 leaves). On the CPU: the
+    inputs are brought there (a no-op for CPU tensors)."""
+    q, k, v = (t if t.dtype == torch.float64 else t.cpu().double()
                for t in (q, k, v))
+    slopes = None if slopes is None else slopes.cpu()
+    sinks = None if sinks is None else sinks.cpu()
     b, h, nq, _ = q.shape
     nk = k.shape[2]
     s = (q @ k.transpose(-1, -2)) * scale
@@ -98,9 +127,15 @@ def reference(q, k, v, causal, scale, slopes=None, sinks=None, ids=None,
     return p @ v, lse
 
 
+def on_device(t):
+    """t on the device under test (FLASHC_TEST_DEVICE; t itself on the
+    CPU)."""
+    return t.to(DEVICE)
+
+
 def random_documents(batch, n, generator):
     """int32 [batch, n] ids of documents of 1 to 90 rows, each batch its own
-    cut."""
+    cut, on the device under test."""
     ids = torch.empty(batch, n, dtype=torch.int32)
     for b in range(batch):
         doc, left = 0, 0
@@ -110,7 +145,7 @@ def random_documents(batch, n, generator):
                 left = int(torch.randint(1, 91, (1,), generator=generator))
             ids[b, r] = doc
             left -= 1
-    return ids
+    return on_device(ids)
 
 
 class CaptureArgsTest(unittest.TestCase):
@@ -140,11 +175,12 @@ class CaptureArgsTest(unittest.TestCase):
             # q . k about sqrt(D / 9) scaled by 1/sqrt(D): rows times 3000
             # have logits near 1e3.
             q[:, :, ::3] *= 3000.0
-        return [t.to(dtype) for t in (q, k, v)], g
+        return [on_device(t.to(dtype)) for t in (q, k, v)], g
 
     def run_forward(self, q, k, v, causal, **captures):
         """flashc.attention into an O poisoned with NaN; (O, LSE)."""
-        out = torch.full(q.shape, float("nan"), dtype=q.dtype)
+        out = torch.full(q.shape, float("nan"), dtype=q.dtype,
+                         device=q.device)
         o, lse = flashc.attention(q, k, v, causal=causal, out=out,
                                   return_lse=True, **captures)
         self.assertIs(o, out)
@@ -158,7 +194,10 @@ class CaptureArgsTest(unittest.TestCase):
               sinks=None, keep=None):
         """O and LSE against float64 by relative error; the rows that see
         no key: O = 0 and LSE = -inf (the sink with sinks, where `keep`,
-        keep_mask's, tells them), `masked_rows` of them where given."""
+        keep_mask's, tells them), `masked_rows` of them where given. O,
+        LSE and the sinks are compared on the CPU."""
+        o, lse = o.cpu(), lse.cpu()
+        sinks = None if sinks is None else sinks.cpu()
         hidden = ~torch.isfinite(ref_lse)
         if sinks is not None:
             # No row's LSE is -inf with a sink; its rows that see no key
@@ -197,11 +236,12 @@ class CaptureArgsTest(unittest.TestCase):
         self.assertTrue(o.requires_grad)
         g = torch.Generator().manual_seed(99)
         do = torch.randn(o.shape, generator=g).to(o.dtype)
-        o.backward(do)
-        ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+        o.backward(on_device(do))
+        ref_leaves = [t.detach().cpu().double().requires_grad_()
+                      for t in (q, k, v)]
         ref_sinks = None
         if sinks is not None:
-            ref_sinks = sinks.detach().double().requires_grad_()
+            ref_sinks = sinks.detach().cpu().double().requires_grad_()
         ref_o, _ = reference(*ref_leaves, causal, 1 / math.sqrt(q.shape[-1]),
                              slopes=captures.get("alibi_slopes"),
                              sinks=ref_sinks,
@@ -216,14 +256,16 @@ class CaptureArgsTest(unittest.TestCase):
             [sink_leaf.grad] if sinks is not None else [])
         for name, gt, w in zip(("dq", "dk", "dv", "dsinks"), got, want):
             self.assertIsNotNone(gt, f"{what}: {name}")
+            gt = gt.cpu()
             self.assertFalse(torch.isnan(gt).any(), f"{what}: {name}")
             err = ((gt.double() - w).norm() / w.norm()).item()
             print(f"[ gradients ] {what}: {name} rel err {err:.2e}")
             self.assertLess(err, 1e-2, f"{what}: {name}")
 
     def slopes(self, heads):
-        return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads)
-                             for h in range(heads)], dtype=torch.float32)
+        return on_device(torch.tensor([2.0 ** (-8.0 * (h + 1) / heads)
+                                       for h in range(heads)],
+                                      dtype=torch.float32))
 
     def test_alibi(self):
         for seed, (dtype, d, nq, nk, causal, masked) in enumerate((
@@ -240,12 +282,12 @@ class CaptureArgsTest(unittest.TestCase):
             self.check(f"alibi {dtype} D{d} {nq}x{nk} causal={causal}", o,
                        lse, ref_o, ref_lse, masked)
         # The slopes change the result: the plain kernel is another variant.
-        plain = flashc.attention(q, k, v, causal=True)
+        plain = flashc.attention(q, k, v, causal=True).cpu()
         self.assertGreater(((plain.double() - ref_o).norm()
                             / ref_o.norm()).item(), 0.05)
 
     def test_sinks(self):
-        sinks = torch.tensor([-3.0, 6.0])
+        sinks = on_device(torch.tensor([-3.0, 6.0]))
         for seed, (dtype, d, nq, nk, causal, masked) in enumerate((
                 (torch.bfloat16, 64, 150, 150, True, 0),
                 (torch.float16, 128, 129, 70, False, 0),
@@ -270,7 +312,7 @@ class CaptureArgsTest(unittest.TestCase):
             self.check(f"document {dtype} D{d} N{n} causal={causal}", o, lse,
                        ref_o, ref_lse, 0)
         # Each row in a document of its own: it sees only itself.
-        own = torch.arange(n, dtype=torch.int32).repeat(2, 1)
+        own = on_device(torch.arange(n, dtype=torch.int32).repeat(2, 1))
         o = flashc.attention(q, k, v, causal=True, document_ids=own)
         self.assertLess(((o.double() - v.double()).norm()
                          / v.double().norm()).item(), 1e-2)
@@ -281,15 +323,15 @@ class CaptureArgsTest(unittest.TestCase):
                 (torch.float16, 128, 130, 130, [37, 129]),
                 (torch.bfloat16, 64, 100, 260, [200, 5]))):
             (q, k, v), _ = self.inputs(nq, nk, d, dtype, 30 + seed)
-            prefix = torch.tensor(prefix, dtype=torch.int32)
+            prefix = on_device(torch.tensor(prefix, dtype=torch.int32))
             o, lse = self.run_forward(q, k, v, False, prefix_lengths=prefix)
             ref_o, ref_lse = reference(q, k, v, False, d ** -0.5,
                                        prefix=prefix)
             self.check(f"prefix-LM {dtype} D{d} {nq}x{nk} prefix "
                        f"{prefix.tolist()}", o, lse, ref_o, ref_lse, 0)
         # A negative length keeps no prefix: the causal (top-left) mask.
-        neg = flashc.attention(q, k, v, prefix_lengths=torch.tensor(
-            [-4, 0], dtype=torch.int32))
+        neg = flashc.attention(q, k, v, prefix_lengths=on_device(
+            torch.tensor([-4, 0], dtype=torch.int32))).cpu()
         ref_o, _ = reference(q, k, v, False, 0.125,
                              prefix=torch.zeros(2, dtype=torch.int32))
         self.assertLess(((neg.double() - ref_o).norm()
@@ -301,7 +343,7 @@ class CaptureArgsTest(unittest.TestCase):
         (q, k, v), g = self.inputs(140, 140, 64, torch.bfloat16, 40)
         ids = random_documents(2, 140, g)
         args = dict(alibi_slopes=self.slopes(2), document_ids=ids)
-        sinks = torch.tensor([0.5, 2.0])
+        sinks = on_device(torch.tensor([0.5, 2.0]))
         o, lse = self.run_forward(q, k, v, True, sinks=sinks, **args)
         ref_o, ref_lse = reference(q, k, v, True, 0.125, sinks=sinks,
                                    slopes=args["alibi_slopes"], ids=ids)
@@ -322,13 +364,14 @@ class CaptureArgsTest(unittest.TestCase):
             ("alibi", torch.bfloat16, 64, 150, 150, True,
              dict(alibi_slopes=self.slopes(2))),
             ("sinks", torch.bfloat16, 64, 150, 90, True,
-             dict(sinks=torch.tensor([-1.0, 3.0]))),
+             dict(sinks=on_device(torch.tensor([-1.0, 3.0])))),
             ("sinks f16 D128", torch.float16, 128, 70, 130, False,
-             dict(sinks=torch.tensor([2.0, -2.0]))),
+             dict(sinks=on_device(torch.tensor([2.0, -2.0])))),
             ("document", torch.bfloat16, 64, 200, 200, True,
              dict(document_ids=random_documents(2, 200, g))),
             ("prefix-LM", torch.float16, 64, 150, 150, False,
-             dict(prefix_lengths=torch.tensor([60, 0], dtype=torch.int32))),
+             dict(prefix_lengths=on_device(
+                 torch.tensor([60, 0], dtype=torch.int32)))),
         ]
         for seed, (what, dtype, d, nq, nk, causal, captures) in enumerate(
                 cases):
@@ -372,7 +415,7 @@ class CaptureArgsTest(unittest.TestCase):
                                 / ref_o[seen].norm()).item(), 0.05)
         # ALiBi and sinks in the same kernel (captures, then the sinks).
         (q, k, v), _ = self.inputs(300, 250, 64, torch.bfloat16, 110)
-        slopes, sinks = self.slopes(2), torch.tensor([-2.0, 5.0])
+        slopes, sinks = self.slopes(2), on_device(torch.tensor([-2.0, 5.0]))
         o, lse = self.run_forward(q, k, v, True, chunk_size=100,
                                   alibi_slopes=slopes, sinks=sinks)
         ref_o, ref_lse = reference(q, k, v, True, 0.125, slopes=slopes,
@@ -395,7 +438,7 @@ class CaptureArgsTest(unittest.TestCase):
              300, False, dict(chunk_size=100, window=40, softcap=20.0)),
             ("chunk 70 + alibi + sinks", torch.bfloat16, 64, 200, 150,
              True, dict(chunk_size=70, alibi_slopes=self.slopes(2),
-                        sinks=torch.tensor([1.0, -1.5]))),
+                        sinks=on_device(torch.tensor([1.0, -1.5])))),
         ]
         for seed, (what, dtype, d, nq, nk, causal, mods) in enumerate(cases):
             (q, k, v), _ = self.inputs(nq, nk, d, dtype, 120 + seed,
@@ -420,8 +463,10 @@ class CaptureArgsTest(unittest.TestCase):
 
         # An LSE output under training would take a gradient flashc does
         # not compute (test_torch_compile trains on O alone too).
+        # DETERMINISTIC on the GPU: equal bits need dQ in a fixed order.
         def eager(q, k, v):
-            return flashc.attention(q, k, v, causal=True, chunk_size=50)
+            return flashc.attention(q, k, v, causal=True, chunk_size=50,
+                                    deterministic=DETERMINISTIC)
 
         compiled = torch.compile(eager, fullgraph=True, backend="aot_eager")
         results = []
@@ -444,7 +489,7 @@ class CaptureArgsTest(unittest.TestCase):
         self.assertIsNotNone(q.grad)
         self.assertIsNone(slopes.grad)
         # Sinks alone requiring grad take the custom op too.
-        sinks = torch.tensor([1.0, -1.0], requires_grad=True)
+        sinks = on_device(torch.tensor([1.0, -1.0])).requires_grad_()
         o = flashc.attention(q.detach(), k, v, sinks=sinks)
         self.assertTrue(o.requires_grad)
         o.float().sum().backward()
@@ -453,7 +498,7 @@ class CaptureArgsTest(unittest.TestCase):
     def test_torch_compile(self):
         (q, k, v), g = self.inputs(130, 130, 64, torch.bfloat16, 80)
         ids = random_documents(2, 130, g)
-        sinks = torch.tensor([1.0, 4.0])
+        sinks = on_device(torch.tensor([1.0, 4.0]))
 
         @torch.compile(fullgraph=True, backend="aot_eager")
         def f(q, k, v, ids, sinks):
@@ -467,10 +512,11 @@ class CaptureArgsTest(unittest.TestCase):
                    0, sinks=sinks, keep=keep_mask(2, 130, 130, True, ids))
 
         # Training through the compiled graph: the same kernels as eager,
-        # so the same gradients, dsinks included.
+        # so the same gradients, dsinks included (on the GPU with the
+        # deterministic backward: the default adds dQ in no fixed order).
         def eager(q, k, v, ids, sinks):
             return flashc.attention(q, k, v, causal=True, document_ids=ids,
-                                    sinks=sinks)
+                                    sinks=sinks, deterministic=DETERMINISTIC)
 
         compiled = torch.compile(eager, fullgraph=True, backend="aot_eager")
         grads = []
@@ -486,8 +532,8 @@ class CaptureArgsTest(unittest.TestCase):
         (torch.library.opcheck) with the new tensor arguments."""
         (q, k, v), g = self.inputs(40, 40, 64, torch.bfloat16, 85)
         ids = random_documents(2, 40, g)
-        slopes, sinks = self.slopes(2), torch.tensor([0.5, 1.0])
-        prefix = torch.tensor([5, 30], dtype=torch.int32)
+        slopes, sinks = self.slopes(2), on_device(torch.tensor([0.5, 1.0]))
+        prefix = on_device(torch.tensor([5, 30], dtype=torch.int32))
         ops = torch.ops.flashc
         torch.library.opcheck(ops.attention.default, (
             q, k, v, True, None, False, None, None, None, slopes, sinks, ids,
@@ -497,7 +543,7 @@ class CaptureArgsTest(unittest.TestCase):
             None, sinks, None, prefix))
         o, lse = ops.attention(q, k, v, True, None, False, None, None, None,
                                slopes, sinks, ids, None)
-        do = torch.randn(o.shape, generator=g).to(o.dtype)
+        do = on_device(torch.randn(o.shape, generator=g).to(o.dtype))
         torch.library.opcheck(ops.attention_backward_sinks.default, (
             do, q, k, v, o, lse, sinks, True, None, False, None, None, None,
             slopes, ids, None))
@@ -521,16 +567,16 @@ class CaptureArgsTest(unittest.TestCase):
     def test_refused_by_name(self):
         (q, k, v), _ = self.inputs(20, 20, 64, torch.bfloat16, 90, hot=False)
         f32, i32 = torch.float32, torch.int32
-        slopes, sinks = torch.ones(2), torch.zeros(2)
-        ids = torch.zeros(2, 20, dtype=i32)
-        prefix = torch.zeros(2, dtype=i32)
+        slopes, sinks = on_device(torch.ones(2)), on_device(torch.zeros(2))
+        ids = on_device(torch.zeros(2, 20, dtype=i32))
+        prefix = on_device(torch.zeros(2, dtype=i32))
         cases = [
             ("alibi_slopes has dtype torch.bfloat16",
              dict(alibi_slopes=slopes.bfloat16())),
             ("alibi_slopes is \\(3,\\); expected \\(2,\\)",
-             dict(alibi_slopes=torch.ones(3))),
+             dict(alibi_slopes=on_device(torch.ones(3)))),
             ("alibi_slopes is a list", dict(alibi_slopes=[1.0, 1.0])),
-            ("alibi_slopes is on meta but q is on cpu",
+            (f"alibi_slopes is on meta but q is on {q.device}",
              dict(alibi_slopes=torch.ones(2, device="meta"))),
             ("sinks has dtype torch.float64", dict(sinks=sinks.double())),
             ("sinks is \\(2, 1\\)", dict(sinks=sinks[:, None])),
@@ -568,7 +614,7 @@ class CaptureArgsTest(unittest.TestCase):
         # Refused under autograd too (the custom op and its fake).
         q.requires_grad_()
         with self.assertRaisesRegex(flashc.FlashcError, "sinks is \\(3,\\)"):
-            flashc.attention(q, k, v, sinks=torch.zeros(3))
+            flashc.attention(q, k, v, sinks=on_device(torch.zeros(3)))
         for msg, change in (
                 ("chunk_size with document_ids",
                  dict(document_ids=ids, chunk_size=8)),
