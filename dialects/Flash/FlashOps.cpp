@@ -282,6 +282,47 @@ static LogicalResult verifyPaged(Operation *op, Value pageTable,
   return success();
 }
 
+/// Split-KV's scratch: f32 `partial_out` (S x batch x H_q x seq_q x D)
+/// and `partial_lse` (S x batch x H_q x seq_q) with q's batch, heads,
+/// rows and head dim and one S; not with packed sequences.
+static LogicalResult verifySplits(Operation *op, Value partialOut,
+                                  Value partialLse, bool packed,
+                                  MemRefType qType) {
+  if (!partialOut)
+    return success();
+  if (packed)
+    return op->emitOpError("split-KV and packed sequences do not go "
+                           "together yet");
+  auto outType = cast<MemRefType>(partialOut.getType());
+  auto lseType = cast<MemRefType>(partialLse.getType());
+  if (outType.getRank() != 5 || !outType.getElementType().isF32())
+    return op->emitOpError()
+           << "'partial_out' must be a rank-5 memref of f32 (splits x batch "
+              "x heads x seq x head dim), got "
+           << outType;
+  if (lseType.getRank() != 4 || !lseType.getElementType().isF32())
+    return op->emitOpError() << "'partial_lse' must be a rank-4 memref of f32 "
+                                "(splits x batch x heads x seq), got "
+                             << lseType;
+  if (dimsConflict(outType.getDimSize(0), lseType.getDimSize(0)))
+    return op->emitOpError()
+           << "splits mismatch: 'partial_out' has "
+           << formatDim(outType.getDimSize(0)) << " but 'partial_lse' has "
+           << formatDim(lseType.getDimSize(0));
+  for (auto [name, type] :
+       {std::pair<StringRef, MemRefType>{"partial_out", outType},
+        {"partial_lse", lseType}})
+    for (int64_t dim = 0; dim < type.getRank() - 1; ++dim) {
+      int64_t size = type.getDimSize(dim + 1);
+      int64_t expected = qType.getDimSize(dim);
+      if (dimsConflict(size, expected))
+        return op->emitOpError()
+               << kDimNames[dim] << " mismatch: '" << name << "' has "
+               << formatDim(size) << " but 'q' has " << formatDim(expected);
+    }
+  return success();
+}
+
 /// An attention sink operand (`sinks`, or the backward's `dsinks`): a
 /// rank-1 f32 memref of one logit per query head.
 static LogicalResult verifySinks(Operation *op, StringRef name, Value sinks,
@@ -510,7 +551,9 @@ LogicalResult AttentionOp::verify() {
           *this, getCuSeqlensQ(), getCuSeqlensK(), {getMaxSeqlenQ()},
           "cu_seqlens_q, cu_seqlens_k and max_seqlen_q", operands)) ||
       failed(verifyPaged(*this, getPageTable(), getCacheLens(), isPacked(),
-                         operands)))
+                         operands)) ||
+      failed(verifySplits(*this, getPartialOut(), getPartialLse(), isPacked(),
+                          operands[0].type)))
     return failure();
   if (Value sinks = getSinks())
     if (failed(verifySinks(*this, "sinks", sinks, operands[0].type)))
@@ -720,6 +763,15 @@ LogicalResult RescaleOp::verify() {
 }
 
 LogicalResult FinalizeOp::verify() {
+  auto accType = cast<RankedTensorType>(getAcc().getType());
+  if (failed(verifyF32Tile(*this, "acc", accType, 2)))
+    return failure();
+  return verifyRowVector(*this, "row_max",
+                         cast<RankedTensorType>(getRowMax().getType()), "acc",
+                         accType);
+}
+
+LogicalResult MergeSplitOp::verify() {
   auto accType = cast<RankedTensorType>(getAcc().getType());
   if (failed(verifyF32Tile(*this, "acc", accType, 2)))
     return failure();

@@ -115,6 +115,28 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
         -> memref<?x32x?x128xbf16>, memref<?x32x?xf32>
     ```
 
+    Split-KV (flash-decoding): with `splits`, each row's keys are split
+    into S ranges of whole key tiles, S being the first dimension of the
+    f32 scratch `partial_out` (S x batch x H_q x seq_q x head_dim) and
+    `partial_lse` (S x batch x H_q x seq_q). Split s attends to its range
+    alone and writes its normalised output and LSE there (a split without
+    keys writes 0 and -inf); a second step combines them weighted by their
+    LSEs into `o` and `lse`, and adds the sink there, once. The scratch is
+    the caller's, so a call allocates nothing: a decoding step fits in a
+    CUDA graph. Not with packed sequences.
+
+    ```mlir
+    flash.attention %q, %k_cache, %v_cache -> %o, lse %lse
+        paged(%page_table : memref<?x?xi32>, %cache_lens : memref<?xi32>)
+        splits(%o_part : memref<?x?x32x?x128xf32>,
+               %lse_part : memref<?x?x32x?xf32>)
+        {causal}
+        : memref<?x32x?x128xbf16>,
+          memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>,
+          memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>
+        -> memref<?x32x?x128xbf16>, memref<?x32x?xf32>
+    ```
+
     Score and mask mods (FlexAttention's `score_mod` and `mask_mod`): the
     optional region `score_mod` maps each scaled logit to a new one, and
     `mask_mod` says whether query `q_idx` may see key `kv_idx`:
@@ -183,6 +205,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     Arg<Optional<AnyMemRef>, "per-head sink logits", [MemRead]>:$sinks,
     Arg<Optional<AnyMemRef>, "each batch's cache pages (paged)", [MemRead]>:$pageTable,
     Arg<Optional<AnyMemRef>, "each batch's cached keys (paged)", [MemRead]>:$cacheLens,
+    Arg<Optional<AnyMemRef>, "each split's normalised output (split-KV)", [MemRead, MemWrite]>:$partialOut,
+    Arg<Optional<AnyMemRef>, "each split's row log-sum-exp (split-KV)", [MemRead, MemWrite]>:$partialLse,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Flash_ConfigAttr>:$config,
@@ -195,6 +219,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
       type($cuSeqlensK) `,` `max_q` $maxSeqlenQ `)`)?
     (`paged` `(` $pageTable^ `:` type($pageTable) `,` $cacheLens `:`
       type($cacheLens) `)`)?
+    (`splits` `(` $partialOut^ `:` type($partialOut) `,` $partialLse `:`
+      type($partialLse) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     attr-dict `:`
@@ -212,6 +238,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     bool isPacked() { return static_cast<bool>(getCuSeqlensQ()); }
     /// Whether K and V are a paged cache (page table and lengths given).
     bool isPaged() { return static_cast<bool>(getPageTable()); }
+    /// Whether each row's keys are split over programs (split-KV).
+    bool isSplit() { return static_cast<bool>(getPartialOut()); }
     /// Whether a score or a mask mod is given.
     bool hasMods() { return !getScoreMod().empty() || !getMaskMod().empty(); }
   }];
@@ -643,6 +671,55 @@ def Flash_FinalizeOp : Flash_Op<"finalize", [Pure,
     OpBuilder<(ins "Value":$acc, "Value":$rowMax, "Value":$rowSum), [{
       build($_builder, $_state, acc.getType(), rowMax.getType(), acc, rowMax,
             rowSum, /*sink=*/Value(), /*base2=*/false);
+    }]>
+  ];
+  let hasVerifier = 1;
+}
+
+def Flash_MergeSplitOp : Flash_Op<"merge_split", [Pure,
+    AllTypesMatch<["acc", "partial", "new_acc"]>,
+    AllTypesMatch<["row_max", "row_sum", "partial_lse", "new_max",
+                   "new_sum"]>]> {
+  let summary = "Fold one split's normalised output into a running combine";
+  let description = [{
+    Split-KV's combine step: `partial` (M x D) and `partial_lse` (M) are
+    one split's normalised output and row log-sum-exp, and `acc`, `m`,
+    `l` the splits folded so far (natural log units, as `flash.finalize`
+    without `base2` takes them):
+
+        m_new = max(m, partial_lse)
+        alpha = exp(m - m_new)
+        w     = exp(partial_lse - m_new)
+        l_new = l * alpha + w
+        acc_new = acc * alpha + partial * w
+
+    so that after the last split `flash.finalize` gives the output and LSE
+    of all keys together. A split that saw no key (LSE -inf) weighs 0; a
+    row no split saw stays at m = -inf, l = 0. Start with acc = 0,
+    m = -inf and l = 0.
+
+    Example:
+
+    ```mlir
+    %acc1, %m1, %l1 = flash.merge_split %part, %part_lse into %acc, %m, %l
+        : tensor<16x128xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$partial, AnyRankedTensor:$partial_lse,
+                       AnyRankedTensor:$acc, AnyRankedTensor:$row_max,
+                       AnyRankedTensor:$row_sum);
+  let results = (outs AnyRankedTensor:$new_acc, AnyRankedTensor:$new_max,
+                      AnyRankedTensor:$new_sum);
+  let assemblyFormat = [{
+    $partial `,` $partial_lse `into` $acc `,` $row_max `,` $row_sum attr-dict
+    `:` type($partial) `,` type($partial_lse)
+  }];
+  let builders = [
+    OpBuilder<(ins "Value":$partial, "Value":$partialLse, "Value":$acc,
+                   "Value":$rowMax, "Value":$rowSum), [{
+      Type rowType = rowMax.getType();
+      build($_builder, $_state, acc.getType(), rowType, rowType, partial,
+            partialLse, acc, rowMax, rowSum);
     }]>
   ];
   let hasVerifier = 1;

@@ -75,6 +75,12 @@ FailureOr<HostKernel> findHostKernel(ModuleOp module) {
            << "a paged K/V cache is not supported by CPU libraries yet "
               "(kernel.json names no page table; the execution engine runs "
               "it: buildCpuReferencePipeline)";
+  if (auto forward = dyn_cast<flash::AttentionOp>(op);
+      forward && forward.isSplit())
+    return op->emitOpError()
+           << "split-KV is not supported by CPU libraries yet (kernel.json "
+              "names no partial_out or partial_lse; the execution engine "
+              "runs it: buildCpuReferencePipeline)";
   return HostKernel{function, op};
 }
 

@@ -31,9 +31,13 @@ static bool isNegInfStart(Value value) {
   return start.isInfinity() && start.isNegative();
 }
 
+/// What may produce a running max: softmax updates (base 2 after the
+/// fold) or split-KV's merges of splits' LSEs (natural units throughout).
+enum class MaxSource { Softmax, Merge };
+
 /// Follows a running max back through loop results and iter_args. True when
-/// every source is a softmax update's new max or the -inf start.
-static bool hasOnlySoftmaxSources(Value max) {
+/// every source is a new max of `kind`'s op or the -inf start.
+static bool hasOnlySources(Value max, MaxSource kind) {
   SmallVector<Value> worklist = {max};
   llvm::SmallPtrSet<Value, 8> seen;
   while (!worklist.empty()) {
@@ -43,9 +47,15 @@ static bool hasOnlySoftmaxSources(Value max) {
     if (isNegInfStart(value))
       continue;
     if (auto update = value.getDefiningOp<SoftmaxUpdateOp>()) {
-      if (value != update.getNewMax())
+      if (kind != MaxSource::Softmax || value != update.getNewMax())
         return false;
       worklist.push_back(update.getRowMax());
+      continue;
+    }
+    if (auto merge = value.getDefiningOp<MergeSplitOp>()) {
+      if (kind != MaxSource::Merge || value != merge.getNewMax())
+        return false;
+      worklist.push_back(merge.getRowMax());
       continue;
     }
     if (auto loop = value.getDefiningOp<scf::ForOp>()) {
@@ -76,11 +86,16 @@ bool mlir::flash::foldScaleIntoExp2(func::FuncOp func) {
       finalizes.push_back(finalize);
   });
   for (SoftmaxUpdateOp update : updates) {
-    if (!hasOnlySoftmaxSources(update.getRowMax()))
+    if (!hasOnlySources(update.getRowMax(), MaxSource::Softmax))
       return false;
   }
+  // Split-KV's combine finalizes splits' LSEs, natural logs: it stays as
+  // it is while the softmax before it moves to base 2.
+  llvm::erase_if(finalizes, [](FinalizeOp finalize) {
+    return hasOnlySources(finalize.getRowMax(), MaxSource::Merge);
+  });
   for (FinalizeOp finalize : finalizes) {
-    if (!hasOnlySoftmaxSources(finalize.getRowMax()))
+    if (!hasOnlySources(finalize.getRowMax(), MaxSource::Softmax))
       return false;
   }
 

@@ -72,7 +72,50 @@ struct ProgramOperands {
   /// size (K's and V's seq dimension).
   Value pageTable = {};
   int64_t pageSize = 0;
+  /// Split-KV: this program's split of `splits`, and the scratch it
+  /// writes (null: one program sees every key and writes O and LSE).
+  Value split = {}, splits = {};
+  Value partialOut = {}, partialLse = {};
 };
+
+/// Split `split`'s slice of split-KV scratch (splits x the rest): a view
+/// of the rest, as flash.load_tile and flash.store_tile take it.
+static Value splitSlice(ImplicitLocOpBuilder &b, Value scratch, Value split) {
+  auto type = cast<MemRefType>(scratch.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[0] = split;
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  for (int64_t dim = 1; dim < rank; ++dim)
+    sizes.push_back(
+        type.isDynamicDim(dim)
+            ? OpFoldResult(memref::DimOp::create(b, scratch, dim).getResult())
+            : OpFoldResult(b.getIndexAttr(type.getDimSize(dim))));
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  auto sliceType = memref::SubViewOp::inferRankReducedResultType(
+      type.getShape().drop_front(), type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, cast<MemRefType>(sliceType), scratch,
+                                   offsets, sizes, strides);
+}
+
+/// Split `split` of `splits`' share of key tiles [begin, end): an equal
+/// run of whole tiles (the last ones may get none).
+static std::pair<Value, Value> splitKeyRange(ImplicitLocOpBuilder &b,
+                                             Value begin, Value end,
+                                             Value split, Value splits,
+                                             Value cBlockN) {
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value span =
+      arith::MaxSIOp::create(b, arith::SubIOp::create(b, end, begin), c0);
+  Value tiles = arith::CeilDivUIOp::create(b, span, cBlockN);
+  Value share = arith::MulIOp::create(
+      b, arith::CeilDivUIOp::create(b, tiles, splits), cBlockN);
+  Value first =
+      arith::AddIOp::create(b, begin, arith::MulIOp::create(b, split, share));
+  Value last =
+      arith::MinSIOp::create(b, arith::AddIOp::create(b, first, share), end);
+  return {first, last};
+}
 
 /// Where keys [col, col + block_n) of a batch lie in a paged cache: the
 /// page the table names (not yet clamped into a cache), the rows of it up
@@ -183,6 +226,10 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
     kvEnd = arith::MinSIOp::create(b, kvEnd, end);
   }
 
+  if (mem.split)
+    std::tie(kvBegin, kvEnd) =
+        splitKeyRange(b, kvBegin, kvEnd, mem.split, mem.splits, cBlockN);
+
   Value accInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
   Value maxInit = arith::ConstantOp::create(
@@ -232,6 +279,21 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
         scf::YieldOp::create(lb, ValueRange{acc, newMax, newSum});
       });
 
+  // A split's output stays f32 and normalised over its own keys; the
+  // combine step (buildCombine) weighs the splits and adds the sink.
+  if (mem.split) {
+    auto finalize =
+        FinalizeOp::create(b, TypeRange{accType, rowType}, loop.getResults(),
+                           ArrayRef<NamedAttribute>());
+    StoreTileOp::create(b, finalize.getOutput(),
+                        splitSlice(b, mem.partialOut, mem.split),
+                        ValueRange{batch, head, row});
+    StoreTileOp::create(b, finalize.getLse(),
+                        splitSlice(b, mem.partialLse, mem.split),
+                        ValueRange{batch, head, row});
+    return;
+  }
+
   // An attention sink joins the softmax's sum once, after the last key.
   SmallVector<Value, 4> finalOperands(loop.getResults());
   if (Value sinks = op.getSinks())
@@ -267,6 +329,12 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
     Value row = arith::MulIOp::create(b, queryTile, cBlockM);
     ProgramOperands mem = {op.getQ(), op.getK(), op.getV(), op.getO(),
                            op.getLse()};
+    if (op.isSplit()) {
+      mem.split = ProgramIdOp::create(b, 2);
+      mem.splits = memref::DimOp::create(b, op.getPartialOut(), 0);
+      mem.partialOut = op.getPartialOut();
+      mem.partialLse = op.getPartialLse();
+    }
     Value seqK = shape.seqK;
     if (op.isPaged()) {
       // The batch's cached keys, at most its table's pages' worth.
@@ -308,6 +376,63 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
                   : Value()};
   buildAttention(b, op, mem, c0, batch, head, kvHead, row, seqQ, seqK, c0,
                  cBlockM, cBlockN, config);
+}
+
+/// Split-KV's combine: the program of query tile `program_id 0` and
+/// (batch, head) `program_id 1` folds every split's output and LSE for
+/// its rows (flash.merge_split), finalizes them with the sink where there
+/// is one, and writes O and LSE.
+static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op, Value heads,
+                         ConfigAttr config) {
+  int64_t blockM = config.getBlockM();
+  int64_t headDim = op.getHeadDim();
+  Type f32 = b.getF32Type();
+  auto accType = RankedTensorType::get({blockM, headDim}, f32);
+  auto rowType = RankedTensorType::get({blockM}, f32);
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, 1);
+  Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
+                                    arith::ConstantIndexOp::create(b, blockM));
+  Value batchHead = ProgramIdOp::create(b, 1);
+  Value batch = arith::DivUIOp::create(b, batchHead, heads);
+  Value head = arith::RemUIOp::create(b, batchHead, heads);
+  Value splits = memref::DimOp::create(b, op.getPartialOut(), 0);
+
+  Value accInit = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
+  Value maxInit = arith::ConstantOp::create(
+      b,
+      DenseElementsAttr::get(
+          rowType, b.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
+  Value sumInit = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(rowType, b.getF32FloatAttr(0.0f)));
+  auto loop = scf::ForOp::create(
+      b, c0, splits, c1, ValueRange{accInit, maxInit, sumInit},
+      [&](OpBuilder &nested, Location loc, Value split, ValueRange carried) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        Value partial = LoadTileOp::create(
+            lb, accType, splitSlice(lb, op.getPartialOut(), split),
+            ValueRange{batch, head, row});
+        Value partialLse = LoadTileOp::create(
+            lb, rowType, splitSlice(lb, op.getPartialLse(), split),
+            ValueRange{batch, head, row});
+        auto merge = MergeSplitOp::create(lb, partial, partialLse, carried[0],
+                                          carried[1], carried[2]);
+        scf::YieldOp::create(lb, merge.getResults());
+      });
+  SmallVector<Value, 4> finalOperands(loop.getResults());
+  if (Value sinks = op.getSinks())
+    finalOperands.push_back(memref::LoadOp::create(b, sinks, head));
+  auto finalize = FinalizeOp::create(b, TypeRange{accType, rowType},
+                                     finalOperands, ArrayRef<NamedAttribute>());
+  Type elementType = cast<MemRefType>(op.getO().getType()).getElementType();
+  Value out = arith::TruncFOp::create(
+      b, RankedTensorType::get({blockM, headDim}, elementType),
+      finalize.getOutput());
+  StoreTileOp::create(b, out, op.getO(), ValueRange{batch, head, row});
+  if (Value lse = op.getLse())
+    StoreTileOp::create(b, finalize.getLse(), lse,
+                        ValueRange{batch, head, row});
 }
 
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
@@ -374,6 +499,13 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
           // The GPU lowering reads the tile program's K and V as dense
           // tensors; it refuses this mark by name.
           func->setAttr("flash.paged", UnitAttr::get(op->getContext()));
+        }
+        if (forward.isSplit()) {
+          // Split-KV's two grids are not one GPU kernel; the GPU lowering
+          // refuses this mark by name.
+          func->setAttr("flash.split_kv", UnitAttr::get(op->getContext()));
+        }
+        if (forward.isPaged()) {
           int64_t pageSize =
               cast<MemRefType>(forward.getK().getType()).getDimSize(2);
           if (pageSize % config->getBlockN() != 0) {
@@ -459,9 +591,22 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         b, longestQ, arith::ConstantIndexOp::create(b, config.getBlockM()));
     Value batchHeads = arith::MulIOp::create(b, batch, shape.heads);
 
-    auto grid = GridOp::create(b, ValueRange{queryTiles, batchHeads});
-    b.setInsertionPointToStart(&grid.getBody().front());
-    buildProgram(b, op, shape, config);
+    SmallVector<Value, 3> sizes = {queryTiles, batchHeads};
+    // Split-KV: a third axis over the splits, then a grid that combines them.
+    if (op.isSplit())
+      sizes.push_back(memref::DimOp::create(b, op.getPartialOut(), c0));
+    auto grid = GridOp::create(b, sizes);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&grid.getBody().front());
+      buildProgram(b, op, shape, config);
+    }
+    if (op.isSplit()) {
+      auto combine = GridOp::create(b, ValueRange{queryTiles, batchHeads});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&combine.getBody().front());
+      buildCombine(b, op, shape.heads, config);
+    }
     op.erase();
   }
 };

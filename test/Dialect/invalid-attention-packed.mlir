@@ -43,7 +43,7 @@ func.func @packed_batch_of_two(%q: memref<2x4x?x64xbf16>, %cu: memref<?xi32>, %m
 // The generic form can give one without the others.
 func.func @cu_seqlens_q_alone(%q: memref<1x4x?x64xbf16>, %cu: memref<?xi32>) {
   // expected-error @+1 {{packed sequences take cu_seqlens_q, cu_seqlens_k and max_seqlen_q together}}
-  "flash.attention"(%q, %q, %q, %q, %cu) ({}, {}) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0>}
+  "flash.attention"(%q, %q, %q, %q, %cu) ({}, {}) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0>}
       : (memref<1x4x?x64xbf16>, memref<1x4x?x64xbf16>, memref<1x4x?x64xbf16>, memref<1x4x?x64xbf16>, memref<?xi32>) -> ()
   return
 }

@@ -6,7 +6,7 @@
 func.func @lengths_without_table(%q: !q, %k: !kv, %v: !kv, %o: !q,
                                  %t: memref<?x?xi32>, %l: memref<?xi32>) {
   // expected-error @+1 {{a paged cache takes page_table and cache_lens together}}
-  "flash.attention"(%q, %k, %v, %o, %l) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1>}> ({}, {}) : (!q, !kv, !kv, !q, memref<?xi32>) -> ()
+  "flash.attention"(%q, %k, %v, %o, %l) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0>}> ({}, {}) : (!q, !kv, !kv, !q, memref<?xi32>) -> ()
   return
 }
 

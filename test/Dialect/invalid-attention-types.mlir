@@ -26,6 +26,6 @@ func.func @f32_output(%q: memref<2x8x256x64xbf16>, %o: memref<2x8x256x64xf32>) {
 
 func.func @tensor_operand(%q: tensor<2x8x256x64xbf16>, %m: memref<2x8x256x64xbf16>) {
   // expected-error @+1 {{operand #0 must be memref of any type values, but got 'tensor<2x8x256x64xbf16>'}}
-  "flash.attention"(%q, %m, %m, %m) ({}, {}) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x8x256x64xbf16>, memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16>) -> ()
+  "flash.attention"(%q, %m, %m, %m) ({}, {}) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x8x256x64xbf16>, memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16>, memref<2x8x256x64xbf16>) -> ()
   return
 }

@@ -113,3 +113,26 @@ func.func @paged_cache(%q: memref<4x32x?x128xbf16>,
       -> memref<4x32x?x128xbf16>, memref<4x32x?xf32>
   return
 }
+
+// -----
+
+// Split-KV over the paged cache: the caller's f32 scratch, splits first.
+// CHECK-LABEL: func.func @paged_cache_splits
+// CHECK: paged(%{{.*}} : memref<?x?xi32>, %{{.*}} : memref<?xi32>) splits(%{{.*}} : memref<16x4x32x?x128xf32>, %{{.*}} : memref<16x4x32x?xf32>) sinks(%{{.*}} : memref<32xf32>) {causal}
+func.func @paged_cache_splits(%q: memref<4x32x?x128xbf16>,
+    %k: memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>,
+    %v: memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>,
+    %o: memref<4x32x?x128xbf16>, %lse: memref<4x32x?xf32>,
+    %table: memref<?x?xi32>, %lens: memref<?xi32>,
+    %po: memref<16x4x32x?x128xf32>, %pl: memref<16x4x32x?xf32>,
+    %sinks: memref<32xf32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse
+      paged(%table : memref<?x?xi32>, %lens : memref<?xi32>)
+      splits(%po : memref<16x4x32x?x128xf32>, %pl : memref<16x4x32x?xf32>)
+      sinks(%sinks : memref<32xf32>) {causal}
+      : memref<4x32x?x128xbf16>,
+        memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>,
+        memref<1000x8x64x128xbf16, strided<[65536, 128, 1024, 1]>>
+      -> memref<4x32x?x128xbf16>, memref<4x32x?xf32>
+  return
+}

@@ -23,3 +23,16 @@ func.func @default_scale(%s: tensor<64x16xf32>, %m: tensor<64xf32>, %l: tensor<6
   %p, %m_new, %l_new, %alpha = flash.softmax_update %s, %m, %l : tensor<64x16xf32>, tensor<64xf32>
   return %p : tensor<64x16xf32>
 }
+
+// Split-KV's combine: one split's output and LSE folded into the running
+// rows.
+// CHECK-LABEL: func.func @merge_one_split
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = flash.merge_split %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x128xf32>, tensor<16xf32>
+func.func @merge_one_split(%part: tensor<16x128xf32>, %lse: tensor<16xf32>,
+                           %acc: tensor<16x128xf32>, %m: tensor<16xf32>,
+                           %l: tensor<16xf32>) -> tensor<16x128xf32> {
+  %a, %mm, %ll = flash.merge_split %part, %lse into %acc, %m, %l
+      : tensor<16x128xf32>, tensor<16xf32>
+  %out, %final = flash.finalize %a, %mm, %ll : tensor<16x128xf32>, tensor<16xf32>
+  return %out : tensor<16x128xf32>
+}

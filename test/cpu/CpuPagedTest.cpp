@@ -43,6 +43,10 @@ struct PagedCase {
   /// A mask_mod hiding keys more than this many behind the query (0: none).
   int64_t window = 0;
   int64_t headDim = 128;
+  /// Split-KV: the number of splits (0: none).
+  int64_t splits = 0;
+  /// Per-head sink logits (as the kernel's `sinks`) where true.
+  bool sinks = false;
 };
 
 std::ostream &operator<<(std::ostream &os, const PagedCase &c) {
@@ -59,13 +63,23 @@ std::string pagedSource(const PagedCase &c) {
                    std::to_string(c.pageSize) + "x" +
                    std::to_string(c.headDim) + "xbf16, strided<[?, ?, ?, 1]>>";
   std::string lse = "memref<?x" + std::to_string(c.heads) + "x?xf32>";
+  std::string partialOut = "memref<?x?x" + std::to_string(c.heads) + "x?x" +
+                           std::to_string(c.headDim) + "xf32>";
+  std::string partialLse = "memref<?x?x" + std::to_string(c.heads) + "x?xf32>";
+  std::string sinks = "memref<" + std::to_string(c.heads) + "xf32>";
   s << "func.func @paged(%q: " << q << ", %k: " << kv << ", %v: " << kv
     << ", %o: " << q << ", %lse: " << lse
-    << ", %table: memref<?x?xi32>, %lens: memref<?xi32>)"
+    << ", %table: memref<?x?xi32>, %lens: memref<?xi32>, %po: " << partialOut
+    << ", %pl: " << partialLse << ", %sinks: " << sinks << ")"
     << " attributes {llvm.emit_c_interface} {\n"
     << "  flash.attention %q, %k, %v -> %o, lse %lse\n"
-    << "      paged(%table : memref<?x?xi32>, %lens : memref<?xi32>)\n"
-    << "      " << (c.causal ? "{causal}" : "") << "\n"
+    << "      paged(%table : memref<?x?xi32>, %lens : memref<?xi32>)\n";
+  if (c.splits)
+    s << "      splits(%po : " << partialOut << ", %pl : " << partialLse
+      << ")\n";
+  if (c.sinks)
+    s << "      sinks(%sinks : " << sinks << ")\n";
+  s << "      " << (c.causal ? "{causal}" : "") << "\n"
     << "      : " << q << ", " << kv << ", " << kv << " -> " << q << ", " << lse
     << "\n";
   if (c.window)
@@ -199,9 +213,34 @@ TEST_P(CpuPagedTest, MatchesFloat64Reference) {
                                       {batch, cache.maxPages},
                                       {cache.maxPages, 1}};
   auto lensView = view1(lengths);
+  // Split-KV's scratch, poisoned: every row a split covers is written.
+  const int64_t splits = std::max<int64_t>(c.splits, 1);
+  std::vector<float> partialOut(splits * batch * c.heads * c.seqQ * D,
+                                std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> partialLse(splits * batch * c.heads * c.seqQ,
+                                std::numeric_limits<float>::quiet_NaN());
+  StridedMemRefType<float, 5> partialOutView{
+      partialOut.data(),
+      partialOut.data(),
+      0,
+      {splits, batch, c.heads, c.seqQ, D},
+      {batch * c.heads * c.seqQ * D, c.heads * c.seqQ * D, c.seqQ * D, D, 1}};
+  StridedMemRefType<float, 4> partialLseView{
+      partialLse.data(),
+      partialLse.data(),
+      0,
+      {splits, batch, c.heads, c.seqQ},
+      {batch * c.heads * c.seqQ, c.heads * c.seqQ, c.seqQ, 1}};
+  std::vector<float> sinks(c.heads);
+  std::uniform_real_distribution<float> sinkLogits(-4.0f, 4.0f);
+  for (float &sink : sinks)
+    sink = sinkLogits(rng);
+  StridedMemRefType<float, 1> sinksView{
+      sinks.data(), sinks.data(), 0, {c.heads}, {1}};
   using P = void *;
-  reinterpret_cast<void (*)(P, P, P, P, P, P, P)> (*symbol)(
-      &qView, &kView, &vView, &oView, &lseView, &table, &lensView);
+  reinterpret_cast<void (*)(P, P, P, P, P, P, P, P, P, P)> (*symbol)(
+      &qView, &kView, &vView, &oView, &lseView, &table, &lensView,
+      &partialOutView, &partialLseView, &sinksView);
 
   const double scale = 1.0 / std::sqrt(double(D));
   const int64_t group = c.heads / c.kvHeads;
@@ -211,6 +250,8 @@ TEST_P(CpuPagedTest, MatchesFloat64Reference) {
   flashc::ref::RowMods mods;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < c.heads; ++h) {
+      mods.hasSink = c.sinks;
+      mods.sink = sinks[h];
       // The mods see each query at its position in the cache.
       if (c.window) {
         int64_t w = c.window,
@@ -232,10 +273,20 @@ TEST_P(CpuPagedTest, MatchesFloat64Reference) {
         const uint16_t *row = o.data() + (bh * c.seqQ + i) * D;
         std::string where = "b " + std::to_string(b) + " h " +
                             std::to_string(h) + " row " + std::to_string(i);
-        if (std::isinf(want)) {
+        // The causal mask aligned to the cache's end hides every key from
+        // the rows before it (the window here hides none).
+        bool seesNoKey =
+            c.lengths[b] == 0 || (c.causal && i < c.seqQ - c.lengths[b]);
+        if (!c.sinks)
+          ASSERT_EQ(seesNoKey, std::isinf(want)) << where;
+        if (seesNoKey) {
           ++maskedRows;
-          ASSERT_TRUE(std::isinf(gotLse) && gotLse < 0)
-              << "fully masked " << where << " has LSE " << gotLse;
+          if (c.sinks)
+            ASSERT_EQ(gotLse, sinks[h])
+                << "fully masked " << where << " has LSE " << gotLse;
+          else
+            ASSERT_TRUE(std::isinf(gotLse) && gotLse < 0)
+                << "fully masked " << where << " has LSE " << gotLse;
           for (int64_t d = 0; d < D; ++d)
             ASSERT_EQ(flashc::ref::halfBitsToFloat(row[d], DType::BF16), 0.0f)
                 << "fully masked " << where;
@@ -318,7 +369,66 @@ INSTANTIATE_TEST_SUITE_P(
                   {777, 90},
                   true,
                   1.0f,
-                  /*window=*/100}),
+                  /*window=*/100},
+        // Split-KV: 70000 keys in pages of 256 over 64 splits (about
+        // four key tiles each), a cache of 3 keys beside it (most splits
+        // get none: LSE -inf, weight 0), logits near 1e3.
+        PagedCase{"splits64_page256",
+                  8,
+                  2,
+                  2,
+                  256,
+                  64,
+                  {70000, 3},
+                  true,
+                  /*hotRowFactor=*/3000.0f,
+                  0,
+                  128,
+                  /*splits=*/64},
+        // Two splits of caches no multiple of the page, GQA 32/8, eight
+        // new tokens and per-head sinks (added once, in the combine): the
+        // cache of 5 leaves three rows without a key (O = 0, LSE = sink).
+        PagedCase{"splits2_sinks_qlen8",
+                  32,
+                  8,
+                  8,
+                  64,
+                  32,
+                  {1000, 5, 131},
+                  true,
+                  1.0f,
+                  0,
+                  128,
+                  /*splits=*/2,
+                  /*sinks=*/true},
+        // Seven splits (no divisor of the key tiles) with a sliding window
+        // of 100: most splits' keys are all hidden from the step's rows.
+        PagedCase{"splits7_window_page16",
+                  8,
+                  1,
+                  3,
+                  16,
+                  16,
+                  {777, 20},
+                  true,
+                  1.0f,
+                  /*window=*/100,
+                  128,
+                  /*splits=*/7},
+        // One split: the combine alone, over 32 query heads on one K/V
+        // head, one new token.
+        PagedCase{"splits1_mqa",
+                  32,
+                  1,
+                  1,
+                  64,
+                  64,
+                  {4097},
+                  false,
+                  1.0f,
+                  0,
+                  128,
+                  /*splits=*/1}),
     [](const ::testing::TestParamInfo<PagedCase> &info) {
       return std::string(info.param.name);
     });

@@ -53,6 +53,9 @@ SWAPS = [
     ["->", ","],
     # The score and mask mods' regions and what their bodies hold.
     ["score_mod", "mask_mod", "captures", "sinks"],
+    # A decoding step's operand groups and the scratch of split-KV.
+    ["paged", "splits", "packed"],
+    ["%po", "%pl", "%t", "%l"],
     ["%sinks", "%slopes", "%lse", "%q"],
     ["arith.addf", "arith.mulf", "arith.divf", "arith.subf", "math.tanh",
      "math.exp", "math.log"],

@@ -114,6 +114,11 @@ static FailureOr<LoopInfo> matchKeyLoop(scf::ForOp loop, Value q, Value k,
 
 FailureOr<KernelSpec>
 mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
+  // Split-KV's tile program is two grids, the splits and their combine.
+  if (func->hasAttr("flash.split_kv"))
+    return func.emitError(
+        "flash-to-gpu: split-KV is not lowered to the GPU yet (the CPU path "
+        "runs it)");
   auto grids = llvm::to_vector(func.getOps<GridOp>());
   if (grids.size() != 1) {
     if (grids.empty()) {

@@ -1,8 +1,9 @@
 //===- SoftmaxToLinalg.cpp - online-softmax ops -> linalg.generic ---------===//
 //
-// mask, softmax_update, rescale and finalize as parallel and reduction
-// generics: the definitions of FlashOps.td written out, including the guards
-// that keep fully masked rows at p = 0, O = 0, LSE = -inf instead of NaN.
+// mask, softmax_update, rescale, finalize and merge_split as parallel and
+// reduction generics: the definitions of FlashOps.td written out, including the
+// guards that keep fully masked rows at p = 0, O = 0, LSE = -inf instead of
+// NaN.
 //
 //===----------------------------------------------------------------------===//
 
@@ -274,10 +275,54 @@ struct FinalizeWithSinkToLinalg : OpRewritePattern<FinalizeOp> {
   }
 };
 
+/// flash.merge_split as FlashOps.td writes it, natural units: the new max,
+/// the weights of the running rows and of the split (0 where either is
+/// -inf), and the sums they weigh.
+struct MergeSplitToLinalg : OpRewritePattern<MergeSplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MergeSplitOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto rowType = cast<RankedTensorType>(op.getRowMax().getType());
+    auto tileType = cast<RankedTensorType>(op.getAcc().getType());
+    Value newMax = buildRowElementwise(
+        b, rowType, ValueRange{op.getRowMax(), op.getPartialLse()},
+        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          return arith::MaximumFOp::create(b, args[0], args[1]);
+        });
+    auto weightOf = [&](Value x) {
+      return buildRowElementwise(
+          b, rowType, ValueRange{x, newMax},
+          [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+            Value shifted =
+                arith::SubFOp::create(b, args[0], safeMax(b, args[1]));
+            return math::ExpOp::create(b, shifted);
+          });
+    };
+    Value alpha = weightOf(op.getRowMax());
+    Value weight = weightOf(op.getPartialLse());
+    Value newSum = buildRowElementwise(
+        b, rowType, ValueRange{op.getRowSum(), alpha, weight},
+        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value kept = arith::MulFOp::create(b, args[0], args[1]);
+          return arith::AddFOp::create(b, kept, args[2]);
+        });
+    Value newAcc = buildTileElementwise(
+        b, tileType, ValueRange{op.getAcc(), alpha, op.getPartial(), weight},
+        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+          Value kept = arith::MulFOp::create(b, args[0], args[1]);
+          return math::FmaOp::create(b, args[2], args[3], kept);
+        });
+    rewriter.replaceOp(op, {newAcc, newMax, newSum});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::flash::populateSoftmaxToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<MaskToLinalg, SoftmaxUpdateToLinalg, RescaleToLinalg,
-               FinalizeToLinalg, FinalizeWithSinkToLinalg>(
+               FinalizeToLinalg, FinalizeWithSinkToLinalg, MergeSplitToLinalg>(
       patterns.getContext());
 }
