@@ -558,6 +558,12 @@ LogicalResult AttentionOp::verify() {
   if (Value sinks = getSinks())
     if (failed(verifySinks(*this, "sinks", sinks, operands[0].type)))
       return failure();
+  if (getPackGqa() && (isPacked() || hasMods() || getSinks()))
+    return emitOpError() << "pack_gqa does not go with "
+                         << (isPacked()  ? "packed sequences"
+                             : hasMods() ? "score or mask mods"
+                                         : "sinks")
+                         << " yet";
   if (std::optional<APFloat> scale = getScale())
     return verifyPositiveFiniteScale(*this, scale->convertToFloat());
   return success();
@@ -647,50 +653,52 @@ LogicalResult GridOp::verify() {
 // LoadTileOp / StoreTileOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult LoadTileOp::verify() {
-  auto sourceType = cast<MemRefType>(getSource().getType());
-  auto tileType = cast<RankedTensorType>(getResult().getType());
-  if (sourceType.getRank() != 4 && sourceType.getRank() != 3)
-    return emitOpError() << "source must be a rank-4 memref (batch x heads x "
-                            "seq x head dim) or a rank-3 one (batch x heads "
-                            "x seq), got rank "
-                         << sourceType.getRank();
-  if (failed(verifyTileIndices(*this, getIndices())) ||
-      failed(verifyTile(*this, "result", tileType, sourceType.getRank() - 2)))
+/// The memref of a flash.load_tile or flash.store_tile (`role`: "source"
+/// or "destination") against its tile: batch x heads x seq [x head dim]
+/// for a rank-1 [rank-2] tile, with a group dimension after the heads
+/// where `grouped`; the tile's columns are the head dim.
+static LogicalResult verifyTileMemory(Operation *op, StringRef role,
+                                      MemRefType memType, StringRef tileName,
+                                      RankedTensorType tileType, bool grouped) {
+  int64_t extra = grouped ? 1 : 0;
+  if (memType.getRank() != 4 + extra && memType.getRank() != 3 + extra)
+    return op->emitOpError()
+           << role << " must be a rank-" << 4 + extra << " memref (batch x "
+           << (grouped ? "heads x group" : "heads")
+           << " x seq x head dim) or a rank-" << 3 + extra << " one (batch x "
+           << (grouped ? "heads x group" : "heads") << " x seq), got rank "
+           << memType.getRank();
+  if (failed(verifyTile(op, tileName, tileType, memType.getRank() - 2 - extra)))
     return failure();
-  if (tileType.getElementType() != sourceType.getElementType())
-    return emitOpError() << "result element type " << tileType.getElementType()
-                         << " does not match source element type "
-                         << sourceType.getElementType();
-  if (sourceType.getRank() == 4 &&
-      dimsConflict(tileType.getDimSize(1),
-                   sourceType.getDimSize(kHeadDimIndex)))
-    return emitOpError() << "tile has " << tileType.getDimSize(1)
-                         << " columns but the source head dim is "
-                         << sourceType.getDimSize(kHeadDimIndex);
+  if (tileType.getElementType() != memType.getElementType())
+    return op->emitOpError()
+           << tileName << " element type " << tileType.getElementType()
+           << " does not match " << role << " element type "
+           << memType.getElementType();
+  int64_t headDim = memType.getRank() - 1;
+  if (tileType.getRank() == 2 &&
+      dimsConflict(tileType.getDimSize(1), memType.getDimSize(headDim)))
+    return op->emitOpError()
+           << "tile has " << tileType.getDimSize(1) << " columns but the "
+           << role << " head dim is " << memType.getDimSize(headDim);
   return success();
+}
+
+LogicalResult LoadTileOp::verify() {
+  if (failed(verifyTileIndices(*this, getIndices())))
+    return failure();
+  return verifyTileMemory(
+      *this, "source", cast<MemRefType>(getSource().getType()), "result",
+      cast<RankedTensorType>(getResult().getType()), getGrouped());
 }
 
 LogicalResult StoreTileOp::verify() {
   auto destType = cast<MemRefType>(getDest().getType());
-  auto tileType = cast<RankedTensorType>(getValue().getType());
-  if (destType.getRank() != 4 && destType.getRank() != 3)
-    return emitOpError() << "destination must be a rank-4 memref (batch x "
-                            "heads x seq x head dim) or a rank-3 one (batch x "
-                            "heads x seq), got rank "
-                         << destType.getRank();
   if (failed(verifyTileIndices(*this, getIndices())) ||
-      failed(verifyTile(*this, "value", tileType, destType.getRank() - 2)))
+      failed(verifyTileMemory(*this, "destination", destType, "value",
+                              cast<RankedTensorType>(getValue().getType()),
+                              getGrouped())))
     return failure();
-  if (tileType.getElementType() != destType.getElementType())
-    return emitOpError() << "value element type " << tileType.getElementType()
-                         << " does not match destination element type "
-                         << destType.getElementType();
-  if (destType.getRank() == 4 &&
-      dimsConflict(tileType.getDimSize(1), destType.getDimSize(kHeadDimIndex)))
-    return emitOpError() << "tile has " << tileType.getDimSize(1)
-                         << " columns but the destination head dim is "
-                         << destType.getDimSize(kHeadDimIndex);
   if (getAccumulate() && !destType.getElementType().isF32())
     return emitOpError() << "accumulates only into f32, got "
                          << destType.getElementType();

@@ -137,6 +137,13 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
         -> memref<?x32x?x128xbf16>, memref<?x32x?xf32>
     ```
 
+    GQA packing (`pack_gqa`, for decoding): one program computes the
+    G = H_q / H_kv query heads of a K/V head together, their G x seq_q rows
+    one tile, so that each K and V byte is read once per K/V head instead
+    of once per query head. The result is the same; a decoding step with
+    few new tokens fills its tile with them. Not with packed sequences,
+    score or mask mods, or sinks yet.
+
     Score and mask mods (FlexAttention's `score_mod` and `mask_mod`): the
     optional region `score_mod` maps each scaled logit to a new one, and
     `mask_mod` says whether query `q_idx` may see key `kv_idx`:
@@ -210,7 +217,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<Flash_ConfigAttr>:$config,
-    OptionalAttr<DenseI64ArrayAttr>:$key_ranges
+    OptionalAttr<DenseI64ArrayAttr>:$key_ranges,
+    UnitAttr:$pack_gqa
   );
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
@@ -438,6 +446,13 @@ def Flash_LoadTileOp : Flash_Op<"load_tile"> {
     read as zero: this is the boundary masking that lets sequence lengths be
     any value.
 
+    With `grouped` the source has one more dimension, batch x heads x group
+    x seq [x D] (the query heads of grouped-query attention split as K/V
+    heads x G), and the tile's rows run through the G heads' rows one head
+    after another: row r is `source[b, h, r / seq, r % seq]`, zero from
+    r = G * seq on. The G x seq rows of one K/V head are one tile that
+    way, whatever the layout.
+
     Example:
 
     ```mlir
@@ -446,10 +461,11 @@ def Flash_LoadTileOp : Flash_Op<"load_tile"> {
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "source", [MemRead]>:$source,
-                       Variadic<Index>:$indices);
+                       Variadic<Index>:$indices, UnitAttr:$grouped);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $source `[` $indices `]` attr-dict `:` type($source) `->` type($result)
+    $source `[` $indices `]` (`grouped` $grouped^)? attr-dict `:`
+    type($source) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -460,7 +476,9 @@ def Flash_StoreTileOp : Flash_Op<"store_tile"> {
     Writes an R x D tile to rows `[row, row + R)` of `dest[b, h]` (a
     batch x heads x seq x D memref), or an R-vector to `dest[b, h, row:]` of
     a batch x heads x seq memref (the LSE). Rows at or past `dim(dest, 2)`
-    are not written.
+    are not written. With `grouped`, rows run through a group of heads as
+    `flash.load_tile`'s do: row r goes to `dest[b, h, r / seq, r % seq]`
+    and rows from G * seq on are not written.
 
     With `accumulate` the tile is added to what `dest` holds (f32 only):
     the backward pass's dQ, to which every key tile contributes. Programs
@@ -476,10 +494,11 @@ def Flash_StoreTileOp : Flash_Op<"store_tile"> {
   }];
   let arguments = (ins AnyRankedTensor:$value,
                        Arg<AnyMemRef, "destination", [MemRead, MemWrite]>:$dest,
-                       Variadic<Index>:$indices, UnitAttr:$accumulate);
+                       Variadic<Index>:$indices, UnitAttr:$accumulate,
+                       UnitAttr:$grouped);
   let assemblyFormat = [{
-    $value `,` $dest `[` $indices `]` (`accumulate` $accumulate^)? attr-dict
-    `:` type($value) `->` type($dest)
+    $value `,` $dest `[` $indices `]` (`accumulate` $accumulate^)?
+    (`grouped` $grouped^)? attr-dict `:` type($value) `->` type($dest)
   }];
   let hasVerifier = 1;
 }
@@ -532,7 +551,9 @@ def Flash_MaskOp : Flash_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]>
     whose column 0 is key `col_start`. Entries whose key index is at or past
     `seq_k` become -inf; with `causal`, so do entries whose key index j
     exceeds `i + seq_k - seq_q` for query index i (the bottom-right aligned
-    mask of `flash.attention`). Other entries pass through.
+    mask of `flash.attention`). Other entries pass through. With
+    `grouped_rows` the tile's rows are the queries of several heads one
+    head after another (a `grouped` load's): row r is query `r % seq_q`.
 
     Example:
 
@@ -543,11 +564,12 @@ def Flash_MaskOp : Flash_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]>
   }];
   let arguments = (ins AnyRankedTensor:$scores, Index:$row_start,
                        Index:$col_start, Index:$seq_q, Index:$seq_k,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, UnitAttr:$grouped_rows);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $scores `,` $row_start `,` $col_start `,` $seq_q `,` $seq_k
-    (`causal` $causal^)? attr-dict `:` type($scores)
+    (`causal` $causal^)? (`grouped_rows` $grouped_rows^)? attr-dict `:`
+    type($scores)
   }];
   let builders = [
     OpBuilder<(ins "Value":$scores, "Value":$rowStart, "Value":$colStart,

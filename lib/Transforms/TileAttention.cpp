@@ -62,6 +62,9 @@ struct AttentionShape {
   /// Query heads, and query heads per K/V head (grouped-query attention;
   /// 1 for multi-head).
   Value heads, groupSize, seqQ, seqK;
+  /// K/V heads, and the static G where known (pack_gqa's views).
+  Value kvHeads;
+  int64_t staticGroupSize = ShapedType::kDynamic;
 };
 
 /// The memrefs one program reads and writes: the op's, or (packed
@@ -72,11 +75,48 @@ struct ProgramOperands {
   /// size (K's and V's seq dimension).
   Value pageTable = {};
   int64_t pageSize = 0;
-  /// Split-KV: this program's split of `splits`, and the scratch it
-  /// writes (null: one program sees every key and writes O and LSE).
+  /// Split-KV: this program's split of `splits`, and its slices of the
+  /// scratch (null: one program sees every key and writes O and LSE).
   Value split = {}, splits = {};
   Value partialOut = {}, partialLse = {};
+  /// GQA packing: q, o, lse and the partials are viewed batch x H_kv x G
+  /// x seq [x D] and the program's rows run through the G heads' queries.
+  bool grouped = false;
 };
+
+/// `memory` (batch x H_q x ...) viewed as batch x H_kv x G x ...: the
+/// query heads of each K/V head as one more dimension.
+static Value groupHeads(ImplicitLocOpBuilder &b, Value memory,
+                        const AttentionShape &shape) {
+  auto type = cast<MemRefType>(memory.getType());
+  SmallVector<int64_t> resultShape = {type.getDimSize(0)};
+  int64_t heads = type.getDimSize(1);
+  int64_t group = shape.staticGroupSize;
+  resultShape.push_back(ShapedType::isDynamic(heads) ||
+                                ShapedType::isDynamic(group)
+                            ? ShapedType::kDynamic
+                            : heads / group);
+  resultShape.push_back(group);
+  llvm::append_range(resultShape, type.getShape().drop_front(2));
+  SmallVector<OpFoldResult> outputShape;
+  auto sizeOf = [&](int64_t dim, Value dynamic) -> OpFoldResult {
+    if (!ShapedType::isDynamic(resultShape[dim]))
+      return b.getIndexAttr(resultShape[dim]);
+    if (dynamic)
+      return dynamic;
+    return memref::DimOp::create(b, memory, dim - 1).getResult();
+  };
+  outputShape.push_back(sizeOf(0, memref::DimOp::create(b, memory, 0)));
+  outputShape.push_back(sizeOf(1, shape.kvHeads));
+  outputShape.push_back(sizeOf(2, shape.groupSize));
+  for (int64_t dim = 3; dim < static_cast<int64_t>(resultShape.size()); ++dim)
+    outputShape.push_back(sizeOf(dim, Value()));
+  SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2}};
+  for (int64_t dim = 3; dim < static_cast<int64_t>(resultShape.size()); ++dim)
+    reassociation.push_back({dim});
+  return memref::ExpandShapeOp::create(b, resultShape, memory, reassociation,
+                                       outputShape);
+}
 
 /// Split `split`'s slice of split-KV scratch (splits x the rest): a view
 /// of the rest, as flash.load_tile and flash.store_tile take it.
@@ -183,13 +223,14 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   auto kvTileType = RankedTensorType::get({blockN, headDim}, elementType);
   auto pType = RankedTensorType::get({blockM, blockN}, elementType);
 
-  Value q =
-      LoadTileOp::create(b, qTileType, mem.q, ValueRange{batch, head, row});
+  Value q = LoadTileOp::create(b, qTileType, mem.q,
+                               ValueRange{batch, head, row}, mem.grouped);
 
   // With the bottom-right aligned causal mask, the last query row of this
-  // tile sees keys up to row + blockM - 1 + seqK - seqQ: stop there.
+  // tile sees keys up to row + blockM - 1 + seqK - seqQ: stop there. (A
+  // grouped tile's rows reach the last query of the step.)
   Value kvEnd = seqK;
-  if (op.getCausal()) {
+  if (op.getCausal() && !mem.grouped) {
     Value tileEnd = arith::AddIOp::create(b, row, cBlockM);
     Value shift = arith::SubIOp::create(b, seqK, seqQ);
     Value lastVisible = arith::AddIOp::create(b, tileEnd, shift);
@@ -269,7 +310,8 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
               {op.getScoreMod(), op.getMaskMod(), op.getCaptures(),
                op.getEffectiveScale(), op.getKeyRangesAttr()},
               scores, {sequence, head, modRow, col, modSeqQ, seqK});
-        Value masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
+        auto masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
+        masked.setGroupedRows(mem.grouped);
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
         Value rescaled = RescaleOp::create(lb, carried[0], update.getAlpha());
@@ -285,12 +327,12 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
     auto finalize =
         FinalizeOp::create(b, TypeRange{accType, rowType}, loop.getResults(),
                            ArrayRef<NamedAttribute>());
-    StoreTileOp::create(b, finalize.getOutput(),
-                        splitSlice(b, mem.partialOut, mem.split),
-                        ValueRange{batch, head, row});
-    StoreTileOp::create(b, finalize.getLse(),
-                        splitSlice(b, mem.partialLse, mem.split),
-                        ValueRange{batch, head, row});
+    StoreTileOp::create(b, finalize.getOutput(), mem.partialOut,
+                        ValueRange{batch, head, row}, /*accumulate=*/false,
+                        mem.grouped);
+    StoreTileOp::create(b, finalize.getLse(), mem.partialLse,
+                        ValueRange{batch, head, row}, /*accumulate=*/false,
+                        mem.grouped);
     return;
   }
 
@@ -303,10 +345,45 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),
       finalize.getOutput());
-  StoreTileOp::create(b, out, mem.o, ValueRange{batch, head, row});
+  StoreTileOp::create(b, out, mem.o, ValueRange{batch, head, row},
+                      /*accumulate=*/false, mem.grouped);
   if (mem.lse)
     StoreTileOp::create(b, finalize.getLse(), mem.lse,
-                        ValueRange{batch, head, row});
+                        ValueRange{batch, head, row}, /*accumulate=*/false,
+                        mem.grouped);
+}
+
+/// A paged cache's table and page size into `mem`; returns batch
+/// `batch`'s cached keys, at most its table's pages' worth.
+static Value pagedOperands(ImplicitLocOpBuilder &b, AttentionOp op,
+                           ProgramOperands &mem, Value batch) {
+  mem.pageTable = op.getPageTable();
+  mem.pageSize = cast<MemRefType>(op.getK().getType()).getDimSize(2);
+  Value length = arith::IndexCastOp::create(
+      b, b.getIndexType(),
+      memref::LoadOp::create(b, op.getCacheLens(), ValueRange{batch}));
+  Value capacity = arith::MulIOp::create(
+      b,
+      memref::DimOp::create(b, op.getPageTable(),
+                            arith::ConstantIndexOp::create(b, 1)),
+      arith::ConstantIndexOp::create(b, mem.pageSize));
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, length, c0),
+                                capacity);
+}
+
+/// This program's split (grid axis 2) and its slices of the scratch into
+/// `mem`, their heads grouped where `grouped` gives the shape.
+static void splitOperands(ImplicitLocOpBuilder &b, AttentionOp op,
+                          ProgramOperands &mem, const AttentionShape *grouped) {
+  mem.split = ProgramIdOp::create(b, 2);
+  mem.splits = memref::DimOp::create(b, op.getPartialOut(), 0);
+  mem.partialOut = splitSlice(b, op.getPartialOut(), mem.split);
+  mem.partialLse = splitSlice(b, op.getPartialLse(), mem.split);
+  if (grouped) {
+    mem.partialOut = groupHeads(b, mem.partialOut, *grouped);
+    mem.partialLse = groupHeads(b, mem.partialLse, *grouped);
+  }
 }
 
 /// Emits the body of one program of the grid at `b`'s insertion point.
@@ -322,6 +399,25 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
 
   Value queryTile = ProgramIdOp::create(b, 0);
   Value batchHead = ProgramIdOp::create(b, 1);
+  if (op.getPackGqa()) {
+    // One program per (batch, K/V head): its G query heads' rows together.
+    Value batch = arith::DivUIOp::create(b, batchHead, shape.kvHeads);
+    Value kvHead = arith::RemUIOp::create(b, batchHead, shape.kvHeads);
+    Value row = arith::MulIOp::create(b, queryTile, cBlockM);
+    ProgramOperands mem = {groupHeads(b, op.getQ(), shape), op.getK(),
+                           op.getV(), groupHeads(b, op.getO(), shape),
+                           op.getLse() ? groupHeads(b, op.getLse(), shape)
+                                       : Value()};
+    mem.grouped = true;
+    Value seqK = shape.seqK;
+    if (op.isPaged())
+      seqK = pagedOperands(b, op, mem, batch);
+    if (op.isSplit())
+      splitOperands(b, op, mem, &shape);
+    buildAttention(b, op, mem, batch, batch, kvHead, kvHead, row, shape.seqQ,
+                   seqK, c0, cBlockM, cBlockN, config);
+    return;
+  }
   Value batch = arith::DivUIOp::create(b, batchHead, shape.heads);
   Value head = arith::RemUIOp::create(b, batchHead, shape.heads);
   if (!op.isPacked()) {
@@ -329,28 +425,11 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
     Value row = arith::MulIOp::create(b, queryTile, cBlockM);
     ProgramOperands mem = {op.getQ(), op.getK(), op.getV(), op.getO(),
                            op.getLse()};
-    if (op.isSplit()) {
-      mem.split = ProgramIdOp::create(b, 2);
-      mem.splits = memref::DimOp::create(b, op.getPartialOut(), 0);
-      mem.partialOut = op.getPartialOut();
-      mem.partialLse = op.getPartialLse();
-    }
+    if (op.isSplit())
+      splitOperands(b, op, mem, nullptr);
     Value seqK = shape.seqK;
-    if (op.isPaged()) {
-      // The batch's cached keys, at most its table's pages' worth.
-      mem.pageTable = op.getPageTable();
-      mem.pageSize = cast<MemRefType>(op.getK().getType()).getDimSize(2);
-      Value length = arith::IndexCastOp::create(
-          b, b.getIndexType(),
-          memref::LoadOp::create(b, op.getCacheLens(), ValueRange{batch}));
-      Value capacity = arith::MulIOp::create(
-          b,
-          memref::DimOp::create(b, op.getPageTable(),
-                                arith::ConstantIndexOp::create(b, 1)),
-          arith::ConstantIndexOp::create(b, mem.pageSize));
-      seqK = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, length, c0),
-                                    capacity);
-    }
+    if (op.isPaged())
+      seqK = pagedOperands(b, op, mem, batch);
     buildAttention(b, op, mem, batch, batch, head, kvHead, row, shape.seqQ,
                    seqK, c0, cBlockM, cBlockN, config);
     return;
@@ -382,8 +461,8 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
 /// (batch, head) `program_id 1` folds every split's output and LSE for
 /// its rows (flash.merge_split), finalizes them with the sink where there
 /// is one, and writes O and LSE.
-static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op, Value heads,
-                         ConfigAttr config) {
+static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op,
+                         const AttentionShape &shape, ConfigAttr config) {
   int64_t blockM = config.getBlockM();
   int64_t headDim = op.getHeadDim();
   Type f32 = b.getF32Type();
@@ -393,10 +472,16 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op, Value heads,
   Value c1 = arith::ConstantIndexOp::create(b, 1);
   Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
                                     arith::ConstantIndexOp::create(b, blockM));
+  // With pack_gqa the programs are (batch, K/V head)s, as the splits'.
+  const bool grouped = op.getPackGqa();
+  Value heads = grouped ? shape.kvHeads : shape.heads;
   Value batchHead = ProgramIdOp::create(b, 1);
   Value batch = arith::DivUIOp::create(b, batchHead, heads);
   Value head = arith::RemUIOp::create(b, batchHead, heads);
   Value splits = memref::DimOp::create(b, op.getPartialOut(), 0);
+  auto view = [&](Value memory) {
+    return grouped ? groupHeads(b, memory, shape) : memory;
+  };
 
   Value accInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
@@ -410,12 +495,15 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op, Value heads,
       b, c0, splits, c1, ValueRange{accInit, maxInit, sumInit},
       [&](OpBuilder &nested, Location loc, Value split, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
-        Value partial = LoadTileOp::create(
-            lb, accType, splitSlice(lb, op.getPartialOut(), split),
-            ValueRange{batch, head, row});
-        Value partialLse = LoadTileOp::create(
-            lb, rowType, splitSlice(lb, op.getPartialLse(), split),
-            ValueRange{batch, head, row});
+        auto load = [&](Type type, Value scratch) -> Value {
+          Value slice = splitSlice(lb, scratch, split);
+          if (grouped)
+            slice = groupHeads(lb, slice, shape);
+          return LoadTileOp::create(lb, type, slice,
+                                    ValueRange{batch, head, row}, grouped);
+        };
+        Value partial = load(accType, op.getPartialOut());
+        Value partialLse = load(rowType, op.getPartialLse());
         auto merge = MergeSplitOp::create(lb, partial, partialLse, carried[0],
                                           carried[1], carried[2]);
         scf::YieldOp::create(lb, merge.getResults());
@@ -429,10 +517,12 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op, Value heads,
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),
       finalize.getOutput());
-  StoreTileOp::create(b, out, op.getO(), ValueRange{batch, head, row});
+  StoreTileOp::create(b, out, view(op.getO()), ValueRange{batch, head, row},
+                      /*accumulate=*/false, grouped);
   if (Value lse = op.getLse())
-    StoreTileOp::create(b, finalize.getLse(), lse,
-                        ValueRange{batch, head, row});
+    StoreTileOp::create(b, finalize.getLse(), view(lse),
+                        ValueRange{batch, head, row}, /*accumulate=*/false,
+                        grouped);
 }
 
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
@@ -499,6 +589,11 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
           // The GPU lowering reads the tile program's K and V as dense
           // tensors; it refuses this mark by name.
           func->setAttr("flash.paged", UnitAttr::get(op->getContext()));
+        }
+        if (forward.getPackGqa()) {
+          // A program's rows run through several heads: the GPU lowering
+          // refuses this mark by name.
+          func->setAttr("flash.pack_gqa", UnitAttr::get(op->getContext()));
         }
         if (forward.isSplit()) {
           // Split-KV's two grids are not one GPU kernel; the GPU lowering
@@ -579,6 +674,12 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         b, shape.heads, memref::DimOp::create(b, op.getK(), c1));
     shape.seqQ = memref::DimOp::create(b, op.getQ(), c2);
     shape.seqK = memref::DimOp::create(b, op.getK(), c2);
+    shape.kvHeads = memref::DimOp::create(b, op.getK(), c1);
+    int64_t staticHeads = cast<MemRefType>(op.getQ().getType()).getDimSize(1);
+    int64_t staticKvHeads = cast<MemRefType>(op.getK().getType()).getDimSize(1);
+    if (!ShapedType::isDynamic(staticHeads) &&
+        !ShapedType::isDynamic(staticKvHeads))
+      shape.staticGroupSize = staticHeads / staticKvHeads;
     // Packed sequences: one program row per sequence and head, as many
     // query tiles as the longest sequence needs.
     Value longestQ = shape.seqQ;
@@ -587,9 +688,16 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
           b, memref::DimOp::create(b, op.getCuSeqlensQ(), c0), c1);
       longestQ = op.getMaxSeqlenQ();
     }
+    // GQA packing: one program row per (batch, K/V head), whose G heads'
+    // queries are its rows.
+    Value rows = longestQ, programHeads = shape.heads;
+    if (op.getPackGqa()) {
+      rows = arith::MulIOp::create(b, longestQ, shape.groupSize);
+      programHeads = shape.kvHeads;
+    }
     Value queryTiles = arith::CeilDivUIOp::create(
-        b, longestQ, arith::ConstantIndexOp::create(b, config.getBlockM()));
-    Value batchHeads = arith::MulIOp::create(b, batch, shape.heads);
+        b, rows, arith::ConstantIndexOp::create(b, config.getBlockM()));
+    Value batchHeads = arith::MulIOp::create(b, batch, programHeads);
 
     SmallVector<Value, 3> sizes = {queryTiles, batchHeads};
     // Split-KV: a third axis over the splits, then a grid that combines them.
@@ -605,7 +713,7 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
       auto combine = GridOp::create(b, ValueRange{queryTiles, batchHeads});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&combine.getBody().front());
-      buildCombine(b, op, shape.heads, config);
+      buildCombine(b, op, shape, config);
     }
     op.erase();
   }

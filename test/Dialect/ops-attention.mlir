@@ -136,3 +136,16 @@ func.func @paged_cache_splits(%q: memref<4x32x?x128xbf16>,
       -> memref<4x32x?x128xbf16>, memref<4x32x?xf32>
   return
 }
+
+// -----
+
+// GQA packing for decoding.
+// CHECK-LABEL: func.func @pack_gqa
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} {causal, pack_gqa} : memref<?x32x?x128xbf16>, memref<?x8x?x128xbf16>
+func.func @pack_gqa(%q: memref<?x32x?x128xbf16>, %k: memref<?x8x?x128xbf16>,
+                    %v: memref<?x8x?x128xbf16>, %o: memref<?x32x?x128xbf16>) {
+  flash.attention %q, %k, %v -> %o {causal, pack_gqa}
+      : memref<?x32x?x128xbf16>, memref<?x8x?x128xbf16>,
+        memref<?x8x?x128xbf16> -> memref<?x32x?x128xbf16>
+  return
+}

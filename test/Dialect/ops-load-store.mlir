@@ -25,3 +25,23 @@ func.func @backward_tiles(%lse: memref<?x?x?xf32>, %dq: memref<?x?x?x64xf32>,
   flash.store_tile %part, %dq[%b, %h, %row] accumulate : tensor<64x64xf32> -> memref<?x?x?x64xf32>
   return
 }
+
+// GQA packing: a K/V head's query heads as a group dimension, the tile's
+// rows running through them.
+// CHECK-LABEL: func.func @grouped_tiles
+// CHECK: %[[T:.*]] = flash.load_tile %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] grouped : memref<?x8x4x?x128xbf16> -> tensor<64x128xbf16>
+// CHECK: flash.store_tile %[[T]], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] grouped : tensor<64x128xbf16> -> memref<?x8x4x?x128xbf16>
+// CHECK: flash.store_tile %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] grouped : tensor<64xf32> -> memref<?x8x4x?xf32>
+func.func @grouped_tiles(%q: memref<?x8x4x?x128xbf16>,
+                         %o: memref<?x8x4x?x128xbf16>,
+                         %lse: memref<?x8x4x?xf32>, %b: index, %h: index,
+                         %row: index) {
+  %tile = flash.load_tile %q[%b, %h, %row] grouped
+      : memref<?x8x4x?x128xbf16> -> tensor<64x128xbf16>
+  flash.store_tile %tile, %o[%b, %h, %row] grouped
+      : tensor<64x128xbf16> -> memref<?x8x4x?x128xbf16>
+  %rows = arith.constant dense<1.0> : tensor<64xf32>
+  flash.store_tile %rows, %lse[%b, %h, %row] grouped
+      : tensor<64xf32> -> memref<?x8x4x?xf32>
+  return
+}

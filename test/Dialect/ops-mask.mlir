@@ -9,3 +9,13 @@ func.func @masks(%s: tensor<128x64xf32>, %row: index, %col: index, %nq: index, %
   %causal = flash.mask %tail, %row, %col, %nq, %nk causal : tensor<128x64xf32>
   return %causal : tensor<128x64xf32>
 }
+
+// A grouped tile's rows: row r is query r % seq_q.
+// CHECK-LABEL: func.func @grouped_rows
+// CHECK: flash.mask %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal grouped_rows : tensor<64x64xf32>
+func.func @grouped_rows(%s: tensor<64x64xf32>, %row: index, %col: index,
+                        %nq: index, %nk: index) -> tensor<64x64xf32> {
+  %m = flash.mask %s, %row, %col, %nq, %nk causal grouped_rows
+      : tensor<64x64xf32>
+  return %m : tensor<64x64xf32>
+}

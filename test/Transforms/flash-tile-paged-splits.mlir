@@ -15,6 +15,8 @@
 // CHECK: flash.grid %[[TILES:.*]], %[[BH:.*]], %[[SPLITS]] {
 // CHECK: %[[SPLIT:.*]] = flash.program_id 2
 // CHECK: %[[S:.*]] = memref.dim %arg7, %{{.*}} : memref<?x?x32x?x128xf32>
+// CHECK: %[[OSLICE:.*]] = memref.subview %arg7[%[[SPLIT]], 0, 0, 0, 0] [1, %{{.*}}, 32, %{{.*}}, 128] [1, 1, 1, 1, 1] : memref<?x?x32x?x128xf32> to memref<?x32x?x128xf32, strided<[?, ?, 128, 1], offset: ?>>
+// CHECK: %[[LSLICE:.*]] = memref.subview %arg8[%[[SPLIT]], 0, 0, 0]
 // CHECK: %[[NTILES:.*]] = arith.ceildivui %{{.*}}, %[[BN:.*]] : index
 // CHECK: %[[PER:.*]] = arith.ceildivui %[[NTILES]], %[[S]] : index
 // CHECK: %[[SHARE:.*]] = arith.muli %[[PER]], %[[BN]] : index
@@ -26,9 +28,7 @@
 // CHECK: flash.softmax_update
 // CHECK: }
 // CHECK: %[[OUT:.*]], %[[LSE:.*]] = flash.finalize %{{.*}}#0, %{{.*}}#1, %{{.*}}#2 :
-// CHECK: %[[OSLICE:.*]] = memref.subview %arg7[%[[SPLIT]], 0, 0, 0, 0] [1, %{{.*}}, 32, %{{.*}}, 128] [1, 1, 1, 1, 1] : memref<?x?x32x?x128xf32> to memref<?x32x?x128xf32, strided<[?, ?, 128, 1], offset: ?>>
 // CHECK: flash.store_tile %[[OUT]], %[[OSLICE]]
-// CHECK: %[[LSLICE:.*]] = memref.subview %arg8[%[[SPLIT]], 0, 0, 0]
 // CHECK: flash.store_tile %[[LSE]], %[[LSLICE]]
 // CHECK-NOT: flash.store_tile
 // CHECK: flash.grid %[[TILES]], %[[BH]] {

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <gtest/gtest.h>
 
@@ -47,6 +48,8 @@ struct PagedCase {
   int64_t splits = 0;
   /// Per-head sink logits (as the kernel's `sinks`) where true.
   bool sinks = false;
+  /// GQA packing: each program computes a K/V head's query heads together.
+  bool packGqa = false;
 };
 
 std::ostream &operator<<(std::ostream &os, const PagedCase &c) {
@@ -79,7 +82,12 @@ std::string pagedSource(const PagedCase &c) {
       << ")\n";
   if (c.sinks)
     s << "      sinks(%sinks : " << sinks << ")\n";
-  s << "      " << (c.causal ? "{causal}" : "") << "\n"
+  std::vector<std::string> attrs;
+  if (c.causal)
+    attrs.push_back("causal");
+  if (c.packGqa)
+    attrs.push_back("pack_gqa");
+  s << "      {" << llvm::join(attrs, ", ") << "}\n"
     << "      : " << q << ", " << kv << ", " << kv << " -> " << q << ", " << lse
     << "\n";
   if (c.window)
@@ -415,6 +423,68 @@ INSTANTIATE_TEST_SUITE_P(
                   /*window=*/100,
                   128,
                   /*splits=*/7},
+        // GQA packing: the 4 query heads of each of 8 K/V heads as one
+        // tile, one new token (4 rows); then eight new tokens (32 rows of
+        // a tile of 64) with a cache shorter than the step.
+        PagedCase{"pack_gqa_32_8_qlen1",
+                  32,
+                  8,
+                  1,
+                  16,
+                  16,
+                  {1, 37, 300},
+                  true,
+                  /*hotRowFactor=*/3000.0f,
+                  0,
+                  128,
+                  0,
+                  false,
+                  /*packGqa=*/true},
+        PagedCase{"pack_gqa_32_8_qlen8",
+                  32,
+                  8,
+                  8,
+                  64,
+                  32,
+                  {5, 1000},
+                  true,
+                  1.0f,
+                  0,
+                  128,
+                  0,
+                  false,
+                  /*packGqa=*/true},
+        // 32 query heads on one K/V head, three new tokens: 96 grouped
+        // rows over two query tiles of 64, with 16 splits.
+        PagedCase{"pack_gqa_32_1_splits16",
+                  32,
+                  1,
+                  3,
+                  256,
+                  64,
+                  {70000, 2},
+                  true,
+                  1.0f,
+                  0,
+                  128,
+                  /*splits=*/16,
+                  false,
+                  /*packGqa=*/true},
+        // Without causal, an empty cache beside one of 129, 5 splits.
+        PagedCase{"pack_gqa_noncausal_splits5",
+                  8,
+                  2,
+                  3,
+                  64,
+                  64,
+                  {0, 129},
+                  false,
+                  1.0f,
+                  0,
+                  128,
+                  /*splits=*/5,
+                  false,
+                  /*packGqa=*/true},
         // One split: the combine alone, over 32 query heads on one K/V
         // head, one new token.
         PagedCase{"splits1_mqa",

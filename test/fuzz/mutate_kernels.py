@@ -55,6 +55,7 @@ SWAPS = [
     ["score_mod", "mask_mod", "captures", "sinks"],
     # A decoding step's operand groups and the scratch of split-KV.
     ["paged", "splits", "packed"],
+    ["pack_gqa", "causal", "grouped", "grouped_rows"],
     ["%po", "%pl", "%t", "%l"],
     ["%sinks", "%slopes", "%lse", "%q"],
     ["arith.addf", "arith.mulf", "arith.divf", "arith.subf", "math.tanh",

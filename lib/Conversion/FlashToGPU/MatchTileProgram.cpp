@@ -119,6 +119,10 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return func.emitError(
         "flash-to-gpu: split-KV is not lowered to the GPU yet (the CPU path "
         "runs it)");
+  if (func->hasAttr("flash.pack_gqa"))
+    return func.emitError(
+        "flash-to-gpu: pack_gqa is not lowered to the GPU yet (the CPU path "
+        "runs it)");
   auto grids = llvm::to_vector(func.getOps<GridOp>());
   if (grids.size() != 1) {
     if (grids.empty()) {

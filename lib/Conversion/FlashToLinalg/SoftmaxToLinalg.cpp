@@ -53,6 +53,9 @@ struct MaskToLinalg : OpRewritePattern<MaskOp> {
           Value hidden = arith::CmpIOp::create(b, arith::CmpIPredicate::uge,
                                                key, op.getSeqK());
           if (causal) {
+            // A grouped tile's rows run through several heads' queries.
+            if (op.getGroupedRows())
+              query = arith::RemUIOp::create(b, query, op.getSeqQ());
             // key > query + seq_k - seq_q, kept in unsigned range by moving
             // seq_q to the left-hand side.
             Value lhs = arith::AddIOp::create(b, key, op.getSeqQ());

@@ -1,8 +1,8 @@
 //===- TileMemoryToLinalg.cpp - load_tile/store_tile -> linalg and scf ----===//
 //
 // Boundary masking on the CPU path: a load checks each row against the
-// sequence length and reads zero past it; a store loops over the rows that
-// exist only.
+// sequence length (a group's rows, grouped) and reads zero past it; a
+// store loops over the rows that exist only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,33 @@ namespace {
 
 constexpr int64_t kSeqDim = 2;
 
+/// The rows a tile's row index counts through in `memory`: its seq
+/// dimension, or with `grouped` the group's heads' rows one after another.
+Value rowsOf(ImplicitLocOpBuilder &b, Value memory, bool grouped) {
+  if (!grouped)
+    return memref::DimOp::create(b, memory, kSeqDim);
+  return arith::MulIOp::create(b, memref::DimOp::create(b, memory, kSeqDim),
+                               memref::DimOp::create(b, memory, kSeqDim + 1));
+}
+
+/// The indices of row `row` (below rowsOf) of head `head` of batch `batch`
+/// in `memory`, then `column` where given.
+SmallVector<Value, 5> rowIndices(OpBuilder &b, Location loc, Value memory,
+                                 bool grouped, Value batch, Value head,
+                                 Value row, Value column) {
+  SmallVector<Value, 5> at = {batch, head};
+  if (grouped) {
+    Value seq = memref::DimOp::create(b, loc, memory, kSeqDim + 1);
+    at.push_back(arith::DivUIOp::create(b, loc, row, seq));
+    at.push_back(arith::RemUIOp::create(b, loc, row, seq));
+  } else {
+    at.push_back(row);
+  }
+  if (column)
+    at.push_back(column);
+  return at;
+}
+
 struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -29,7 +56,8 @@ struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
     Value source = op.getSource();
     Value batch = op.getIndices()[0], head = op.getIndices()[1],
           rowStart = op.getIndices()[2];
-    Value rows = memref::DimOp::create(b, source, kSeqDim);
+    bool grouped = op.getGrouped();
+    Value rows = rowsOf(b, source, grouped);
     Type elementType = tileType.getElementType();
     int64_t rank = tileType.getRank();
     AffineMap identity =
@@ -41,14 +69,14 @@ struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
         [&](ImplicitLocOpBuilder &b, ValueRange) -> Value {
           Value row =
               arith::AddIOp::create(b, rowStart, linalg::IndexOp::create(b, 0));
-          SmallVector<Value, 4> at = {batch, head, row};
-          if (rank == 2)
-            at.push_back(linalg::IndexOp::create(b, 1));
+          Value column = rank == 2 ? linalg::IndexOp::create(b, 1) : Value();
           Value inBounds =
               arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows);
           auto read = scf::IfOp::create(
               b, inBounds,
               [&](OpBuilder &nested, Location loc) {
+                SmallVector<Value, 5> at = rowIndices(
+                    nested, loc, source, grouped, batch, head, row, column);
                 Value value = memref::LoadOp::create(nested, loc, source, at);
                 scf::YieldOp::create(nested, loc, value);
               },
@@ -78,7 +106,8 @@ struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
     Value c1 = arith::ConstantIndexOp::create(b, 1);
 
     // Rows to write: min(tile rows, max(seq - rowStart, 0)).
-    Value rows = memref::DimOp::create(b, dest, kSeqDim);
+    bool grouped = op.getGrouped();
+    Value rows = rowsOf(b, dest, grouped);
     Value left = arith::SubIOp::create(b, rows, rowStart);
     Value available = arith::MaxSIOp::create(b, left, c0);
     Value count = arith::MinSIOp::create(
@@ -103,7 +132,8 @@ struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
           Value row = arith::AddIOp::create(rb, rowStart, i);
           if (tileType.getRank() == 1) {
             Value value = tensor::ExtractOp::create(rb, tile, i);
-            store(rb, loc, value, ValueRange{batch, head, row});
+            store(rb, loc, value,
+                  rowIndices(rb, loc, dest, grouped, batch, head, row, {}));
           } else {
             Value cols =
                 arith::ConstantIndexOp::create(rb, tileType.getDimSize(1));
@@ -112,7 +142,9 @@ struct StoreTileToLoops : OpRewritePattern<StoreTileOp> {
                 [&](OpBuilder &inner, Location loc, Value j, ValueRange) {
                   Value value = tensor::ExtractOp::create(inner, loc, tile,
                                                           ValueRange{i, j});
-                  store(inner, loc, value, ValueRange{batch, head, row, j});
+                  store(inner, loc, value,
+                        rowIndices(inner, loc, dest, grouped, batch, head, row,
+                                   j));
                   scf::YieldOp::create(inner, loc);
                 });
           }
