@@ -89,16 +89,15 @@ struct ProgramOperands {
 static Value groupHeads(ImplicitLocOpBuilder &b, Value memory,
                         const AttentionShape &shape) {
   auto type = cast<MemRefType>(memory.getType());
-  SmallVector<int64_t> resultShape = {type.getDimSize(0)};
-  int64_t heads = type.getDimSize(1);
-  int64_t group = shape.staticGroupSize;
-  resultShape.push_back(ShapedType::isDynamic(heads) ||
-                                ShapedType::isDynamic(group)
-                            ? ShapedType::kDynamic
-                            : heads / group);
-  resultShape.push_back(group);
+  const int64_t heads = type.getDimSize(1), group = shape.staticGroupSize;
+  SmallVector<int64_t> resultShape = {type.getDimSize(0),
+                                      ShapedType::isDynamic(heads) ||
+                                              ShapedType::isDynamic(group)
+                                          ? ShapedType::kDynamic
+                                          : heads / group,
+                                      group};
   llvm::append_range(resultShape, type.getShape().drop_front(2));
-  SmallVector<OpFoldResult> outputShape;
+  const int64_t rank = resultShape.size();
   auto sizeOf = [&](int64_t dim, Value dynamic) -> OpFoldResult {
     if (!ShapedType::isDynamic(resultShape[dim]))
       return b.getIndexAttr(resultShape[dim]);
@@ -106,16 +105,36 @@ static Value groupHeads(ImplicitLocOpBuilder &b, Value memory,
       return dynamic;
     return memref::DimOp::create(b, memory, dim - 1).getResult();
   };
-  outputShape.push_back(sizeOf(0, memref::DimOp::create(b, memory, 0)));
-  outputShape.push_back(sizeOf(1, shape.kvHeads));
-  outputShape.push_back(sizeOf(2, shape.groupSize));
-  for (int64_t dim = 3; dim < static_cast<int64_t>(resultShape.size()); ++dim)
-    outputShape.push_back(sizeOf(dim, Value()));
+  SmallVector<OpFoldResult> outputShape = {
+      sizeOf(0, memref::DimOp::create(b, memory, 0)), sizeOf(1, shape.kvHeads),
+      sizeOf(2, shape.groupSize)};
   SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2}};
-  for (int64_t dim = 3; dim < static_cast<int64_t>(resultShape.size()); ++dim)
+  for (int64_t dim = 3; dim < rank; ++dim) {
+    outputShape.push_back(sizeOf(dim, Value()));
     reassociation.push_back({dim});
-  return memref::ExpandShapeOp::create(b, resultShape, memory, reassociation,
-                                       outputShape);
+  }
+  if (!ShapedType::isDynamic(group))
+    return memref::ExpandShapeOp::create(b, resultShape, memory, reassociation,
+                                         outputShape);
+  // MLIR 22's -expand-strided-metadata crashes on an expand_shape that
+  // splits one dimension into two dynamic ones; this is the
+  // reinterpret_cast it would lower to: the head stride times G for the
+  // K/V heads, the head stride for the group.
+  auto meta = memref::ExtractStridedMetadataOp::create(b, memory);
+  SmallVector<OpFoldResult> strides = {
+      meta.getStrides()[0],
+      arith::MulIOp::create(b, meta.getStrides()[1], shape.groupSize)
+          .getResult(),
+      meta.getStrides()[1]};
+  for (int64_t dim = 2; dim < type.getRank(); ++dim)
+    strides.push_back(meta.getStrides()[dim]);
+  auto layout =
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                             SmallVector<int64_t>(rank, ShapedType::kDynamic));
+  auto viewType = MemRefType::get(resultShape, type.getElementType(), layout);
+  return memref::ReinterpretCastOp::create(b, viewType, meta.getBaseBuffer(),
+                                           OpFoldResult(meta.getOffset()),
+                                           outputShape, strides);
 }
 
 /// Split `split`'s slice of split-KV scratch (splits x the rest): a view
