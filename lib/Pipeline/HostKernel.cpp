@@ -69,18 +69,6 @@ FailureOr<HostKernel> findHostKernel(ModuleOp module) {
            << "packed sequences (cu_seqlens) are not supported by CPU "
               "libraries yet (the execution engine runs them: "
               "buildCpuReferencePipeline)";
-  if (auto forward = dyn_cast<flash::AttentionOp>(op);
-      forward && forward.isPaged())
-    return op->emitOpError()
-           << "a paged K/V cache is not supported by CPU libraries yet "
-              "(kernel.json names no page table; the execution engine runs "
-              "it: buildCpuReferencePipeline)";
-  if (auto forward = dyn_cast<flash::AttentionOp>(op);
-      forward && forward.isSplit())
-    return op->emitOpError()
-           << "split-KV is not supported by CPU libraries yet (kernel.json "
-              "names no partial_out or partial_lse; the execution engine "
-              "runs it: buildCpuReferencePipeline)";
   return HostKernel{function, op};
 }
 
@@ -132,6 +120,21 @@ FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
                 {op.getV(), "v"},
                 {op.getO(), "o"},
                 {op.getLse(), "lse"}};
+    // Decoding: a paged cache's table and lengths (K and V its pages, the
+    // page size their seq dimension), split-KV's scratch, GQA packing.
+    if (op.isPaged()) {
+      contract["page_size"] =
+          cast<MemRefType>(op.getK().getType()).getDimSize(2);
+      operands.push_back({op.getPageTable(), "page_table"});
+      operands.push_back({op.getCacheLens(), "cache_lens"});
+    }
+    if (op.isSplit()) {
+      contract["splits"] = true;
+      operands.push_back({op.getPartialOut(), "partial_out"});
+      operands.push_back({op.getPartialLse(), "partial_lse"});
+    }
+    if (op.getPackGqa())
+      contract["pack_gqa"] = true;
   } else {
     auto backward = cast<flash::AttentionBackwardOp>(kernel.attention);
     contract = commonContract(backward, overrides);

@@ -69,7 +69,8 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["attention", "varlen_attention", "scaled_dot_product_attention",
+__all__ = ["attention", "varlen_attention", "attention_with_kvcache",
+           "scaled_dot_product_attention",
            "load", "Kernel", "FlashcError", "runtime_library",
            "document_key_ranges", "prefix_lm_key_ranges"]
 
@@ -725,6 +726,39 @@ def prefix_lm_key_ranges(prefix, seq_q, rows=128, *, seq_k=None, full=True):
     kernels/attention_prefix_lm.mlir: see flashc.masks.prefix_lm_key_ranges."""
     from .masks import prefix_lm_key_ranges as build
     return build(prefix, seq_q, rows, seq_k=seq_k, full=full)
+
+
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
+                           causal=False, scale=None, num_splits=None,
+                           pack_gqa=False, softcap=None, window=None,
+                           chunk_size=None, sinks=None, out=None,
+                           return_lse=False):
+    """A decoding step over a paged K/V cache (docs/decoding.md), as
+    FlashAttention's flash_attn_with_kvcache and vLLM take it.
+
+    q is B x H x Sq x D (the step's Sq new tokens, their keys already in
+    the cache); k_cache and v_cache vLLM's pages, num_pages x page_size x
+    Hkv x D (page_size a multiple of 16 up to 1024); page_table int32 B x
+    max_pages names each batch's pages in order, cache_seqlens int32 [B]
+    its cached keys. `causal` aligns the mask to the cache's end, and
+    softcap, window and chunk_size count from each query's position
+    there; `sinks` as attention()'s. num_splits (default 1) splits each
+    row's keys over that many programs and combines their outputs by
+    their LSEs (split-KV); pack_gqa computes a K/V head's query heads as
+    one tile (not with the mods or sinks yet). Returns O, or (O, LSE) with
+    return_lse.
+
+    CPU tensors (and numpy arrays, flashc.cpu.attention_with_kvcache) run
+    the CPU path; the GPU kernel for a paged cache is not built yet, and
+    CUDA tensors raise FlashcError saying so."""
+    global _ops
+    if _ops is None:
+        from . import ops as _ops
+    return _ops.attention_with_kvcache(
+        q, k_cache, v_cache, cache_seqlens, page_table, causal=causal,
+        scale=scale, num_splits=num_splits, pack_gqa=pack_gqa,
+        softcap=softcap, window=window, chunk_size=chunk_size, sinks=sinks,
+        out=out, return_lse=return_lse)
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

@@ -41,7 +41,7 @@ from .variants import (BACKWARD_CONFIG, Variant, VariantError,
                        canonical_config, generate_backward_source)
 
 __all__ = ["attention", "attention_backward", "varlen_attention",
-           "varlen_attention_backward", "kernel_for",
+           "varlen_attention_backward", "attention_with_kvcache", "kernel_for",
            "backward_kernel_for", "load", "compile_variant", "CpuKernel"]
 
 _lock = threading.Lock()
@@ -60,7 +60,15 @@ def _memref_type(rank):
     return MemRef
 
 
-_MEMREF = {rank: _memref_type(rank) for rank in (1, 2, 3, 4)}
+_MEMREF = {rank: _memref_type(rank) for rank in (1, 2, 3, 4, 5)}
+
+
+def _strided_memref(address, sizes, strides):
+    """The descriptor of a buffer at `address` with `sizes` and `strides`
+    (in elements)."""
+    rank = len(sizes)
+    return _MEMREF[rank](address, address, 0, (ctypes.c_int64 * rank)(*sizes),
+                         (ctypes.c_int64 * rank)(*strides))
 
 
 def _contiguous_memref(address, sizes):
@@ -69,8 +77,7 @@ def _contiguous_memref(address, sizes):
     strides = [1] * rank
     for i in range(rank - 2, -1, -1):
         strides[i] = strides[i + 1] * sizes[i + 1]
-    return _MEMREF[rank](address, address, 0, (ctypes.c_int64 * rank)(*sizes),
-                         (ctypes.c_int64 * rank)(*strides))
+    return _strided_memref(address, sizes, strides)
 
 
 _BACKWARD_PARAMS = ["q", "k", "v", "o", "do", "lse", "dq", "dk", "dv"]
@@ -103,8 +110,13 @@ class CpuKernel:
         self.scale = meta["scale"]
         self.has_lse = bool(meta["has_lse"])
         self.backward = meta.get("pass", "forward") == "backward"
+        # Decoding (run_paged): a paged cache, split-KV's scratch.
+        self.page_size = meta.get("page_size")
+        self.splits = bool(meta.get("splits", False))
         expected = (_BACKWARD_PARAMS if self.backward else
-                    ["q", "k", "v", "o"] + (["lse"] if self.has_lse else []))
+                    ["q", "k", "v", "o"] + (["lse"] if self.has_lse else [])
+                    + (["page_table", "cache_lens"] if self.page_size else [])
+                    + (["partial_out", "partial_lse"] if self.splits else []))
         params = meta["params"]
         self.params = [p.get("tensor") for p in params[:len(expected)]]
         if self.params != expected:
@@ -164,6 +176,9 @@ class CpuKernel:
         if self.backward:
             raise FlashcError(4, f"{self.name} is a backward pass: call "
                               "run_backward")
+        if self.page_size:
+            raise FlashcError(4, f"{self.name} reads a paged cache: call "
+                              "run_paged")
         qs, kvs = self._shape(batch, heads, seq_q, seq_k, kv_heads)
         descriptors = [_contiguous_memref(q, qs), _contiguous_memref(k, kvs),
                        _contiguous_memref(v, kvs), _contiguous_memref(o, qs)]
@@ -172,6 +187,50 @@ class CpuKernel:
                 raise FlashcError(4, "lse: the kernel writes LSE; give a "
                                   "float32 batch x heads x seq_q buffer")
             descriptors.append(_contiguous_memref(lse, (batch, heads, seq_q)))
+        descriptors += self._capture_memrefs(captures)
+        self._entry(*[ctypes.addressof(m) for m in descriptors])
+
+    def run_paged(self, q, k_cache, v_cache, o, lse, page_table, cache_lens,
+                  batch, heads, seq_q, kv_heads, num_pages, max_pages,
+                  partial_out=0, partial_lse=0, splits=1, captures=()):
+        """Runs a decoding kernel on buffers given by address (int): q and
+        o batch x heads x seq_q x head_dim row-major; k_cache and v_cache
+        row-major num_pages x page_size x kv_heads x head_dim (vLLM's
+        pages); lse float32 batch x heads x seq_q; page_table int32 batch
+        x max_pages; cache_lens int32 [batch]; where the kernel splits the
+        keys, partial_out float32 splits x batch x heads x seq_q x
+        head_dim and partial_lse float32 splits x batch x heads x seq_q
+        (scratch); `captures` as run's. The caller keeps them alive and
+        checks their sizes; this checks the shape's numbers."""
+        if not self.page_size:
+            raise FlashcError(4, f"{self.name} reads no paged cache: call run")
+        qs, _ = self._shape(batch, heads, seq_q, 1, kv_heads)
+        for name, n in (("num_pages", num_pages), ("max_pages", max_pages),
+                        ("splits", splits)):
+            if int(n) < 1:
+                raise FlashcError(4, f"{name} is {n}; flashc takes at least 1")
+        if int(splits) != 1 and not self.splits:
+            raise FlashcError(4, f"splits is {splits}; {self.name} does not "
+                              "split the keys")
+        p, d = self.page_size, self.head_dim
+        # The pages viewed num_pages x kv_heads x page_size x head_dim.
+        cache = ((num_pages, kv_heads, p, d),
+                 (p * kv_heads * d, d, kv_heads * d, 1))
+        descriptors = [_contiguous_memref(q, qs),
+                       _strided_memref(k_cache, *cache),
+                       _strided_memref(v_cache, *cache),
+                       _contiguous_memref(o, qs),
+                       _contiguous_memref(lse, (batch, heads, seq_q)),
+                       _contiguous_memref(page_table, (batch, max_pages)),
+                       _contiguous_memref(cache_lens, (batch,))]
+        if self.splits:
+            if not partial_out or not partial_lse:
+                raise FlashcError(4, "partial_out, partial_lse: the kernel "
+                                  "splits the keys; give its float32 scratch")
+            descriptors += [
+                _contiguous_memref(partial_out, (splits,) + qs),
+                _contiguous_memref(partial_lse,
+                                   (splits, batch, heads, seq_q))]
         descriptors += self._capture_memrefs(captures)
         self._entry(*[ctypes.addressof(m) for m in descriptors])
 
@@ -437,6 +496,116 @@ def _sequence_view(t, start, end):
     """Rows [start, end) of a total x heads x head_dim array as the
     1 x heads x rows x head_dim problem of one sequence."""
     return t[start:end].transpose(1, 0, 2)[None]
+
+
+def check_kvcache(q_shape, k_shape, v_shape, lens_shape, table_shape):
+    """What a decoding call needs of the shapes (q B x H x Sq x D, the
+    caches num_pages x page_size x H_kv x D, cache_seqlens [B], page_table
+    B x max_pages); raises FlashcError naming the argument."""
+    if len(q_shape) != 4 or min(q_shape) < 1:
+        raise FlashcError(4, f"q is {tuple(q_shape)}; flashc takes batch x "
+                          "heads x seq_q x head_dim, sizes of at least 1")
+    for n, shape in (("k_cache", k_shape), ("v_cache", v_shape)):
+        if len(shape) != 4 or min(shape) < 1:
+            raise FlashcError(4, f"{n} is {tuple(shape)}; flashc takes "
+                              "num_pages x page_size x kv_heads x head_dim")
+    if tuple(k_shape) != tuple(v_shape):
+        raise FlashcError(4, f"k_cache is {tuple(k_shape)} but v_cache is "
+                          f"{tuple(v_shape)}")
+    if k_shape[3] != q_shape[3]:
+        raise FlashcError(4, f"k_cache's head_dim {k_shape[3]} is not q's "
+                          f"{q_shape[3]}")
+    if q_shape[1] % k_shape[2]:
+        raise FlashcError(4, f"q has {q_shape[1]} heads and k_cache "
+                          f"{k_shape[2]}: grouped-query attention needs the "
+                          "query heads to be a multiple of the K/V heads")
+    if tuple(lens_shape) != (q_shape[0],):
+        raise FlashcError(4, f"cache_seqlens is {tuple(lens_shape)}; it takes "
+                          f"one length per batch, ({q_shape[0]},)")
+    if len(table_shape) != 2 or table_shape[0] != q_shape[0] \
+            or table_shape[1] < 1:
+        raise FlashcError(4, f"page_table is {tuple(table_shape)}; it takes "
+                          f"batch x max_pages, ({q_shape[0]}, >= 1)")
+
+
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
+                           causal=False, scale=None, num_splits=1,
+                           pack_gqa=False, softcap=None, window=None,
+                           chunk_size=None, sinks=None, out=None,
+                           return_lse=False):
+    """A decoding step over a paged K/V cache on numpy arrays on the CPU,
+    compiled on first use (docs/decoding.md).
+
+    q is B x H x Sq x D (the step's Sq new tokens, bf16 bits as uint16 or
+    float16); k_cache and v_cache vLLM's pages, num_pages x page_size x
+    Hkv x D of q's dtype (page_size a multiple of 16 up to 1024);
+    page_table int32 B x max_pages names each batch's pages in order and
+    cache_seqlens int32 [B] its number of cached keys (the step's own
+    keys included: they are the cache's last positions). `causal` aligns
+    the mask to the cache's end. num_splits > 1 splits each row's keys
+    over that many programs and combines them (split-KV, float32 scratch
+    allocated here); pack_gqa computes a K/V head's query heads as one
+    tile. softcap, window and chunk_size as attention()'s, counted from
+    each query's position in the cache, and `sinks` (float32 [H]) as
+    flashc.attention's; not with pack_gqa. Returns O (B x H x Sq x D), or
+    (O, LSE) with return_lse. A length past the table's pages or a page
+    outside the cache is clamped: wrong numbers, never a read outside."""
+    import numpy as np
+    for n, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
+                 ("cache_seqlens", cache_seqlens), ("page_table", page_table)):
+        if not isinstance(t, np.ndarray):
+            raise FlashcError(4, f"{n} is a {type(t).__name__}, not a numpy "
+                              "array")
+    dtype = _numpy_dtype_name(np, q, "q")
+    for n, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dtype != q.dtype:
+            raise FlashcError(4, f"{n} is {t.dtype} but q is {q.dtype}")
+    for n, t in (("cache_seqlens", cache_seqlens), ("page_table", page_table)):
+        if t.dtype != np.int32:
+            raise FlashcError(4, f"{n} is {t.dtype}; it takes int32")
+    check_kvcache(q.shape, k_cache.shape, v_cache.shape, cache_seqlens.shape,
+                  page_table.shape)
+    if (isinstance(num_splits, bool) or int(num_splits) != num_splits
+            or int(num_splits) < 1):
+        raise FlashcError(4, f"num_splits must be an int >= 1, got "
+                          f"{num_splits!r}")
+    num_splits = int(num_splits)
+    b, h, nq, d = q.shape
+    num_pages, page_size, kv_heads, _ = k_cache.shape
+    q, k_cache, v_cache, cache_seqlens, page_table = (
+        np.ascontiguousarray(t)
+        for t in (q, k_cache, v_cache, cache_seqlens, page_table))
+    captures = []
+    if sinks is not None:
+        if (not isinstance(sinks, np.ndarray) or sinks.dtype != np.float32
+                or sinks.shape != (h,)):
+            raise FlashcError(4, f"sinks must be a float32 array of shape "
+                              f"({h},)")
+        sinks = np.ascontiguousarray(sinks)
+        captures.append((sinks.ctypes.data, sinks.shape))
+    if out is None:
+        out = np.empty(q.shape, dtype=q.dtype)
+    elif (not isinstance(out, np.ndarray) or out.shape != q.shape
+          or out.dtype != q.dtype or not out.flags.c_contiguous
+          or not out.flags.writeable):
+        raise FlashcError(4, f"out must be a writeable C-contiguous "
+                          f"{q.dtype} array of shape {q.shape}")
+    lse = np.empty((b, h, nq), dtype=np.float32)
+    kern = kernel_for(dtype, d, causal, scale, softcap, window, chunk_size,
+                      sinks=sinks is not None, page_size=page_size,
+                      splits=num_splits > 1, pack_gqa=bool(pack_gqa))
+    partial_out = partial_lse = None
+    if num_splits > 1:
+        partial_out = np.empty((num_splits, b, h, nq, d), dtype=np.float32)
+        partial_lse = np.empty((num_splits, b, h, nq), dtype=np.float32)
+    kern.run_paged(q.ctypes.data, k_cache.ctypes.data, v_cache.ctypes.data,
+                   out.ctypes.data, lse.ctypes.data, page_table.ctypes.data,
+                   cache_seqlens.ctypes.data, b, h, nq, kv_heads, num_pages,
+                   page_table.shape[1],
+                   partial_out.ctypes.data if partial_out is not None else 0,
+                   partial_lse.ctypes.data if partial_lse is not None else 0,
+                   num_splits, captures=captures)
+    return (out, lse) if return_lse else out
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal=False,

@@ -708,3 +708,56 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         raise FlashcError(4, f"q is on {q.device}; flashc kernels take CUDA "
                           "or CPU tensors")
     return (o, lse) if return_lse else o
+
+
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
+                           causal=False, scale=None, num_splits=None,
+                           pack_gqa=False, softcap=None, window=None,
+                           chunk_size=None, sinks=None, out=None,
+                           return_lse=False):
+    """flashc.attention_with_kvcache on torch tensors: CPU tensors through
+    flashc.cpu.attention_with_kvcache (numpy views of the same memory,
+    bf16 as its bits), CUDA tensors refused by name."""
+    tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache,
+               "cache_seqlens": cache_seqlens, "page_table": page_table}
+    if sinks is not None:
+        tensors["sinks"] = sinks
+    if out is not None:
+        tensors["out"] = out
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "
+                              "torch.Tensor")
+        if t.device.type != "cpu":
+            raise FlashcError(4, f"{name} is on {t.device}: the GPU kernel "
+                              "for a paged K/V cache is not built yet "
+                              "(docs/decoding.md); CPU tensors run the CPU "
+                              "path")
+    if q.dtype not in _DTYPES:
+        raise FlashcError(4, f"q is {q.dtype}; flashc takes bfloat16 or "
+                          "float16")
+
+    def numpy_of(t):
+        t = t.detach().contiguous()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view("uint16")
+        return t.numpy()
+
+    from . import cpu
+    arrays = {n: numpy_of(t) for n, t in tensors.items() if n != "out"}
+    o = torch.empty(q.shape, dtype=q.dtype)
+    _, lse = cpu.attention_with_kvcache(
+        arrays["q"], arrays["k_cache"], arrays["v_cache"],
+        arrays["cache_seqlens"], arrays["page_table"], causal=causal,
+        scale=scale, num_splits=1 if num_splits is None else num_splits,
+        pack_gqa=pack_gqa, softcap=softcap, window=window,
+        chunk_size=chunk_size, sinks=arrays.get("sinks"),
+        out=numpy_of(o), return_lse=True)
+    if out is not None:
+        if out.dtype != q.dtype or tuple(out.shape) != tuple(q.shape):
+            raise FlashcError(4, f"out must be a {q.dtype} tensor of shape "
+                              f"{tuple(q.shape)}")
+        out.copy_(o)
+        o = out
+    lse = torch.from_numpy(lse)
+    return (o, lse) if return_lse else o

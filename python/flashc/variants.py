@@ -81,12 +81,14 @@ class Variant:
     dQ added in a fixed order when deterministic)."""
     __slots__ = ("dtype", "head_dim", "causal", "scale", "varlen", "backward",
                  "deterministic", "softcap", "window", "chunk_size", "alibi",
-                 "document", "prefix_lm", "sinks")
+                 "document", "prefix_lm", "sinks", "page_size", "splits",
+                 "pack_gqa")
 
     def __init__(self, dtype, head_dim, causal=False, scale=None,
                  varlen=False, backward=False, deterministic=False, *,
                  softcap=None, window=None, chunk_size=None, alibi=False,
-                 document=False, prefix_lm=False, sinks=False):
+                 document=False, prefix_lm=False, sinks=False,
+                 page_size=None, splits=False, pack_gqa=False):
         if dtype not in DTYPES:
             raise VariantError(f"dtype {dtype!r}: flashc kernels take "
                                f"{' or '.join(DTYPES)}")
@@ -167,6 +169,32 @@ class Variant:
                 "prefix_lengths is a mask of its own (the prefix "
                 "bidirectional, causal after it); causal=True would hide "
                 "the prefix's later keys: pass causal=False")
+        # Decoding (docs/decoding.md): K and V a paged cache of `page_size`
+        # rows a page, the keys split over programs (the caller's scratch),
+        # a K/V head's query heads computed as one tile.
+        self.page_size = None
+        if page_size is not None:
+            if (isinstance(page_size, bool) or int(page_size) != page_size
+                    or not 16 <= int(page_size) <= 1024
+                    or int(page_size) % 16):
+                raise VariantError(f"page_size must be a multiple of 16 from "
+                                   f"16 to 1024, got {page_size!r}")
+            self.page_size = int(page_size)
+        self.splits, self.pack_gqa = bool(splits), bool(pack_gqa)
+        if (self.splits or self.pack_gqa) and self.page_size is None:
+            raise VariantError("num_splits and pack_gqa are decoding's: they "
+                               "take a paged cache (page_table) so far")
+        if self.page_size is not None and (self.varlen or self.backward):
+            raise VariantError("a paged cache is read by decoding: no packed "
+                               "sequences and no backward pass")
+        if self.page_size is not None and (self.document or self.prefix_lm):
+            raise VariantError("document_ids and prefix_lengths' block masks "
+                               "index queries from the top-left; a decoding "
+                               "step's queries are at the cache's end")
+        if self.pack_gqa and self.has_mods:
+            raise VariantError("pack_gqa with softcap, window, chunk_size, "
+                               "alibi_slopes or sinks is not generated yet "
+                               "(their head and query index per row)")
 
     @property
     def has_mods(self):
@@ -193,7 +221,8 @@ class Variant:
         return (self.dtype, self.head_dim, self.causal, self.scale,
                 self.varlen, self.backward, self.deterministic, self.softcap,
                 self.window, self.chunk_size, self.alibi, self.document,
-                self.prefix_lm, self.sinks)
+                self.prefix_lm, self.sinks, self.page_size, self.splits,
+                self.pack_gqa)
 
     def __eq__(self, other):
         return isinstance(other, Variant) and self._tuple() == other._tuple()
@@ -222,6 +251,12 @@ class Variant:
             s += "-prefixlm"
         if self.sinks:
             s += "-sink"
+        if self.page_size is not None:
+            s += f"-paged{self.page_size}"
+        if self.splits:
+            s += "-splits"
+        if self.pack_gqa:
+            s += "-packgqa"
         if self.varlen:
             s += "-varlen"
         if self.backward:
@@ -259,6 +294,12 @@ class Variant:
             s += "_prefix_lm"
         if self.sinks:
             s += "_sink"
+        if self.page_size is not None:
+            s += "_paged"
+        if self.splits:
+            s += "_splits"
+        if self.pack_gqa:
+            s += "_pack_gqa"
         if self.deterministic:
             s += "_deterministic"
         return s
@@ -266,7 +307,14 @@ class Variant:
     def default_config(self):
         if self.backward:
             return dict(BACKWARD_CONFIG)
-        return dict(DEFAULT_CONFIGS[self.dtype, self.head_dim])
+        config = dict(DEFAULT_CONFIGS[self.dtype, self.head_dim])
+        if self.page_size is not None:
+            # A decoding step has few rows: one warpgroup's 64; a key tile
+            # lies in one page.
+            config.update(block_m=64, warpgroups=1,
+                          block_n=next(n for n in (64, 32, 16)
+                                       if self.page_size % n == 0))
+        return config
 
     def source(self, config=None):
         """The kernel's MLIR, as kernels/*.mlir writes it, with `config`
@@ -281,7 +329,8 @@ class Variant:
                        self.varlen, softcap=self.softcap, window=self.window,
                        chunk_size=self.chunk_size, alibi=self.alibi,
                        document=self.document, prefix_lm=self.prefix_lm,
-                       sinks=self.sinks)
+                       sinks=self.sinks, page_size=self.page_size,
+                       splits=self.splits, pack_gqa=self.pack_gqa)
 
 
 _NAME = re.compile(
@@ -289,7 +338,8 @@ _NAME = re.compile(
     r"(?:-scale(?P<scale>.+?))?(?:-softcap(?P<softcap>.+?))?"
     r"(?:-window(?P<window>[0-9]+))?(?:-chunk(?P<chunk>[0-9]+))?"
     r"(?P<alibi>-alibi)?(?P<document>-document)?(?P<prefixlm>-prefixlm)?"
-    r"(?P<sink>-sink)?(?P<varlen>-varlen)?(?P<backward>-backward)?"
+    r"(?P<sink>-sink)?(?:-paged(?P<paged>[0-9]+))?(?P<splits>-splits)?"
+    r"(?P<packgqa>-packgqa)?(?P<varlen>-varlen)?(?P<backward>-backward)?"
     r"(?P<deterministic>-deterministic)?")
 
 
@@ -297,8 +347,8 @@ def parse_variant(name):
     """"bf16-d128-causal-scale0.125" -> Variant (the scale may be written any
     way Python's float() reads, 1e-05 included); then "-softcap<x>",
     "-window<keys>", "-chunk<positions>", "-alibi", "-document" or
-    "-prefixlm", "-sink", then "-varlen", or "-backward" and
-    "-deterministic"."""
+    "-prefixlm", "-sink", "-paged<page size>", "-splits", "-packgqa", then
+    "-varlen", or "-backward" and "-deterministic"."""
     m = _NAME.fullmatch(name.strip())
     try:
         if m is None:
@@ -309,7 +359,8 @@ def parse_variant(name):
         raise VariantError(
             f"variant {name!r}: expected <bf16|f16>-d<64|128|256>[-causal]"
             "[-scale<x>][-softcap<x>][-window<keys>][-chunk<positions>]"
-            "[-alibi][-document|-prefixlm][-sink][-varlen]"
+            "[-alibi][-document|-prefixlm][-sink][-paged<page size>]"
+            "[-splits][-packgqa][-varlen]"
             "[-backward[-deterministic]], e.g. bf16-d128-causal") from None
     window = None if m["window"] is None else int(m["window"])
     chunk = None if m["chunk"] is None else int(m["chunk"])
@@ -318,7 +369,9 @@ def parse_variant(name):
                    bool(m["deterministic"]), softcap=softcap, window=window,
                    chunk_size=chunk, alibi=bool(m["alibi"]),
                    document=bool(m["document"]),
-                   prefix_lm=bool(m["prefixlm"]), sinks=bool(m["sink"]))
+                   prefix_lm=bool(m["prefixlm"]), sinks=bool(m["sink"]),
+                   page_size=None if m["paged"] is None else int(m["paged"]),
+                   splits=bool(m["splits"]), pack_gqa=bool(m["packgqa"]))
 
 
 def mlir_float(x):
@@ -386,6 +439,8 @@ def op_attributes(variant, config):
     attrs = []
     if variant.causal:
         attrs.append("causal")
+    if variant.pack_gqa:
+        attrs.append("pack_gqa")
     if variant.deterministic:
         attrs.append("deterministic")
     if variant.scale is not None:
@@ -432,6 +487,7 @@ def generate_source(variant, config):
     t = variant.dtype
     batch = "1" if variant.varlen else "?"
     ty = f"memref<{batch}x?x?x{d}x{t}>"
+    kv_ty = ty
     lse_ty = f"memref<{batch}x?x?xf32>"
     attrs = op_attributes(variant, config)
     fn = variant.kernel_name
@@ -442,15 +498,31 @@ def generate_source(variant, config):
                    "    %cu_seqlens_k: memref<?xi32>, %max_seqlen_q: index")
         packed = ("      packed(%cu_seqlens_q : memref<?xi32>, %cu_seqlens_k"
                   " : memref<?xi32>, max_q %max_seqlen_q)\n")
+    if variant.page_size is not None:
+        # vLLM's num_pages x page_size x H_kv x D pages, viewed num_pages x
+        # H_kv x page_size x D.
+        kv_ty = (f"memref<?x?x{variant.page_size}x{d}x{t}, "
+                 "strided<[?, ?, ?, 1]>>")
+        params += (", %page_table: memref<?x?xi32>,\n"
+                   "    %cache_lens: memref<?xi32>")
+        packed += ("      paged(%page_table : memref<?x?xi32>, %cache_lens :"
+                   " memref<?xi32>)\n")
+    if variant.splits:
+        part_ty = f"memref<?x?x?x?x{d}xf32>"
+        part_lse_ty = "memref<?x?x?x?xf32>"
+        params += (f",\n    %partial_out: {part_ty}, "
+                   f"%partial_lse: {part_lse_ty}")
+        packed += (f"      splits(%partial_out : {part_ty}, %partial_lse : "
+                   f"{part_lse_ty})\n")
     return (
         f"// Generated by python/flashc for variant {variant.name}.\n"
-        f"func.func @{fn}(%q: {ty}, %k: {ty}, %v: {ty}, %o: {ty},\n"
+        f"func.func @{fn}(%q: {ty}, %k: {kv_ty}, %v: {kv_ty}, %o: {ty},\n"
         f"{params}{_capture_params(variant, False)}) {{\n"
         f"  flash.attention %q, %k, %v -> %o, lse %lse\n"
         f"{packed}"
         f"{_capture_operands(variant, False)}"
         f"      {{{', '.join(attrs)}}}\n"
-        f"      : {ty}, {ty}, {ty}\n"
+        f"      : {ty}, {kv_ty}, {kv_ty}\n"
         f"      -> {ty}, {lse_ty}\n"
         f"{mod_regions(variant)}"
         f"  return\n"

@@ -6,8 +6,6 @@
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %s --target=cpu -o %t.so | FileCheck %s --check-prefix=EXTRA-ARG
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %S/Inputs/two-kernels.mlir --target=cpu -o %t.so | FileCheck %s --check-prefix=TWO
 // RUN: %python %S/../Tools/Inputs/exit-status.py flashc %kernels/attention.mlir --target=cpu --host-cpu=nonesuch -o %t.so | FileCheck %s --check-prefix=CPU
-// RUN: %python %S/../Tools/Inputs/exit-status.py flashc %S/Inputs/paged-cache.mlir --target=cpu -o %t.so | FileCheck %s --check-prefix=PAGED
-// RUN: %python %S/../Tools/Inputs/exit-status.py flashc %S/Inputs/split-kv.mlir --target=cpu -o %t.so | FileCheck %s --check-prefix=SPLIT
 
 // PTX: flashc: error: --target=cpu writes --emit=tile, mlir, llvm or so, not PTX or cubin
 // PTX: exit status 1
@@ -23,10 +21,6 @@
 // TWO: exit status 1
 // CPU: flashc: error: 'nonesuch' is no CPU of {{.*}} (use 'generic', 'native' or an LLVM CPU name such as x86-64-v3)
 // CPU: exit status 1
-// PAGED: error: 'flash.attention' op a paged K/V cache is not supported by CPU libraries yet (kernel.json names no page table; the execution engine runs it: buildCpuReferencePipeline)
-// PAGED: exit status 1
-// SPLIT: error: 'flash.attention' op split-KV is not supported by CPU libraries yet (kernel.json names no partial_out or partial_lse; the execution engine runs it: buildCpuReferencePipeline)
-// SPLIT: exit status 1
 
 func.func @extra_argument(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
     %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32>,

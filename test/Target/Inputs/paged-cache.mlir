@@ -1,10 +1,14 @@
-// A decoding step over a paged K/V cache (flashc-cpu-errors.mlir).
-!q = memref<?x8x?x128xbf16>
-!kv = memref<?x2x64x128xbf16, strided<[?, ?, ?, 1]>>
-func.func @paged(%q: !q, %k: !kv, %v: !kv, %o: !q, %lse: memref<?x8x?xf32>,
-                 %t: memref<?x?xi32>, %l: memref<?xi32>) {
+// A decoding step over a paged K/V cache, split over the keys, its GQA
+// heads packed, the head counts dynamic (flashc-cpu-decoding.mlir).
+!q = memref<?x?x?x128xbf16>
+!kv = memref<?x?x64x128xbf16, strided<[?, ?, ?, 1]>>
+func.func @decode(%q: !q, %k: !kv, %v: !kv, %o: !q, %lse: memref<?x?x?xf32>,
+                  %t: memref<?x?xi32>, %l: memref<?xi32>,
+                  %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {
   flash.attention %q, %k, %v -> %o, lse %lse
-      paged(%t : memref<?x?xi32>, %l : memref<?xi32>) {causal}
-      : !q, !kv, !kv -> !q, memref<?x8x?xf32>
+      paged(%t : memref<?x?xi32>, %l : memref<?xi32>)
+      splits(%po : memref<?x?x?x?x128xf32>, %pl : memref<?x?x?x?xf32>)
+      {causal, pack_gqa, config = #flash.config<block_m = 64, block_n = 64, warpgroups = 1>}
+      : !q, !kv, !kv -> !q, memref<?x?x?xf32>
   return
 }
