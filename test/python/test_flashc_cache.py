@@ -120,6 +120,44 @@ class VariantTest(unittest.TestCase):
             sorted(w.name for w in variants.shipped_variants() if w.varlen),
             ["bf16-d128-causal-varlen", "bf16-d128-varlen"])
 
+    def test_decoding_names_and_sources(self):
+        v = Variant("bf16", 128, True, page_size=16, splits=True,
+                    pack_gqa=True)
+        self.assertEqual(v.name, "bf16-d128-causal-paged16-splits-packgqa")
+        self.assertEqual(v.kernel_name,
+                         "attention_causal_paged_splits_pack_gqa")
+        self.assertEqual(parse_variant(v.name), v)
+        self.assertNotEqual(v, Variant("bf16", 128, True, page_size=16,
+                                       splits=True))
+        # A key tile lies in one page; a decoding step fills one warpgroup.
+        self.assertEqual(v.default_config(),
+                         {"block_m": 64, "block_n": 16, "stages": 2,
+                          "warpgroups": 1})
+        self.assertEqual(Variant("f16", 64, page_size=96).default_config()
+                         ["block_n"], 32)
+        src = v.source()
+        self.assertIn("memref<?x?x16x128xbf16, strided<[?, ?, ?, 1]>>", src)
+        self.assertIn("paged(%page_table : memref<?x?xi32>, %cache_lens : "
+                      "memref<?xi32>)", src)
+        self.assertIn("splits(%partial_out : memref<?x?x?x?x128xf32>, "
+                      "%partial_lse : memref<?x?x?x?xf32>)", src)
+        self.assertIn("{causal, pack_gqa, config = ", src)
+        w = parse_variant("f16-d64-softcap30.0-sink-paged64-splits")
+        self.assertEqual((w.page_size, w.splits, w.pack_gqa, w.sinks),
+                         (64, True, False, True))
+        for kwargs, message in (
+                (dict(page_size=8), "page_size must be a multiple of 16"),
+                (dict(page_size=2048), "page_size must be a multiple of 16"),
+                (dict(splits=True), "take a paged cache"),
+                (dict(pack_gqa=True), "take a paged cache"),
+                (dict(page_size=16, backward=True), "no backward pass"),
+                (dict(page_size=16, document=True), "cache's end"),
+                (dict(page_size=16, pack_gqa=True, sinks=True),
+                 "pack_gqa with softcap")):
+            with self.assertRaises(variants.VariantError) as e:
+                Variant("bf16", 128, **kwargs)
+            self.assertIn(message, str(e.exception))
+
     def test_scales_in_names_and_sources(self):
         for x in (1e-05, 3e+20, 2.0, 0.1, 7):
             v = Variant("bf16", 128, True, x)
