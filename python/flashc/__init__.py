@@ -730,7 +730,7 @@ def prefix_lm_key_ranges(prefix, seq_q, rows=128, *, seq_k=None, full=True):
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
                            causal=False, scale=None, num_splits=None,
-                           pack_gqa=False, softcap=None, window=None,
+                           pack_gqa=None, softcap=None, window=None,
                            chunk_size=None, sinks=None, out=None,
                            return_lse=False):
     """A decoding step over a paged K/V cache (docs/decoding.md), as
@@ -745,7 +745,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
     there; `sinks` as attention()'s. num_splits (default 1) splits each
     row's keys over that many programs and combines their outputs by
     their LSEs (split-KV); pack_gqa computes a K/V head's query heads as
-    one tile (not with the mods or sinks yet). Returns O, or (O, LSE) with
+    one tile (default: where there are several and no mods or sinks,
+    which packing does not take yet). Returns O, or (O, LSE) with
     return_lse.
 
     CPU tensors (and numpy arrays, flashc.cpu.attention_with_kvcache) run

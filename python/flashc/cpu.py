@@ -530,7 +530,7 @@ def check_kvcache(q_shape, k_shape, v_shape, lens_shape, table_shape):
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
                            causal=False, scale=None, num_splits=1,
-                           pack_gqa=False, softcap=None, window=None,
+                           pack_gqa=None, softcap=None, window=None,
                            chunk_size=None, sinks=None, out=None,
                            return_lse=False):
     """A decoding step over a paged K/V cache on numpy arrays on the CPU,
@@ -545,8 +545,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
     the mask to the cache's end. num_splits > 1 splits each row's keys
     over that many programs and combines them (split-KV, float32 scratch
     allocated here); pack_gqa computes a K/V head's query heads as one
-    tile. softcap, window and chunk_size as attention()'s, counted from
-    each query's position in the cache, and `sinks` (float32 [H]) as
+    tile (default: where there are several and no mods or sinks).
+    softcap, window and chunk_size as attention()'s, counted from each
+    query's position in the cache, and `sinks` (float32 [H]) as
     flashc.attention's; not with pack_gqa. Returns O (B x H x Sq x D), or
     (O, LSE) with return_lse. A length past the table's pages or a page
     outside the cache is clamped: wrong numbers, never a read outside."""
@@ -591,6 +592,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
         raise FlashcError(4, f"out must be a writeable C-contiguous "
                           f"{q.dtype} array of shape {q.shape}")
     lse = np.empty((b, h, nq), dtype=np.float32)
+    if pack_gqa is None:
+        # Each K/V byte read once for its G query heads, where the
+        # generated kernels can (no mods or sinks with packing yet).
+        pack_gqa = h > kv_heads and sinks is None and all(
+            x is None for x in (softcap, window, chunk_size))
     kern = kernel_for(dtype, d, causal, scale, softcap, window, chunk_size,
                       sinks=sinks is not None, page_size=page_size,
                       splits=num_splits > 1, pack_gqa=bool(pack_gqa))

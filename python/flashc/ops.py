@@ -712,7 +712,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
                            causal=False, scale=None, num_splits=None,
-                           pack_gqa=False, softcap=None, window=None,
+                           pack_gqa=None, softcap=None, window=None,
                            chunk_size=None, sinks=None, out=None,
                            return_lse=False):
     """flashc.attention_with_kvcache on torch tensors: CPU tensors through

@@ -212,7 +212,7 @@ class KvCacheTest(FreshCache):
         self.run_case("bf16 D64 8/2 page16", "bf16", 64, 8, 2, 1, 16,
                       [1, 37, 300], True, 1,
                       configs=((1, False), (4, False), (64, False),
-                               (1, True), (4, True)))
+                               (1, True), (4, True), (4, None)))
 
     def test_speculative_step_hot_rows(self):
         # Four new tokens against caches of 3 (its first row sees no key)
@@ -228,7 +228,21 @@ class KvCacheTest(FreshCache):
         sinks = np.array([-2.0, 0.5, 3.0, 1.0], dtype=np.float32)
         self.run_case("bf16 D64 window50 sink page32", "bf16", 64, 4, 2, 3,
                       32, [700, 2], True, 3, window=50, sinks=sinks,
-                      configs=((1, False), (3, False)))
+                      configs=((1, False), (3, False), (3, None)))
+
+    def test_pack_gqa_default(self):
+        # Without mods or sinks the default packs a K/V head's query heads:
+        # the same kernel as pack_gqa=True, so the same bits.
+        rng = np.random.default_rng(7)
+        k_cache, v_cache, table, _, _ = paged_cache(rng, [40, 3], 16, 2, 64,
+                                                    "bf16")
+        q = to_bf16_bits(rng.uniform(-1, 1, (2, 8, 2, 64)))
+        lens = np.array([40, 3], dtype=np.int32)
+        results = [cpu.attention_with_kvcache(
+            q, k_cache, v_cache, lens, table, causal=True, num_splits=2,
+            pack_gqa=pack, return_lse=True) for pack in (None, True)]
+        for a, b in zip(*results):
+            self.assertTrue(np.array_equal(a, b))
 
     def test_page256_noncausal(self):
         # 3000 keys (no multiple of 256) in pages of 256 without causal,
