@@ -770,22 +770,21 @@ LogicalResult RescaleOp::verify() {
                          accType);
 }
 
-LogicalResult FinalizeOp::verify() {
-  auto accType = cast<RankedTensorType>(getAcc().getType());
-  if (failed(verifyF32Tile(*this, "acc", accType, 2)))
+/// An online softmax's state: an f32 accumulator tile and its row max.
+static LogicalResult verifyRunningRows(Operation *op, Value acc, Value rowMax) {
+  auto accType = cast<RankedTensorType>(acc.getType());
+  if (failed(verifyF32Tile(op, "acc", accType, 2)))
     return failure();
-  return verifyRowVector(*this, "row_max",
-                         cast<RankedTensorType>(getRowMax().getType()), "acc",
-                         accType);
+  return verifyRowVector(
+      op, "row_max", cast<RankedTensorType>(rowMax.getType()), "acc", accType);
+}
+
+LogicalResult FinalizeOp::verify() {
+  return verifyRunningRows(*this, getAcc(), getRowMax());
 }
 
 LogicalResult MergeSplitOp::verify() {
-  auto accType = cast<RankedTensorType>(getAcc().getType());
-  if (failed(verifyF32Tile(*this, "acc", accType, 2)))
-    return failure();
-  return verifyRowVector(*this, "row_max",
-                         cast<RankedTensorType>(getRowMax().getType()), "acc",
-                         accType);
+  return verifyRunningRows(*this, getAcc(), getRowMax());
 }
 
 //===----------------------------------------------------------------------===//

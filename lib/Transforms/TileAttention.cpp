@@ -84,6 +84,19 @@ struct ProgramOperands {
   bool grouped = false;
 };
 
+/// The online softmax's start: acc = 0, m = -inf, l = 0.
+static std::tuple<Value, Value, Value>
+onlineSoftmaxStart(ImplicitLocOpBuilder &b, RankedTensorType accType,
+                   RankedTensorType rowType) {
+  auto splat = [&](RankedTensorType type, float value) -> Value {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+  };
+  return {splat(accType, 0.0f),
+          splat(rowType, -std::numeric_limits<float>::infinity()),
+          splat(rowType, 0.0f)};
+}
+
 /// `memory` (batch x H_q x ...) viewed as batch x H_kv x G x ...: the
 /// query heads of each K/V head as one more dimension.
 static Value groupHeads(ImplicitLocOpBuilder &b, Value memory,
@@ -290,14 +303,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
     std::tie(kvBegin, kvEnd) =
         splitKeyRange(b, kvBegin, kvEnd, mem.split, mem.splits, cBlockN);
 
-  Value accInit = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
-  Value maxInit = arith::ConstantOp::create(
-      b,
-      DenseElementsAttr::get(
-          rowType, b.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
-  Value sumInit = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(rowType, b.getF32FloatAttr(0.0f)));
+  auto [accInit, maxInit, sumInit] = onlineSoftmaxStart(b, accType, rowType);
   Value scoreInit = arith::ConstantOp::create(
       b, DenseElementsAttr::get(scoreType, b.getF32FloatAttr(0.0f)));
   // With mods the logits are scaled before them (they see what
@@ -502,14 +508,7 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op,
     return grouped ? groupHeads(b, memory, shape) : memory;
   };
 
-  Value accInit = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
-  Value maxInit = arith::ConstantOp::create(
-      b,
-      DenseElementsAttr::get(
-          rowType, b.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
-  Value sumInit = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(rowType, b.getF32FloatAttr(0.0f)));
+  auto [accInit, maxInit, sumInit] = onlineSoftmaxStart(b, accType, rowType);
   auto loop = scf::ForOp::create(
       b, c0, splits, c1, ValueRange{accInit, maxInit, sumInit},
       [&](OpBuilder &nested, Location loc, Value split, ValueRange carried) {

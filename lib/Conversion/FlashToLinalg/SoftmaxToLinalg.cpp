@@ -37,6 +37,18 @@ Value safeMax(ImplicitLocOpBuilder &b, Value max) {
   return arith::SelectOp::create(b, isNegInf, zero, max);
 }
 
+/// l * alpha + added per row: a running sum brought to a new max, plus
+/// what the new max's step adds.
+Value rescaledSum(ImplicitLocOpBuilder &b, RankedTensorType rowType, Value sum,
+                  Value alpha, Value added) {
+  return buildRowElementwise(
+      b, rowType, ValueRange{sum, alpha, added},
+      [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
+        Value kept = arith::MulFOp::create(b, args[0], args[1]);
+        return arith::AddFOp::create(b, kept, args[2]);
+      });
+}
+
 struct MaskToLinalg : OpRewritePattern<MaskOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -129,12 +141,7 @@ struct SoftmaxUpdateToLinalg : OpRewritePattern<SoftmaxUpdateOp> {
         b, p, 0.0f, [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
           return arith::AddFOp::create(b, args[0], args[1]);
         });
-    Value newSum = buildRowElementwise(
-        b, rowType, ValueRange{op.getRowSum(), alpha, tileSum},
-        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value kept = arith::MulFOp::create(b, args[0], args[1]);
-          return arith::AddFOp::create(b, kept, args[2]);
-        });
+    Value newSum = rescaledSum(b, rowType, op.getRowSum(), alpha, tileSum);
     rewriter.replaceOp(op, {p, newMax, newSum, alpha});
     return success();
   }
@@ -305,12 +312,7 @@ struct MergeSplitToLinalg : OpRewritePattern<MergeSplitOp> {
     };
     Value alpha = weightOf(op.getRowMax());
     Value weight = weightOf(op.getPartialLse());
-    Value newSum = buildRowElementwise(
-        b, rowType, ValueRange{op.getRowSum(), alpha, weight},
-        [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
-          Value kept = arith::MulFOp::create(b, args[0], args[1]);
-          return arith::AddFOp::create(b, kept, args[2]);
-        });
+    Value newSum = rescaledSum(b, rowType, op.getRowSum(), alpha, weight);
     Value newAcc = buildTileElementwise(
         b, tileType, ValueRange{op.getAcc(), alpha, op.getPartial(), weight},
         [](ImplicitLocOpBuilder &b, ValueRange args) -> Value {
