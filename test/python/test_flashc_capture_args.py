@@ -28,9 +28,7 @@ no fixed order).
 """
 import math
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,6 +60,7 @@ if not os.access(COMPILER, os.X_OK) and not (
 # the GPU that takes the deterministic backward (dQ added in key order).
 DETERMINISTIC = DEVICE == "cuda"
 
+from fresh_cache import FreshCacheTest  # noqa: E402
 import flashc  # noqa: E402
 
 
@@ -148,23 +147,8 @@ def random_documents(batch, n, generator):
     return on_device(ids)
 
 
-class CaptureArgsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = {k: os.environ.get(k) for k in
-                     ("FLASHC_CACHE_DIR", "FLASHC_COMPILER")}
-        cls.tmp = tempfile.mkdtemp(prefix="flashc-capture-args-")
-        os.environ.update(FLASHC_CACHE_DIR=os.path.join(cls.tmp, "cache"),
-                          FLASHC_COMPILER=COMPILER)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        for k, v in cls.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+class CaptureArgsTest(FreshCacheTest):
+    compiler = COMPILER
 
     def inputs(self, nq, nk, d, dtype, seed, batch=2, heads=2, hot=True):
         g = torch.Generator().manual_seed(seed)

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import unittest
 
@@ -39,6 +38,7 @@ if not os.access(COMPILER, os.X_OK):
           "FLASHC_COMPILER)")
     sys.exit(77)
 
+from fresh_cache import FreshCacheTest  # noqa: E402
 import flashc  # noqa: E402
 from flashc import cache, cpu  # noqa: E402
 from flashc.variants import Variant  # noqa: E402
@@ -182,31 +182,11 @@ def poisoned_outputs(case):
     return o, np.full((b, h, nq), np.nan, dtype=np.float32)
 
 
-class FreshCacheTest(unittest.TestCase):
-    """A test class whose calls compile into a cache of its own (cls.cache,
-    under cls.tmp) with COMPILER, FLASHC_DUMP unset; the environment is
-    restored after."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = {k: os.environ.get(k) for k in
-                     ("FLASHC_CACHE_DIR", "FLASHC_COMPILER", "FLASHC_DUMP")}
-        cls.tmp = tempfile.mkdtemp(prefix="flashc-cpu-")
-        cls.cache = os.path.join(cls.tmp, "cache")
-        os.environ.update(FLASHC_CACHE_DIR=cls.cache, FLASHC_COMPILER=COMPILER)
-        os.environ.pop("FLASHC_DUMP", None)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        for k, v in cls.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+class CompilingTest(FreshCacheTest):
+    compiler = COMPILER
 
 
-class CpuKernelTest(FreshCacheTest):
+class CpuKernelTest(CompilingTest):
 
     def check(self, case, o, lse, exact):
         b, h, nq, nk, d = case.shape

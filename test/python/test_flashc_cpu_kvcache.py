@@ -18,9 +18,7 @@ build/bin/flashc of this checkout. Exits 77 (ctest: skipped) with a
 "skipped: ..." line where numpy or the compiler is missing.
 """
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,6 +38,7 @@ if not os.access(COMPILER, os.X_OK):
           "FLASHC_COMPILER)")
     sys.exit(77)
 
+from fresh_cache import FreshCacheTest  # noqa: E402
 from flashc import FlashcError, cpu  # noqa: E402
 
 
@@ -132,25 +131,8 @@ def reference(q, keys, values, lens, causal, scale, window=None, sinks=None):
     return o, lse
 
 
-class FreshCache(unittest.TestCase):
-    """Compiles into a fresh cache with this build's flashc."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = {k: os.environ.get(k) for k in
-                     ("FLASHC_CACHE_DIR", "FLASHC_COMPILER")}
-        cls.tmp = tempfile.mkdtemp(prefix="flashc-kvcache-")
-        os.environ.update(FLASHC_CACHE_DIR=os.path.join(cls.tmp, "cache"),
-                          FLASHC_COMPILER=COMPILER)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        for k, v in cls.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+class FreshCache(FreshCacheTest):
+    compiler = COMPILER
 
 
 class KvCacheTest(FreshCache):

@@ -14,9 +14,7 @@ skipped) with a "skipped: ..." line without torch or the compiler.
 """
 import math
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,6 +33,7 @@ if not os.access(COMPILER, os.X_OK):
     print(f"skipped: no flashc binary at {COMPILER}")
     sys.exit(77)
 
+from fresh_cache import FreshCacheTest  # noqa: E402
 import flashc  # noqa: E402
 
 
@@ -58,23 +57,8 @@ def reference(q, k, v, causal, scale, softcap=None, window=None):
     return p @ v.double(), lse
 
 
-class CpuTensorTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.saved = {k: os.environ.get(k) for k in
-                     ("FLASHC_CACHE_DIR", "FLASHC_COMPILER")}
-        cls.tmp = tempfile.mkdtemp(prefix="flashc-cpu-torch-")
-        os.environ.update(FLASHC_CACHE_DIR=os.path.join(cls.tmp, "cache"),
-                          FLASHC_COMPILER=COMPILER)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        for k, v in cls.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+class CpuTensorTest(FreshCacheTest):
+    compiler = COMPILER
 
     def inputs(self, nq, nk, d, dtype, seed, hot=True):
         g = torch.Generator().manual_seed(seed)
