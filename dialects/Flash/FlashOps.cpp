@@ -558,11 +558,10 @@ LogicalResult AttentionOp::verify() {
   if (Value sinks = getSinks())
     if (failed(verifySinks(*this, "sinks", sinks, operands[0].type)))
       return failure();
-  if (getPackGqa() && (isPacked() || hasMods() || getSinks()))
+  if (getPackGqa() && (isPacked() || hasMods()))
     return emitOpError() << "pack_gqa does not go with "
-                         << (isPacked()  ? "packed sequences"
-                             : hasMods() ? "score or mask mods"
-                                         : "sinks")
+                         << (isPacked() ? "packed sequences"
+                                        : "score or mask mods")
                          << " yet";
   if (std::optional<APFloat> scale = getScale())
     return verifyPositiveFiniteScale(*this, scale->convertToFloat());

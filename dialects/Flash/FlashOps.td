@@ -141,8 +141,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     G = H_q / H_kv query heads of a K/V head together, their G x seq_q rows
     one tile, so that each K and V byte is read once per K/V head instead
     of once per query head. The result is the same; a decoding step with
-    few new tokens fills its tile with them. Not with packed sequences,
-    score or mask mods, or sinks yet.
+    few new tokens fills its tile with them. Not with packed sequences or
+    score and mask mods yet.
 
     Score and mask mods (FlexAttention's `score_mod` and `mask_mod`): the
     optional region `score_mod` maps each scaled logit to a new one, and

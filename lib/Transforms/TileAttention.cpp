@@ -80,8 +80,10 @@ struct ProgramOperands {
   Value split = {}, splits = {};
   Value partialOut = {}, partialLse = {};
   /// GQA packing: q, o, lse and the partials are viewed batch x H_kv x G
-  /// x seq [x D] and the program's rows run through the G heads' queries.
+  /// x seq [x D] and the program's rows run through the G heads' queries
+  /// (the shape gives the group for the sinks' view).
   bool grouped = false;
+  const AttentionShape *groupShape = nullptr;
 };
 
 /// The online softmax's start: acc = 0, m = -inf, l = 0.
@@ -148,6 +150,60 @@ static Value groupHeads(ImplicitLocOpBuilder &b, Value memory,
   return memref::ReinterpretCastOp::create(b, viewType, meta.getBaseBuffer(),
                                            OpFoldResult(meta.getOffset()),
                                            outputShape, strides);
+}
+
+/// Each row's sink logit for a grouped tile of K/V head `kvHead` at `row`:
+/// the sinks viewed 1 x H_kv x G x seq_q with stride 0 across the batch and
+/// the queries, so that a grouped load gives row r the sink of its head.
+static Value groupedSinkRow(ImplicitLocOpBuilder &b, Value sinks,
+                            const AttentionShape &shape, Value kvHead,
+                            Value row, RankedTensorType rowType) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, sinks);
+  Value stride = meta.getStrides()[0];
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), shape.kvHeads,
+                                     shape.groupSize, shape.seqQ};
+  SmallVector<OpFoldResult> strides = {
+      b.getIndexAttr(0),
+      arith::MulIOp::create(b, stride, shape.groupSize).getResult(), stride,
+      b.getIndexAttr(0)};
+  auto layout = StridedLayoutAttr::get(
+      b.getContext(), ShapedType::kDynamic,
+      {0, ShapedType::kDynamic, ShapedType::kDynamic, 0});
+  auto viewType = MemRefType::get(
+      {1, ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
+      b.getF32Type(), layout);
+  Value view = memref::ReinterpretCastOp::create(
+      b, viewType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()), sizes,
+      strides);
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  return LoadTileOp::create(b, rowType, view, ValueRange{c0, kvHead, row},
+                            /*grouped=*/true);
+}
+
+/// The output and LSE of the running rows `state` (acc, m, l) of query
+/// head `head` at `row`, with the op's sink where it has one. A grouped
+/// tile's rows have a sink each: it joins them as one more split of output
+/// 0 (flash.merge_split), which keeps this finalize in natural units.
+static FinalizeOp finalizeRows(ImplicitLocOpBuilder &b, AttentionOp op,
+                               ValueRange state, Value head, Value row,
+                               const AttentionShape *groupShape) {
+  auto accType = cast<RankedTensorType>(state[0].getType());
+  auto rowType = cast<RankedTensorType>(state[1].getType());
+  SmallVector<Value, 4> operands(state);
+  if (Value sinks = op.getSinks()) {
+    if (groupShape) {
+      Value sinkRow = groupedSinkRow(b, sinks, *groupShape, head, row, rowType);
+      Value none = arith::ConstantOp::create(
+          b, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
+      auto merge = MergeSplitOp::create(b, none, sinkRow, operands[0],
+                                        operands[1], operands[2]);
+      operands.assign(merge.getResults().begin(), merge.getResults().end());
+    } else {
+      operands.push_back(memref::LoadOp::create(b, sinks, head));
+    }
+  }
+  return FinalizeOp::create(b, TypeRange{accType, rowType}, operands,
+                            ArrayRef<NamedAttribute>());
 }
 
 /// Split `split`'s slice of split-KV scratch (splits x the rest): a view
@@ -362,11 +418,8 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   }
 
   // An attention sink joins the softmax's sum once, after the last key.
-  SmallVector<Value, 4> finalOperands(loop.getResults());
-  if (Value sinks = op.getSinks())
-    finalOperands.push_back(memref::LoadOp::create(b, sinks, head));
-  auto finalize = FinalizeOp::create(b, TypeRange{accType, rowType},
-                                     finalOperands, ArrayRef<NamedAttribute>());
+  FinalizeOp finalize = finalizeRows(b, op, loop.getResults(), head, row,
+                                     mem.grouped ? mem.groupShape : nullptr);
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),
       finalize.getOutput());
@@ -434,6 +487,7 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
                            op.getLse() ? groupHeads(b, op.getLse(), shape)
                                        : Value()};
     mem.grouped = true;
+    mem.groupShape = &shape;
     Value seqK = shape.seqK;
     if (op.isPaged())
       seqK = pagedOperands(b, op, mem, batch);
@@ -526,11 +580,8 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op,
                                           carried[1], carried[2]);
         scf::YieldOp::create(lb, merge.getResults());
       });
-  SmallVector<Value, 4> finalOperands(loop.getResults());
-  if (Value sinks = op.getSinks())
-    finalOperands.push_back(memref::LoadOp::create(b, sinks, head));
-  auto finalize = FinalizeOp::create(b, TypeRange{accType, rowType},
-                                     finalOperands, ArrayRef<NamedAttribute>());
+  FinalizeOp finalize = finalizeRows(b, op, loop.getResults(), head, row,
+                                     grouped ? &shape : nullptr);
   Type elementType = cast<MemRefType>(op.getO().getType()).getElementType();
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),

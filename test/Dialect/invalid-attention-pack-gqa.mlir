@@ -1,7 +1,7 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics
 
 // GQA packing: not with the mods (their head and query indices are per
-// row), sinks (per head) or packed sequences yet.
+// row) or packed sequences yet.
 !q = memref<?x8x?x64xbf16>
 !kv = memref<?x2x?x64xbf16>
 func.func @with_mods(%q: !q, %k: !kv, %v: !kv, %o: !q) {
@@ -15,16 +15,6 @@ func.func @with_mods(%q: !q, %k: !kv, %v: !kv, %o: !q) {
   return
 }
 
-// -----
-
-!q = memref<?x8x?x64xbf16>
-!kv = memref<?x2x?x64xbf16>
-func.func @with_sinks(%q: !q, %k: !kv, %v: !kv, %o: !q, %s: memref<8xf32>) {
-  // expected-error @+1 {{pack_gqa does not go with sinks yet}}
-  flash.attention %q, %k, %v -> %o sinks(%s : memref<8xf32>) {pack_gqa}
-      : !q, !kv, !kv -> !q
-  return
-}
 
 // -----
 

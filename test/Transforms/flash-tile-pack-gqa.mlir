@@ -86,3 +86,27 @@ func.func @pack_split_paged(%q: !q, %k: !kv, %v: !kv, %o: !q,
       : !q, !kv, !kv -> !q, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// Sinks with packing: a grouped tile's rows each take their head's sink,
+// read through a view of the sinks with stride 0 across batch and queries,
+// and folded in as one more split of output 0; the finalize takes none.
+// CHECK-LABEL: func.func @pack_sinks
+// CHECK: flash.grid
+// CHECK: scf.for
+// CHECK: %[[BASE:.*]], %[[OFF:.*]], %{{.*}}, %[[STRIDE:.*]] = memref.extract_strided_metadata %arg5 : memref<32xf32>
+// CHECK: %[[GSTRIDE:.*]] = arith.muli %[[STRIDE]], %{{.*}} : index
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast %[[BASE]] to offset: [%[[OFF]]], sizes: [1, %{{.*}}, %{{.*}}, %{{.*}}], strides: [0, %[[GSTRIDE]], %[[STRIDE]], 0] : memref<f32> to memref<1x?x?x?xf32, strided<[0, ?, ?, 0], offset: ?>>
+// CHECK: %[[SINKS:.*]] = flash.load_tile %[[VIEW]][%{{.*}}, %{{.*}}, %{{.*}}] grouped : memref<1x?x?x?xf32, strided<[0, ?, ?, 0], offset: ?>> -> tensor<64xf32>
+// CHECK: %[[A:.*]], %[[M:.*]], %[[L:.*]] = flash.merge_split %{{.*}}, %[[SINKS]] into
+// CHECK: flash.finalize %[[A]], %[[M]], %[[L]] : tensor<64x128xf32>, tensor<64xf32>
+!q = memref<?x32x?x128xbf16>
+!kv = memref<?x8x?x128xbf16>
+func.func @pack_sinks(%q: !q, %k: !kv, %v: !kv, %o: !q, %lse: memref<?x32x?xf32>,
+                      %sinks: memref<32xf32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse sinks(%sinks : memref<32xf32>)
+      {causal, pack_gqa, config = #flash.config<block_m = 64, block_n = 64, warpgroups = 1>}
+      : !q, !kv, !kv -> !q, memref<?x32x?xf32>
+  return
+}

@@ -142,6 +142,8 @@ class VariantTest(unittest.TestCase):
         self.assertIn("splits(%partial_out : memref<?x?x?x?x128xf32>, "
                       "%partial_lse : memref<?x?x?x?xf32>)", src)
         self.assertIn("{causal, pack_gqa, config = ", src)
+        self.assertTrue(Variant("bf16", 128, sinks=True, page_size=16,
+                                pack_gqa=True).pack_gqa)
         w = parse_variant("f16-d64-softcap30.0-sink-paged64-splits")
         self.assertEqual((w.page_size, w.splits, w.pack_gqa, w.sinks),
                          (64, True, False, True))
@@ -152,7 +154,7 @@ class VariantTest(unittest.TestCase):
                 (dict(pack_gqa=True), "take a paged cache"),
                 (dict(page_size=16, backward=True), "no backward pass"),
                 (dict(page_size=16, document=True), "cache's end"),
-                (dict(page_size=16, pack_gqa=True, sinks=True),
+                (dict(page_size=16, pack_gqa=True, window=64),
                  "pack_gqa with softcap")):
             with self.assertRaises(variants.VariantError) as e:
                 Variant("bf16", 128, **kwargs)

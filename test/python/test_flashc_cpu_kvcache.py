@@ -212,8 +212,17 @@ class KvCacheTest(FreshCache):
                       32, [700, 2], True, 3, window=50, sinks=sinks,
                       configs=((1, False), (3, False), (3, None)))
 
+    def test_sink_packed(self):
+        # Sinks with GQA packing: each grouped row takes its own head's sink
+        # (the default packs here); a cache of 2 leaves a row without a key.
+        sinks = np.array([-1.0, 2.5, 0.0, 4.0, -3.0, 1.5, 0.5, 2.0],
+                         dtype=np.float32)
+        self.run_case("bf16 D64 8/2 sink packed page16", "bf16", 64, 8, 2, 3,
+                      16, [500, 2], True, 8, hot=True, sinks=sinks,
+                      configs=((1, True), (4, True), (4, None)))
+
     def test_pack_gqa_default(self):
-        # Without mods or sinks the default packs a K/V head's query heads:
+        # Without score or mask mods the default packs a K/V head's query heads:
         # the same kernel as pack_gqa=True, so the same bits.
         rng = np.random.default_rng(7)
         k_cache, v_cache, table, _, _ = paged_cache(rng, [40, 3], 16, 2, 64,
@@ -244,8 +253,7 @@ class KvCacheTest(FreshCache):
             (dict(cache_seqlens=lens[:1]), "cache_seqlens is (1,)"),
             (dict(k_cache=k_cache[:, :, :1]), "k_cache is"),
             (dict(num_splits=0), "num_splits must be an int >= 1"),
-            (dict(pack_gqa=True, sinks=np.zeros(4, dtype=np.float32)),
-             "pack_gqa with softcap"),
+            (dict(pack_gqa=True, window=16), "pack_gqa with softcap"),
             (dict(k_cache=k_cache[:, :8], v_cache=v_cache[:, :8]),
              "page_size must be a multiple of 16"),
         ]
