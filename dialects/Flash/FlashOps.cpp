@@ -532,6 +532,8 @@ LogicalResult ModScoresOp::verifyRegions() {
 }
 
 LogicalResult ModScoresOp::verify() {
+  if (static_cast<bool>(getRowsPerHead()) != static_cast<bool>(getGroupSize()))
+    return emitOpError("takes rows_per_head and group_size together");
   return verifyF32Tile(*this, "scores",
                        cast<RankedTensorType>(getScores().getType()), 2);
 }
@@ -558,11 +560,8 @@ LogicalResult AttentionOp::verify() {
   if (Value sinks = getSinks())
     if (failed(verifySinks(*this, "sinks", sinks, operands[0].type)))
       return failure();
-  if (getPackGqa() && (isPacked() || hasMods()))
-    return emitOpError() << "pack_gqa does not go with "
-                         << (isPacked() ? "packed sequences"
-                                        : "score or mask mods")
-                         << " yet";
+  if (getPackGqa() && isPacked())
+    return emitOpError("pack_gqa does not go with packed sequences yet");
   if (std::optional<APFloat> scale = getScale())
     return verifyPositiveFiniteScale(*this, scale->convertToFloat());
   return success();

@@ -141,8 +141,8 @@ def Flash_AttentionOp : Flash_Op<"attention", [AttrSizedOperandSegments]> {
     G = H_q / H_kv query heads of a K/V head together, their G x seq_q rows
     one tile, so that each K and V byte is read once per K/V head instead
     of once per query head. The result is the same; a decoding step with
-    few new tokens fills its tile with them. Not with packed sequences or
-    score and mask mods yet.
+    few new tokens fills its tile with them. Not with packed sequences yet;
+    the GPU lowering does not take it yet.
 
     Score and mask mods (FlexAttention's `score_mod` and `mask_mod`): the
     optional region `score_mod` maps each scaled logit to a new one, and
@@ -747,7 +747,7 @@ def Flash_MergeSplitOp : Flash_Op<"merge_split", [Pure,
   let hasVerifier = 1;
 }
 
-def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
+def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["scores", "result"]>]> {
   let summary = "Scale a logit tile and apply the score and mask mods";
   let description = [{
@@ -766,6 +766,13 @@ def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
     keys past the end. `key_ranges` is `flash.attention`'s, for the
     lowering that skips key tiles by it (the op itself does not read it).
 
+    With `grouped(%rows_per_head, %group_size)` the tile's rows run
+    through the queries of G = `group_size` heads, R = `rows_per_head`
+    each (a `grouped` load's tile, GQA packing): row i is query
+    `i % R + seq_q - R` of head `head + i / R`, and the rows from G * R on
+    are unspecified (seq_q - R is a paged cache's offset of the step's
+    queries, 0 otherwise).
+
     Example:
 
     ```mlir
@@ -782,13 +789,16 @@ def Flash_ModScoresOp : Flash_Op<"mod_scores", [Pure,
                        Index:$row_start, Index:$col_start, Index:$seq_q,
                        Index:$seq_k,
                        Arg<Variadic<AnyMemRef>, "captures", [MemRead]>:$captures,
+                       Optional<Index>:$rows_per_head,
+                       Optional<Index>:$group_size,
                        DefaultValuedAttr<F32Attr, "1.0f">:$scale,
                        OptionalAttr<DenseI64ArrayAttr>:$key_ranges);
   let results = (outs AnyRankedTensor:$result);
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
     $scores `,` $batch `,` $head `,` $row_start `,` $col_start `,` $seq_q `,`
-    $seq_k (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:`
+    $seq_k (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`grouped` `(` $rows_per_head^ `,` $group_size `)`)? attr-dict `:`
     type($scores) (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?
   }];
   let hasVerifier = 1;

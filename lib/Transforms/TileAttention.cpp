@@ -27,10 +27,10 @@ using namespace mlir::flash;
 
 Value mlir::flash::buildModScores(ImplicitLocOpBuilder &b, const Mods &mods,
                                   Value scores, const TileCoordinates &at) {
-  auto mod =
-      ModScoresOp::create(b, scores.getType(), scores, at.sequence, at.head,
-                          at.row, at.col, at.seqQ, at.seqK, mods.captures,
-                          b.getF32FloatAttr(mods.scale), mods.keyRanges);
+  auto mod = ModScoresOp::create(b, scores.getType(), scores, at.sequence,
+                                 at.head, at.row, at.col, at.seqQ, at.seqK,
+                                 mods.captures, at.rowsPerHead, at.groupSize,
+                                 b.getF32FloatAttr(mods.scale), mods.keyRanges);
   IRMapping mapping;
   mods.scoreMod.cloneInto(&mod.getScoreMod(), mapping);
   mods.maskMod.cloneInto(&mod.getMaskMod(), mapping);
@@ -329,27 +329,33 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   // Over a paged cache the step's queries are the cache's last positions:
   // the mods see each query at its position in the cache, q_idx +
   // max(seq_k - seq_q, 0), as a decoding step's window or chunk needs.
-  Value modRow = row, modSeqQ = seqQ;
+  // (A grouped tile's mods take the offset as seq_q's excess over its
+  // rows per head.)
+  Value modRow = row, modSeqQ = seqQ, offset = c0;
   if (op.hasMods() && mem.pageTable) {
-    Value offset =
+    offset =
         arith::MaxSIOp::create(b, arith::SubIOp::create(b, seqK, seqQ), c0);
-    modRow = arith::AddIOp::create(b, row, offset);
+    if (!mem.grouped)
+      modRow = arith::AddIOp::create(b, row, offset);
     modSeqQ = arith::AddIOp::create(b, seqQ, offset);
   }
 
   // Block sparsity: a mask_mod that hides every key more than W behind
-  // its query hides the key tiles wholly before row - W from this tile.
+  // its query hides the key tiles wholly before row - W from this tile (a
+  // grouped tile's rows start over at each head: before its first query).
   Value kvBegin = c0;
   if (std::optional<int64_t> window = keyWindowBehind(op.getMaskMod())) {
     Value cWindow = arith::ConstantIndexOp::create(b, *window);
     Value first = arith::MaxSIOp::create(
-        b, arith::SubIOp::create(b, modRow, cWindow), c0);
+        b, arith::SubIOp::create(b, mem.grouped ? offset : modRow, cWindow),
+        c0);
     kvBegin = arith::MulIOp::create(
         b, arith::DivUIOp::create(b, first, cBlockN), cBlockN);
   }
   // A mask_mod that keeps each query within its chunk of C positions
   // hides every key outside the chunks of the tile's first and last rows.
-  if (std::optional<int64_t> chunk = keyChunk(op.getMaskMod())) {
+  std::optional<int64_t> chunk = keyChunk(op.getMaskMod());
+  if (chunk && !mem.grouped) {
     auto [start, end] = chunkBounds(b, modRow, blockM, *chunk, cBlockN);
     kvBegin = arith::MaxSIOp::create(b, kvBegin, start);
     kvEnd = arith::MinSIOp::create(b, kvEnd, end);
@@ -365,6 +371,14 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   // With mods the logits are scaled before them (they see what
   // FlexAttention's score_mod sees), so the softmax takes them as they are.
   const bool mods = op.hasMods();
+  // Where the mods see the tile: a grouped tile's rows from its group's
+  // first query head on.
+  TileCoordinates modsAt = {sequence, head, modRow, Value(), modSeqQ, seqK};
+  if (mods && mem.grouped) {
+    modsAt.head = arith::MulIOp::create(b, head, mem.groupShape->groupSize);
+    modsAt.rowsPerHead = seqQ;
+    modsAt.groupSize = mem.groupShape->groupSize;
+  }
   FloatAttr scale = b.getF32FloatAttr(mods ? 1.0f : op.getEffectiveScale());
   bool causal = op.getCausal();
 
@@ -386,11 +400,11 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
         Value v = loadKeys(mem.v);
         Value scores = DotOp::create(lb, q, k, scoreInit, /*transpose_b=*/true);
         if (mods)
-          scores = buildModScores(
-              lb,
-              {op.getScoreMod(), op.getMaskMod(), op.getCaptures(),
-               op.getEffectiveScale(), op.getKeyRangesAttr()},
-              scores, {sequence, head, modRow, col, modSeqQ, seqK});
+          scores = buildModScores(lb,
+                                  {op.getScoreMod(), op.getMaskMod(),
+                                   op.getCaptures(), op.getEffectiveScale(),
+                                   op.getKeyRangesAttr()},
+                                  scores, modsAt.at(col));
         auto masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
         masked.setGroupedRows(mem.grouped);
         auto update =

@@ -47,6 +47,16 @@ struct Mods {
 /// index) and query head, its first query row and key, and the lengths.
 struct TileCoordinates {
   Value sequence, head, row, col, seqQ, seqK;
+  /// A grouped tile's queries per head and heads (flash.mod_scores'
+  /// grouped form; null: one head's rows).
+  Value rowsPerHead = {}, groupSize = {};
+
+  /// These coordinates at key `column`.
+  TileCoordinates at(Value column) const {
+    TileCoordinates moved = *this;
+    moved.col = column;
+    return moved;
+  }
 };
 
 /// `mods` on the raw logit tile `scores` at `at`, as flash.mod_scores with

@@ -745,8 +745,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
     there; `sinks` as attention()'s. num_splits (default 1) splits each
     row's keys over that many programs and combines their outputs by
     their LSEs (split-KV); pack_gqa computes a K/V head's query heads as
-    one tile (default: where there are several and no score or mask
-    mods, which packing does not take yet). Returns O, or (O, LSE) with
+    one tile (default: where there are several). Returns O, or (O, LSE) with
     return_lse.
 
     CPU tensors (and numpy arrays, flashc.cpu.attention_with_kvcache) run

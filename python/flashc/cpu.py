@@ -545,10 +545,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
     the mask to the cache's end. num_splits > 1 splits each row's keys
     over that many programs and combines them (split-KV, float32 scratch
     allocated here); pack_gqa computes a K/V head's query heads as one
-    tile (default: where there are several and no score or mask mods).
-    softcap, window and chunk_size as attention()'s, counted from each
-    query's position in the cache (not with pack_gqa), and `sinks`
-    (float32 [H]) as flashc.attention's. Returns O (B x H x Sq x D), or
+    tile (default: where there are several). softcap, window and
+    chunk_size as attention()'s, counted from each query's position in
+    the cache, and `sinks` (float32 [H]) as flashc.attention's. Returns O (B x H x Sq x D), or
     (O, LSE) with return_lse. A length past the table's pages or a page
     outside the cache is clamped: wrong numbers, never a read outside."""
     import numpy as np
@@ -593,10 +592,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
                           f"{q.dtype} array of shape {q.shape}")
     lse = np.empty((b, h, nq), dtype=np.float32)
     if pack_gqa is None:
-        # Each K/V byte read once for its G query heads, where the
-        # generated kernels can (no score or mask mods with packing yet).
-        pack_gqa = h > kv_heads and all(
-            x is None for x in (softcap, window, chunk_size))
+        # Each K/V byte read once for its G query heads.
+        pack_gqa = h > kv_heads
     kern = kernel_for(dtype, d, causal, scale, softcap, window, chunk_size,
                       sinks=sinks is not None, page_size=page_size,
                       splits=num_splits > 1, pack_gqa=bool(pack_gqa))

@@ -191,18 +191,7 @@ class Variant:
             raise VariantError("document_ids and prefix_lengths' block masks "
                                "index queries from the top-left; a decoding "
                                "step's queries are at the cache's end")
-        if self.pack_gqa and self.has_mods and not (
-                self.sinks and self.mod_regions_free):
-            raise VariantError("pack_gqa with softcap, window, chunk_size "
-                               "or alibi_slopes is not generated yet "
-                               "(their head and query index per row)")
 
-    @property
-    def mod_regions_free(self):
-        """No score or mask mod region (sinks may still be given)."""
-        return (self.softcap is None and self.window is None
-                and self.chunk_size is None and not self.alibi
-                and not self.document and not self.prefix_lm)
 
     @property
     def has_mods(self):

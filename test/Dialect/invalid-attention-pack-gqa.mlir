@@ -1,22 +1,6 @@
 // RUN: flash-opt %s -split-input-file -verify-diagnostics
 
-// GQA packing: not with the mods (their head and query indices are per
-// row) or packed sequences yet.
-!q = memref<?x8x?x64xbf16>
-!kv = memref<?x2x?x64xbf16>
-func.func @with_mods(%q: !q, %k: !kv, %v: !kv, %o: !q) {
-  // expected-error @+1 {{pack_gqa does not go with score or mask mods yet}}
-  flash.attention %q, %k, %v -> %o {pack_gqa} : !q, !kv, !kv -> !q
-    mask_mod {
-    ^bb0(%b: index, %h: index, %qi: index, %kv: index):
-      %in = arith.cmpi uge, %qi, %kv : index
-      flash.yield %in : i1
-    }
-  return
-}
-
-
-// -----
+// GQA packing: not with packed sequences yet.
 
 !t = memref<1x8x?x64xbf16>
 func.func @with_packed(%q: !t, %k: !t, %v: !t, %o: !t, %cq: memref<?xi32>,
@@ -25,6 +9,15 @@ func.func @with_packed(%q: !t, %k: !t, %v: !t, %o: !t, %cq: memref<?xi32>,
   flash.attention %q, %k, %v -> %o
       packed(%cq : memref<?xi32>, %ck : memref<?xi32>, max_q %max)
       {pack_gqa} : !t, !t, !t -> !t
+  return
+}
+
+// -----
+
+// The mods' grouped form takes its rows per head and group size together.
+func.func @mods_half_grouped(%s: tensor<64x64xf32>, %i: index) {
+  // expected-error @+1 {{takes rows_per_head and group_size together}}
+  %r = "flash.mod_scores"(%s, %i, %i, %i, %i, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 1, 0>, scale = 1.0 : f32}> ({}, {}) : (tensor<64x64xf32>, index, index, index, index, index, index, index) -> tensor<64x64xf32>
   return
 }
 

@@ -80,3 +80,19 @@ func.func @tile_document_mask(%s: tensor<64x32xf32>, %i: index, %doc: memref<?xi
     }
   return %r : tensor<64x32xf32>
 }
+
+// -----
+
+// The grouped form (GQA packing): rows per head and the group's heads.
+// CHECK-LABEL: func.func @tile_grouped_rows
+// CHECK: flash.mod_scores %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} grouped(%{{.*}}, %{{.*}}) {scale = 1.250000e-01 : f32} : tensor<64x32xf32> score_mod {
+func.func @tile_grouped_rows(%s: tensor<64x32xf32>, %i: index, %r: index,
+                             %g: index) -> tensor<64x32xf32> {
+  %x = flash.mod_scores %s, %i, %i, %i, %i, %i, %i grouped(%r, %g)
+      {scale = 0.125 : f32} : tensor<64x32xf32>
+    score_mod {
+    ^bb0(%v: f32, %b: index, %h: index, %qi: index, %kv: index):
+      flash.yield %v : f32
+    }
+  return %x : tensor<64x32xf32>
+}

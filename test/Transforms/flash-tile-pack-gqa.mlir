@@ -110,3 +110,39 @@ func.func @pack_sinks(%q: !q, %k: !kv, %v: !kv, %o: !q, %lse: memref<?x32x?xf32>
       : !q, !kv, !kv -> !q, memref<?x32x?xf32>
   return
 }
+
+// -----
+
+// Mods with packing: flash.mod_scores' grouped form, from the group's
+// first query head (K/V head times G), rows per head the step's queries,
+// over a paged cache seq_q the step's queries plus the cache's offset; the
+// window's key tiles are skipped from before the step's first position.
+// CHECK-LABEL: func.func @pack_mods_paged
+// CHECK: %[[G:.*]] = arith.divui
+// CHECK: %[[SEQQ:.*]] = memref.dim %arg0, %c2
+// CHECK: flash.grid
+// CHECK: %[[KVH:.*]] = arith.remui
+// CHECK: %[[EXCESS:.*]] = arith.subi %{{.*}}, %[[SEQQ]] : index
+// CHECK-NEXT: %[[OFFSET:.*]] = arith.maxsi %[[EXCESS]], %{{.*}} : index
+// CHECK-NEXT: %[[MODSEQQ:.*]] = arith.addi %[[SEQQ]], %[[OFFSET]] : index
+// CHECK: %[[REACH:.*]] = arith.subi %[[OFFSET]], %c100 : index
+// CHECK: %[[FIRSTHEAD:.*]] = arith.muli %[[KVH]], %[[G]] : index
+// CHECK: scf.for
+// CHECK: flash.mod_scores %{{.*}}, %{{.*}}, %[[FIRSTHEAD]], %{{.*}}, %{{.*}}, %[[MODSEQQ]], %{{.*}} grouped(%[[SEQQ]], %[[G]])
+!q = memref<?x32x?x128xbf16>
+!kv = memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>
+func.func @pack_mods_paged(%q: !q, %k: !kv, %v: !kv, %o: !q,
+                           %t: memref<?x?xi32>, %l: memref<?xi32>) {
+  flash.attention %q, %k, %v -> %o
+      paged(%t : memref<?x?xi32>, %l : memref<?xi32>)
+      {causal, pack_gqa, config = #flash.config<block_m = 64, block_n = 64, warpgroups = 1>}
+      : !q, !kv, !kv -> !q
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %kv: index):
+      %w = arith.constant 100 : index
+      %reach = arith.addi %kv, %w : index
+      %in = arith.cmpi uge, %reach, %qi : index
+      flash.yield %in : i1
+    }
+  return
+}

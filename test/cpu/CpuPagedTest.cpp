@@ -50,6 +50,9 @@ struct PagedCase {
   bool sinks = false;
   /// GQA packing: each program computes a K/V head's query heads together.
   bool packGqa = false;
+  /// A score_mod adding (kv_idx - q_idx) / (h + 1): ALiBi-like, so that
+  /// each row must see its own head and position.
+  bool headBias = false;
 };
 
 std::ostream &operator<<(std::ostream &os, const PagedCase &c) {
@@ -90,6 +93,21 @@ std::string pagedSource(const PagedCase &c) {
   s << "      {" << llvm::join(attrs, ", ") << "}\n"
     << "      : " << q << ", " << kv << ", " << kv << " -> " << q << ", " << lse
     << "\n";
+  if (c.headBias)
+    s << "    score_mod {\n"
+      << "    ^bb0(%s: f32, %b: index, %h: index, %qi: index, %kv: index):\n"
+      << "      %one = arith.constant 1 : index\n"
+      << "      %h1 = arith.addi %h, %one : index\n"
+      << "      %h1i = arith.index_cast %h1 : index to i64\n"
+      << "      %h1f = arith.sitofp %h1i : i64 to f32\n"
+      << "      %kvi = arith.index_cast %kv : index to i64\n"
+      << "      %qii = arith.index_cast %qi : index to i64\n"
+      << "      %di = arith.subi %kvi, %qii : i64\n"
+      << "      %d = arith.sitofp %di : i64 to f32\n"
+      << "      %bias = arith.divf %d, %h1f : f32\n"
+      << "      %r = arith.addf %s, %bias : f32\n"
+      << "      flash.yield %r : f32\n"
+      << "    }\n";
   if (c.window)
     s << "    mask_mod {\n"
       << "    ^bb0(%b: index, %h: index, %qi: index, %kv: index):\n"
@@ -261,6 +279,13 @@ TEST_P(CpuPagedTest, MatchesFloat64Reference) {
       mods.hasSink = c.sinks;
       mods.sink = sinks[h];
       // The mods see each query at its position in the cache.
+      if (c.headBias) {
+        int64_t offset = std::max<int64_t>(c.lengths[b] - c.seqQ, 0);
+        double slope = 1.0 / double(h + 1);
+        mods.score = [slope, offset](double x, int64_t i, int64_t j) {
+          return x + slope * double(j - (i + offset));
+        };
+      }
       if (c.window) {
         int64_t w = c.window,
                 offset = std::max<int64_t>(c.lengths[b] - c.seqQ, 0);
@@ -502,6 +527,40 @@ INSTANTIATE_TEST_SUITE_P(
                   /*splits=*/3,
                   /*sinks=*/true,
                   /*packGqa=*/true},
+        // Mods with packing: each grouped row sees its own head (a bias of
+        // (kv - q) / (h + 1)) and its position in the cache (a window of
+        // 100), four new tokens, 8 query heads on 2 K/V heads, unsplit
+        // and in 3 splits.
+        PagedCase{"pack_gqa_head_bias_window",
+                  8,
+                  2,
+                  4,
+                  16,
+                  16,
+                  {777, 90},
+                  true,
+                  1.0f,
+                  /*window=*/100,
+                  128,
+                  0,
+                  false,
+                  /*packGqa=*/true,
+                  /*headBias=*/true},
+        PagedCase{"pack_gqa_head_bias_window_splits3",
+                  8,
+                  2,
+                  4,
+                  16,
+                  16,
+                  {777, 90},
+                  true,
+                  1.0f,
+                  /*window=*/100,
+                  128,
+                  /*splits=*/3,
+                  false,
+                  /*packGqa=*/true,
+                  /*headBias=*/true},
         // Without causal, an empty cache beside one of 129, 5 splits.
         PagedCase{"pack_gqa_noncausal_splits5",
                   8,

@@ -95,7 +95,8 @@ def paged_cache(rng, lens, page_size, kv_heads, d, dtype):
     return k_cache, v_cache, table, keys, values
 
 
-def reference(q, keys, values, lens, causal, scale, window=None, sinks=None):
+def reference(q, keys, values, lens, causal, scale, window=None, sinks=None,
+              softcap=None, chunk=None):
     """float64 (O, LSE) of each batch's queries over its cached keys: query
     i at position i + len - Sq (causal: it sees keys up to there), the
     window counted from position max(len - Sq, 0) + i; a sink joins each
@@ -109,8 +110,13 @@ def reference(q, keys, values, lens, causal, scale, window=None, sinks=None):
         k = np.repeat(keys[bi], group, axis=0)
         v = np.repeat(values[bi], group, axis=0)
         s = np.einsum("hid,hjd->hij", q[bi], k) * scale
+        if softcap is not None:
+            s = softcap * np.tanh(s / softcap)
         i = np.arange(nq)[:, None]
         j = np.arange(n)[None, :]
+        if chunk is not None:
+            s = np.where((i + max(n - nq, 0)) // chunk != j // chunk,
+                         -np.inf, s)
         if causal:
             s = np.where(j > i + n - nq, -np.inf, s)
         if window is not None:
@@ -138,7 +144,7 @@ class FreshCache(FreshCacheTest):
 class KvCacheTest(FreshCache):
     def run_case(self, what, dtype, d, heads, kv_heads, nq, page_size, lens,
                  causal, seed, hot=False, window=None, sinks=None,
-                 configs=((1, False),)):
+                 softcap=None, chunk=None, configs=((1, False),)):
         rng = np.random.default_rng(seed)
         q = rng.uniform(-1, 1, (len(lens), heads, nq, d)).astype(np.float32)
         if hot:
@@ -149,7 +155,8 @@ class KvCacheTest(FreshCache):
             rng, lens, page_size, kv_heads, d, dtype)
         scale = d ** -0.5
         ref_o, ref_lse = reference(decode(q_bits, dtype), keys, values, lens,
-                                   causal, scale, window, sinks)
+                                   causal, scale, window, sinks, softcap,
+                                   chunk)
         hidden = ~np.isfinite(ref_lse) if sinks is None else np.zeros(
             ref_lse.shape, dtype=bool)
         if sinks is not None:
@@ -164,7 +171,8 @@ class KvCacheTest(FreshCache):
             o, lse = cpu.attention_with_kvcache(
                 q_bits, k_cache, v_cache, np.array(lens, dtype=np.int32),
                 table, causal=causal, num_splits=splits, pack_gqa=pack,
-                window=window, sinks=sinks, out=out, return_lse=True)
+                window=window, sinks=sinks, softcap=softcap,
+                chunk_size=chunk, out=out, return_lse=True)
             self.assertIs(o, out)
             got = decode(o, dtype)
             self.assertFalse(np.isnan(got).any(), name)
@@ -210,7 +218,7 @@ class KvCacheTest(FreshCache):
         sinks = np.array([-2.0, 0.5, 3.0, 1.0], dtype=np.float32)
         self.run_case("bf16 D64 window50 sink page32", "bf16", 64, 4, 2, 3,
                       32, [700, 2], True, 3, window=50, sinks=sinks,
-                      configs=((1, False), (3, False), (3, None)))
+                      configs=((1, False), (3, False), (3, True), (3, None)))
 
     def test_sink_packed(self):
         # Sinks with GQA packing: each grouped row takes its own head's sink
@@ -222,7 +230,7 @@ class KvCacheTest(FreshCache):
                       configs=((1, True), (4, True), (4, None)))
 
     def test_pack_gqa_default(self):
-        # Without score or mask mods the default packs a K/V head's query heads:
+        # The default packs a K/V head's query heads:
         # the same kernel as pack_gqa=True, so the same bits.
         rng = np.random.default_rng(7)
         k_cache, v_cache, table, _, _ = paged_cache(rng, [40, 3], 16, 2, 64,
@@ -234,6 +242,14 @@ class KvCacheTest(FreshCache):
             pack_gqa=pack, return_lse=True) for pack in (None, True)]
         for a, b in zip(*results):
             self.assertTrue(np.array_equal(a, b))
+
+    def test_softcap_chunk_packed(self):
+        # Soft-capping and chunks of 100 positions counted from each query's
+        # place in the cache, packed: the mods see each grouped row's own
+        # head and query.
+        self.run_case("f16 D64 8/2 softcap chunk packed page16", "f16", 64, 8,
+                      2, 4, 16, [450, 3], True, 9, hot=True, softcap=20.0,
+                      chunk=100, configs=((1, False), (2, True)))
 
     def test_page256_noncausal(self):
         # 3000 keys (no multiple of 256) in pages of 256 without causal,
@@ -253,7 +269,6 @@ class KvCacheTest(FreshCache):
             (dict(cache_seqlens=lens[:1]), "cache_seqlens is (1,)"),
             (dict(k_cache=k_cache[:, :, :1]), "k_cache is"),
             (dict(num_splits=0), "num_splits must be an int >= 1"),
-            (dict(pack_gqa=True, window=16), "pack_gqa with softcap"),
             (dict(k_cache=k_cache[:, :8], v_cache=v_cache[:, :8]),
              "page_size must be a multiple of 16"),
         ]

@@ -37,9 +37,23 @@ std::pair<Value, SmallVector<Value>> scaledElement(ImplicitLocOpBuilder &b,
   auto [row, column] =
       elementQueryAndKey(b, op.getRowStart(), op.getColStart());
   Value scale = arith::ConstantOp::create(b, op.getScaleAttr());
+  Value head = op.getHead();
+  Value query = clampIndex(b, row, op.getSeqQ());
+  if constexpr (std::is_same_v<ModOp, ModScoresOp>) {
+    // A grouped tile: row r (below G * R) is query r % R of head
+    // head + r / R, at seq_q - R past the step's first position.
+    if (Value perHead = op.getRowsPerHead()) {
+      Value r = clampIndex(
+          b, row, arith::MulIOp::create(b, perHead, op.getGroupSize()));
+      head =
+          arith::AddIOp::create(b, head, arith::DivUIOp::create(b, r, perHead));
+      query = arith::AddIOp::create(
+          b, arith::RemUIOp::create(b, r, perHead),
+          arith::SubIOp::create(b, op.getSeqQ(), perHead));
+    }
+  }
   return {arith::MulFOp::create(b, score, scale),
-          {op.getBatch(), op.getHead(), clampIndex(b, row, op.getSeqQ()),
-           clampIndex(b, column, op.getSeqK())}};
+          {op.getBatch(), head, query, clampIndex(b, column, op.getSeqK())}};
 }
 
 struct ModScoresToLinalg : OpRewritePattern<ModScoresOp> {
