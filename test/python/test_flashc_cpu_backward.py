@@ -24,7 +24,7 @@ sys.path.insert(0, HERE)
 
 # Skips (exit 77) without numpy or the compiler, and sets up the import of
 # flashc from this checkout.
-from test_flashc_cpu_kernel import (Case, FreshCacheTest,  # noqa: E402
+from test_flashc_cpu_kernel import (Case, CompilingTest,  # noqa: E402
                                     make_inputs, output_values, to_bf16_bits)
 
 import numpy as np  # noqa: E402
@@ -115,7 +115,7 @@ def random_like(x, dtype, rng):
     return half, half.astype(np.float64)
 
 
-class CpuBackwardTest(FreshCacheTest):
+class CpuBackwardTest(CompilingTest):
     def test_gradients_match_float64(self):
         for seed, case in enumerate(CASES):
             with self.subTest(case.name):

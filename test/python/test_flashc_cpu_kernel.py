@@ -183,6 +183,8 @@ def poisoned_outputs(case):
 
 
 class CompilingTest(FreshCacheTest):
+    """A fresh cache and this build's flashc (COMPILER); the backward's
+    test (test_flashc_cpu_backward.py) takes it too."""
     compiler = COMPILER
 
 
