@@ -79,11 +79,11 @@ struct ProgramOperands {
   /// scratch (null: one program sees every key and writes O and LSE).
   Value split = {}, splits = {};
   Value partialOut = {}, partialLse = {};
-  /// GQA packing: q, o, lse and the partials are viewed batch x H_kv x G
-  /// x seq [x D] and the program's rows run through the G heads' queries
-  /// (the shape gives the group for the sinks' view).
-  bool grouped = false;
+  /// GQA packing (null: none): q, o, lse and the partials are viewed
+  /// batch x H_kv x G x seq [x D] and the program's rows run through the
+  /// G heads' queries; the shape gives the group.
   const AttentionShape *groupShape = nullptr;
+  bool grouped() const { return groupShape != nullptr; }
 };
 
 /// The online softmax's start: acc = 0, m = -inf, l = 0.
@@ -150,6 +150,13 @@ static Value groupHeads(ImplicitLocOpBuilder &b, Value memory,
   return memref::ReinterpretCastOp::create(b, viewType, meta.getBaseBuffer(),
                                            OpFoldResult(meta.getOffset()),
                                            outputShape, strides);
+}
+
+/// `memory` grouped as groupHeads does where `groupShape` is given (GQA
+/// packing), else as it is; null stays null.
+static Value maybeGroupHeads(ImplicitLocOpBuilder &b, Value memory,
+                             const AttentionShape *groupShape) {
+  return memory && groupShape ? groupHeads(b, memory, *groupShape) : memory;
 }
 
 /// Each row's sink logit for a grouped tile of K/V head `kvHead` at `row`:
@@ -312,13 +319,13 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   auto pType = RankedTensorType::get({blockM, blockN}, elementType);
 
   Value q = LoadTileOp::create(b, qTileType, mem.q,
-                               ValueRange{batch, head, row}, mem.grouped);
+                               ValueRange{batch, head, row}, mem.grouped());
 
   // With the bottom-right aligned causal mask, the last query row of this
   // tile sees keys up to row + blockM - 1 + seqK - seqQ: stop there. (A
   // grouped tile's rows reach the last query of the step.)
   Value kvEnd = seqK;
-  if (op.getCausal() && !mem.grouped) {
+  if (op.getCausal() && !mem.grouped()) {
     Value tileEnd = arith::AddIOp::create(b, row, cBlockM);
     Value shift = arith::SubIOp::create(b, seqK, seqQ);
     Value lastVisible = arith::AddIOp::create(b, tileEnd, shift);
@@ -335,7 +342,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   if (op.hasMods() && mem.pageTable) {
     offset =
         arith::MaxSIOp::create(b, arith::SubIOp::create(b, seqK, seqQ), c0);
-    if (!mem.grouped)
+    if (!mem.grouped())
       modRow = arith::AddIOp::create(b, row, offset);
     modSeqQ = arith::AddIOp::create(b, seqQ, offset);
   }
@@ -347,7 +354,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   if (std::optional<int64_t> window = keyWindowBehind(op.getMaskMod())) {
     Value cWindow = arith::ConstantIndexOp::create(b, *window);
     Value first = arith::MaxSIOp::create(
-        b, arith::SubIOp::create(b, mem.grouped ? offset : modRow, cWindow),
+        b, arith::SubIOp::create(b, mem.grouped() ? offset : modRow, cWindow),
         c0);
     kvBegin = arith::MulIOp::create(
         b, arith::DivUIOp::create(b, first, cBlockN), cBlockN);
@@ -355,7 +362,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   // A mask_mod that keeps each query within its chunk of C positions
   // hides every key outside the chunks of the tile's first and last rows.
   std::optional<int64_t> chunk = keyChunk(op.getMaskMod());
-  if (chunk && !mem.grouped) {
+  if (chunk && !mem.grouped()) {
     auto [start, end] = chunkBounds(b, modRow, blockM, *chunk, cBlockN);
     kvBegin = arith::MaxSIOp::create(b, kvBegin, start);
     kvEnd = arith::MinSIOp::create(b, kvEnd, end);
@@ -374,7 +381,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
   // Where the mods see the tile: a grouped tile's rows from its group's
   // first query head on.
   TileCoordinates modsAt = {sequence, head, modRow, Value(), modSeqQ, seqK};
-  if (mods && mem.grouped) {
+  if (mods && mem.grouped()) {
     modsAt.head = arith::MulIOp::create(b, head, mem.groupShape->groupSize);
     modsAt.rowsPerHead = seqQ;
     modsAt.groupSize = mem.groupShape->groupSize;
@@ -406,7 +413,7 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
                                    op.getKeyRangesAttr()},
                                   scores, modsAt.at(col));
         auto masked = MaskOp::create(lb, scores, row, col, seqQ, seqK, causal);
-        masked.setGroupedRows(mem.grouped);
+        masked.setGroupedRows(mem.grouped());
         auto update =
             SoftmaxUpdateOp::create(lb, masked, carried[1], carried[2], scale);
         Value rescaled = RescaleOp::create(lb, carried[0], update.getAlpha());
@@ -424,25 +431,25 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
                            ArrayRef<NamedAttribute>());
     StoreTileOp::create(b, finalize.getOutput(), mem.partialOut,
                         ValueRange{batch, head, row}, /*accumulate=*/false,
-                        mem.grouped);
+                        mem.grouped());
     StoreTileOp::create(b, finalize.getLse(), mem.partialLse,
                         ValueRange{batch, head, row}, /*accumulate=*/false,
-                        mem.grouped);
+                        mem.grouped());
     return;
   }
 
   // An attention sink joins the softmax's sum once, after the last key.
-  FinalizeOp finalize = finalizeRows(b, op, loop.getResults(), head, row,
-                                     mem.grouped ? mem.groupShape : nullptr);
+  FinalizeOp finalize =
+      finalizeRows(b, op, loop.getResults(), head, row, mem.groupShape);
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),
       finalize.getOutput());
   StoreTileOp::create(b, out, mem.o, ValueRange{batch, head, row},
-                      /*accumulate=*/false, mem.grouped);
+                      /*accumulate=*/false, mem.grouped());
   if (mem.lse)
     StoreTileOp::create(b, finalize.getLse(), mem.lse,
                         ValueRange{batch, head, row}, /*accumulate=*/false,
-                        mem.grouped);
+                        mem.grouped());
 }
 
 /// A paged cache's table and page size into `mem`; returns batch
@@ -465,17 +472,15 @@ static Value pagedOperands(ImplicitLocOpBuilder &b, AttentionOp op,
 }
 
 /// This program's split (grid axis 2) and its slices of the scratch into
-/// `mem`, their heads grouped where `grouped` gives the shape.
+/// `mem`, their heads grouped as mem's.
 static void splitOperands(ImplicitLocOpBuilder &b, AttentionOp op,
-                          ProgramOperands &mem, const AttentionShape *grouped) {
+                          ProgramOperands &mem) {
   mem.split = ProgramIdOp::create(b, 2);
   mem.splits = memref::DimOp::create(b, op.getPartialOut(), 0);
-  mem.partialOut = splitSlice(b, op.getPartialOut(), mem.split);
-  mem.partialLse = splitSlice(b, op.getPartialLse(), mem.split);
-  if (grouped) {
-    mem.partialOut = groupHeads(b, mem.partialOut, *grouped);
-    mem.partialLse = groupHeads(b, mem.partialLse, *grouped);
-  }
+  mem.partialOut = maybeGroupHeads(
+      b, splitSlice(b, op.getPartialOut(), mem.split), mem.groupShape);
+  mem.partialLse = maybeGroupHeads(
+      b, splitSlice(b, op.getPartialLse(), mem.split), mem.groupShape);
 }
 
 /// Emits the body of one program of the grid at `b`'s insertion point.
@@ -491,38 +496,25 @@ void buildProgram(ImplicitLocOpBuilder &b, AttentionOp op,
 
   Value queryTile = ProgramIdOp::create(b, 0);
   Value batchHead = ProgramIdOp::create(b, 1);
-  if (op.getPackGqa()) {
-    // One program per (batch, K/V head): its G query heads' rows together.
-    Value batch = arith::DivUIOp::create(b, batchHead, shape.kvHeads);
-    Value kvHead = arith::RemUIOp::create(b, batchHead, shape.kvHeads);
-    Value row = arith::MulIOp::create(b, queryTile, cBlockM);
-    ProgramOperands mem = {groupHeads(b, op.getQ(), shape), op.getK(),
-                           op.getV(), groupHeads(b, op.getO(), shape),
-                           op.getLse() ? groupHeads(b, op.getLse(), shape)
-                                       : Value()};
-    mem.grouped = true;
-    mem.groupShape = &shape;
-    Value seqK = shape.seqK;
-    if (op.isPaged())
-      seqK = pagedOperands(b, op, mem, batch);
-    if (op.isSplit())
-      splitOperands(b, op, mem, &shape);
-    buildAttention(b, op, mem, batch, batch, kvHead, kvHead, row, shape.seqQ,
-                   seqK, c0, cBlockM, cBlockN, config);
-    return;
-  }
-  Value batch = arith::DivUIOp::create(b, batchHead, shape.heads);
-  Value head = arith::RemUIOp::create(b, batchHead, shape.heads);
+  // With pack_gqa a program is a (batch, K/V head) and its G query heads'
+  // rows together.
+  const AttentionShape *groupShape = op.getPackGqa() ? &shape : nullptr;
+  Value programHeads = groupShape ? shape.kvHeads : shape.heads;
+  Value batch = arith::DivUIOp::create(b, batchHead, programHeads);
+  Value head = arith::RemUIOp::create(b, batchHead, programHeads);
   if (!op.isPacked()) {
-    Value kvHead = arith::DivUIOp::create(b, head, shape.groupSize);
+    Value kvHead =
+        groupShape ? head : arith::DivUIOp::create(b, head, shape.groupSize);
     Value row = arith::MulIOp::create(b, queryTile, cBlockM);
-    ProgramOperands mem = {op.getQ(), op.getK(), op.getV(), op.getO(),
-                           op.getLse()};
-    if (op.isSplit())
-      splitOperands(b, op, mem, nullptr);
+    ProgramOperands mem = {maybeGroupHeads(b, op.getQ(), groupShape), op.getK(),
+                           op.getV(), maybeGroupHeads(b, op.getO(), groupShape),
+                           maybeGroupHeads(b, op.getLse(), groupShape)};
+    mem.groupShape = groupShape;
     Value seqK = shape.seqK;
     if (op.isPaged())
       seqK = pagedOperands(b, op, mem, batch);
+    if (op.isSplit())
+      splitOperands(b, op, mem);
     buildAttention(b, op, mem, batch, batch, head, kvHead, row, shape.seqQ,
                    seqK, c0, cBlockM, cBlockN, config);
     return;
@@ -566,15 +558,12 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op,
   Value row = arith::MulIOp::create(b, ProgramIdOp::create(b, 0),
                                     arith::ConstantIndexOp::create(b, blockM));
   // With pack_gqa the programs are (batch, K/V head)s, as the splits'.
-  const bool grouped = op.getPackGqa();
-  Value heads = grouped ? shape.kvHeads : shape.heads;
+  const AttentionShape *groupShape = op.getPackGqa() ? &shape : nullptr;
+  Value heads = groupShape ? shape.kvHeads : shape.heads;
   Value batchHead = ProgramIdOp::create(b, 1);
   Value batch = arith::DivUIOp::create(b, batchHead, heads);
   Value head = arith::RemUIOp::create(b, batchHead, heads);
   Value splits = memref::DimOp::create(b, op.getPartialOut(), 0);
-  auto view = [&](Value memory) {
-    return grouped ? groupHeads(b, memory, shape) : memory;
-  };
 
   auto [accInit, maxInit, sumInit] = onlineSoftmaxStart(b, accType, rowType);
   auto loop = scf::ForOp::create(
@@ -582,11 +571,11 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op,
       [&](OpBuilder &nested, Location loc, Value split, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
         auto load = [&](Type type, Value scratch) -> Value {
-          Value slice = splitSlice(lb, scratch, split);
-          if (grouped)
-            slice = groupHeads(lb, slice, shape);
+          Value slice =
+              maybeGroupHeads(lb, splitSlice(lb, scratch, split), groupShape);
           return LoadTileOp::create(lb, type, slice,
-                                    ValueRange{batch, head, row}, grouped);
+                                    ValueRange{batch, head, row},
+                                    groupShape != nullptr);
         };
         Value partial = load(accType, op.getPartialOut());
         Value partialLse = load(rowType, op.getPartialLse());
@@ -594,18 +583,20 @@ static void buildCombine(ImplicitLocOpBuilder &b, AttentionOp op,
                                           carried[1], carried[2]);
         scf::YieldOp::create(lb, merge.getResults());
       });
-  FinalizeOp finalize = finalizeRows(b, op, loop.getResults(), head, row,
-                                     grouped ? &shape : nullptr);
+  FinalizeOp finalize =
+      finalizeRows(b, op, loop.getResults(), head, row, groupShape);
   Type elementType = cast<MemRefType>(op.getO().getType()).getElementType();
   Value out = arith::TruncFOp::create(
       b, RankedTensorType::get({blockM, headDim}, elementType),
       finalize.getOutput());
-  StoreTileOp::create(b, out, view(op.getO()), ValueRange{batch, head, row},
-                      /*accumulate=*/false, grouped);
+  StoreTileOp::create(b, out, maybeGroupHeads(b, op.getO(), groupShape),
+                      ValueRange{batch, head, row}, /*accumulate=*/false,
+                      groupShape != nullptr);
   if (Value lse = op.getLse())
-    StoreTileOp::create(b, finalize.getLse(), view(lse),
+    StoreTileOp::create(b, finalize.getLse(),
+                        maybeGroupHeads(b, lse, groupShape),
                         ValueRange{batch, head, row}, /*accumulate=*/false,
-                        grouped);
+                        groupShape != nullptr);
 }
 
 struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
@@ -668,11 +659,6 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
         if (failed(config))
           return signalPassFailure();
         func->setAttr("flash.config", *config);
-        if (forward.isPaged()) {
-          // The GPU lowering reads the tile program's K and V as dense
-          // tensors; it refuses this mark by name.
-          func->setAttr("flash.paged", UnitAttr::get(op->getContext()));
-        }
         if (forward.getPackGqa()) {
           // A program's rows run through several heads: the GPU lowering
           // refuses this mark by name.
@@ -684,6 +670,9 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
           func->setAttr("flash.split_kv", UnitAttr::get(op->getContext()));
         }
         if (forward.isPaged()) {
+          // The GPU lowering reads the tile program's K and V as dense
+          // tensors; it refuses this mark by name.
+          func->setAttr("flash.paged", UnitAttr::get(op->getContext()));
           int64_t pageSize =
               cast<MemRefType>(forward.getK().getType()).getDimSize(2);
           if (pageSize % config->getBlockN() != 0) {
