@@ -310,8 +310,9 @@ TEST_P(CpuPagedTest, MatchesFloat64Reference) {
         // the rows before it (the window here hides none).
         bool seesNoKey =
             c.lengths[b] == 0 || (c.causal && i < c.seqQ - c.lengths[b]);
-        if (!c.sinks)
+        if (!c.sinks) {
           ASSERT_EQ(seesNoKey, std::isinf(want)) << where;
+        }
         if (seesNoKey) {
           ++maskedRows;
           if (c.sinks)
