@@ -29,8 +29,6 @@ std::string shapeString(const TensorArg &t) {
   return s + "]";
 }
 
-namespace {
-
 std::string stridesString(const TensorArg &t) {
   std::string s = "(";
   for (unsigned i = 0; i < t.rank && i < 4; ++i)
@@ -38,13 +36,16 @@ std::string stridesString(const TensorArg &t) {
   return s + ")";
 }
 
+namespace {
+
 const char *kDimNames[] = {"batch", "heads", "seq", "head_dim"};
 
 } // namespace
 
 bool checkTensorArg(Checker &c, const KernelMetadata &meta, TensorId id,
-                    const TensorArg &t, int device) {
-  StringRef name = tensorName(id);
+                    const TensorArg &t, int device, StringRef name) {
+  if (name.empty())
+    name = tensorName(id);
   bool isLse = id == TensorId::LSE;
   unsigned wantRank = isLse ? 3 : 4;
   DType wantType = isLse ? DType::F32 : meta.dtype;
@@ -113,6 +114,12 @@ int64_t integerParamValue(const ParamSpec &p, const ProblemShape &shape,
     return shape.headDim;
   case ScalarKind::KvGroup:
     return shape.kvGroup();
+  case ScalarKind::NumSplits:
+    return shape.numSplits;
+  case ScalarKind::NumPages:
+    return shape.numPages;
+  case ScalarKind::PageTableCols:
+    return shape.pageTableCols;
   case ScalarKind::Stride:
     return tensor.rank > p.strideDim ? tensor.strides[p.strideDim] : 0;
   case ScalarKind::Scale:
@@ -178,9 +185,7 @@ static void checkSeqlens(Checker &c, const KernelMetadata &meta,
                   args.maxSeqlenQ, shape.seqQ));
 }
 
-/// Whether `t`'s strides are those of a dense row-major tensor of its sizes
-/// (dimensions of size 1 impose nothing).
-static bool isDenseRowMajor(const TensorArg &t) {
+bool isDenseRowMajor(const TensorArg &t) {
   int64_t dense = 1;
   for (int d = int(t.rank) - 1; d >= 0; --d) {
     if (t.sizes[d] > 1 && t.strides[d] != dense)
@@ -244,6 +249,11 @@ void checkCaptures(Checker &c, const KernelMetadata &meta,
 
 Expected<ProblemShape> validateLaunchArgs(const KernelMetadata &meta,
                                           const LaunchArgs &args, int device) {
+  if (meta.decode)
+    return makeError(ErrorCode::InvalidArgument,
+                     "kernel " + meta.kernel +
+                         " is a decoding pass: launch it with its K/V cache "
+                         "(flashrt_launch_decode)");
   Checker c;
   // Presence, rank, dtype, layout and alignment of each tensor on its own.
   bool usable[kNumTensors] = {};

@@ -43,6 +43,11 @@ Expected<ProblemShape> validateBackwardArgs(const KernelMetadata &meta,
                                             const BackwardArgs &args,
                                             int device) {
   Checker c;
+  if (meta.decode)
+    return makeError(ErrorCode::InvalidArgument,
+                     "kernel " + meta.kernel +
+                         " is a decoding pass: launch it with its K/V cache "
+                         "(flashrt_launch_decode)");
   if (!meta.backward)
     return makeError(ErrorCode::InvalidKernel,
                      "kernel " + meta.kernel +

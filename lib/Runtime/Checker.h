@@ -38,9 +38,17 @@ std::string shapeString(const TensorArg &t);
 
 /// The checks of one tensor on its own (rank, dtype, sizes, strides,
 /// alignment, device) against `meta`; false if it is unusable for the
-/// shape checks that follow.
+/// shape checks that follow. Messages call it `name` (default: its
+/// tensorName).
 bool checkTensorArg(Checker &c, const KernelMetadata &meta, TensorId id,
-                    const TensorArg &t, int device);
+                    const TensorArg &t, int device, llvm::StringRef name = {});
+
+/// Whether `t`'s strides are those of a dense row-major tensor of its sizes
+/// (dimensions of size 1 impose nothing).
+bool isDenseRowMajor(const TensorArg &t);
+
+/// A tensor's strides as "(s0, s1, ...)", for messages.
+std::string stridesString(const TensorArg &t);
 
 /// The checks of the captures against meta.captures: one each, present,
 /// of its dtype and rank, non-empty, dense row-major, on `device` (-1:

@@ -37,14 +37,15 @@ unsigned dtypeSize(DType dtype) {
 }
 
 StringRef tensorName(TensorId id) {
-  static const char *names[] = {"q",  "k",  "v",  "o", "lse",
-                                "do", "dq", "dk", "dv"};
+  static const char *names[] = {
+      "q",  "k",  "v",  "o",          "lse",          "do",
+      "dq", "dk", "dv", "page_table", "cache_seqlens"};
   return names[unsigned(id)];
 }
 
 StringRef workspaceName(Workspace w) {
-  static const char *names[] = {"delta", "dq_accum", "dq_turns",
-                                "sink_partials"};
+  static const char *names[] = {"delta",         "dq_accum",    "dq_turns",
+                                "sink_partials", "partial_out", "partial_lse"};
   return names[unsigned(w)];
 }
 
@@ -213,6 +214,14 @@ public:
   Expected<KernelMetadata> parse();
   /// A backward kernel's "launches": pre, main and post.
   Expected<KernelMetadata> parseLaunches(KernelMetadata &m);
+  /// A decoding kernel's "launches": split and combine.
+  Expected<KernelMetadata> parseDecodeLaunches(KernelMetadata &m);
+  /// "pack_gqa" and "page_size" of a decoding kernel.
+  Error parseDecodeFields(KernelMetadata &m);
+  /// The box of every tma and tma_ptr of `params` against the dtype and
+  /// head_dim; errors name `field`.
+  Error checkTmaBoxes(const KernelMetadata &m, ArrayRef<ParamSpec> params,
+                      const Twine &field);
   /// "captures" (optional) into m.captures.
   Error parseCaptures(KernelMetadata &m);
 
@@ -220,6 +229,9 @@ private:
   const json::Object &root;
   /// The kernel's captures, which "memref" parameters may name.
   ArrayRef<CaptureSpec> captures;
+  /// A decoding kernel with pack_gqa: a tma of q may take "view":
+  /// "group_rows".
+  bool groupRowsAllowed = false;
 };
 
 std::optional<TensorId> parseTensor(StringRef name) {
@@ -233,7 +245,38 @@ std::optional<TensorId> parseTensor(StringRef name) {
       .Case("dq", TensorId::DQ)
       .Case("dk", TensorId::DK)
       .Case("dv", TensorId::DV)
+      .Case("page_table", TensorId::PageTable)
+      .Case("cache_seqlens", TensorId::CacheSeqlens)
       .Default(std::nullopt);
+}
+
+enum class Pass { Forward, Backward, Decode };
+
+/// The pass `p` belongs to where it is not `pass`'s ("the backward pass
+/// (...)"): a tensor, workspace or value that only another pass has.
+std::optional<StringRef> otherPassParam(const ParamSpec &p, Pass pass) {
+  static constexpr StringRef backward =
+      "backward pass (\"pass\": \"backward\")";
+  static constexpr StringRef decode = "decoding pass (\"pass\": \"decode\")";
+  bool integer =
+      p.kind == ParamSpec::Kind::I32 || p.kind == ParamSpec::Kind::I64;
+  bool namesTensor = p.kind == ParamSpec::Kind::Ptr ||
+                     p.kind == ParamSpec::Kind::Memref || p.isTma() ||
+                     (integer && p.scalar == ScalarKind::Stride);
+  if (namesTensor && isBackwardTensor(p.tensor) && pass != Pass::Backward)
+    return backward;
+  if (namesTensor && isDecodeTensor(p.tensor) && pass != Pass::Decode)
+    return decode;
+  if (p.kind == ParamSpec::Kind::Workspace) {
+    if (isDecodeWorkspace(p.workspace))
+      return pass == Pass::Decode ? std::nullopt
+                                  : std::optional<StringRef>(decode);
+    return pass == Pass::Backward ? std::nullopt
+                                  : std::optional<StringRef>(backward);
+  }
+  if (integer && isDecodeScalar(p.scalar) && pass != Pass::Decode)
+    return decode;
+  return std::nullopt;
 }
 
 Error Parser::parseParam(const json::Object &obj, unsigned index,
@@ -267,11 +310,14 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                  .Case("dq_accum", Workspace::DqAccum)
                  .Case("dq_turns", Workspace::DqTurns)
                  .Case("sink_partials", Workspace::SinkPartials)
+                 .Case("partial_out", Workspace::PartialOut)
+                 .Case("partial_lse", Workspace::PartialLse)
                  .Default(std::nullopt);
     if (!w)
       return fail(field + ".name",
                   "unknown workspace '" + p.text +
-                      "' (delta, dq_accum, dq_turns, sink_partials)");
+                      "' (delta, dq_accum, dq_turns, sink_partials, "
+                      "partial_out, partial_lse)");
     p.workspace = *w;
     return Error::success();
   }
@@ -314,6 +360,9 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                  .Case("kv_group", ScalarKind::KvGroup)
                  .Case("scale", ScalarKind::Scale)
                  .Case("scale_log2", ScalarKind::ScaleLog2)
+                 .Case("num_splits", ScalarKind::NumSplits)
+                 .Case("num_pages", ScalarKind::NumPages)
+                 .Case("page_table_cols", ScalarKind::PageTableCols)
                  .Default(std::nullopt);
     if (!s && v.consume_front("stride_")) {
       auto [t, d] = v.rsplit('_');
@@ -324,7 +373,9 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                          .Case("n", 2)
                          .Case("d", 3)
                          .Default(~0u);
-      if (tensor && dim != ~0u && !(*tensor == TensorId::LSE && dim == 3)) {
+      // The page table and the lengths are dense vectors: no strides.
+      if (tensor && dim != ~0u && !isDecodeTensor(*tensor) &&
+          !(*tensor == TensorId::LSE && dim == 3)) {
         s = ScalarKind::Stride;
         p.tensor = *tensor;
         p.strideDim = dim;
@@ -334,8 +385,9 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
       return fail(
           field + ".value",
           "unknown value '" + p.text +
-              "' (batch, heads, seq_q, seq_k, head_dim, scale, "
-              "scale_log2, stride_<q|k|v|o|lse|do|dq|dk|dv>_<b|h|n|d>)");
+              "' (batch, heads, seq_q, seq_k, head_dim, kv_group, scale, "
+              "scale_log2, num_splits, num_pages, page_table_cols, "
+              "stride_<q|k|v|o|lse|do|dq|dk|dv>_<b|h|n|d>)");
     p.scalar = *s;
     bool isFloat =
         p.scalar == ScalarKind::Scale || p.scalar == ScalarKind::ScaleLog2;
@@ -354,9 +406,13 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
   }
   auto tensor = parseTensor(p.text);
   if (!tensor)
-    return fail(field + ".tensor", "unknown tensor '" + p.text +
-                                       "' (q, k, v, o, lse, do, dq, dk, dv)");
+    return fail(field + ".tensor",
+                "unknown tensor '" + p.text +
+                    "' (q, k, v, o, lse, do, dq, dk, dv, page_table, "
+                    "cache_seqlens)");
   p.tensor = *tensor;
+  if (isDecodeTensor(p.tensor) && p.kind != ParamSpec::Kind::Ptr)
+    return fail(field, p.text + " is passed by pointer (\"ptr\") only");
   if (p.kind == ParamSpec::Kind::Memref) {
     int64_t rank;
     if (Error err = getInt(obj, "rank", rank, field))
@@ -395,6 +451,22 @@ Error Parser::parseParam(const json::Object &obj, unsigned index,
                           "N, D] (rank 4), not rank {0}",
                           rank));
     p.rank = unsigned(rank);
+  }
+  if (const json::Value *view = obj.get("view")) {
+    // The one view: a decoding kernel's q with pack_gqa, [B, H_kv, G * Sq,
+    // D].
+    std::optional<StringRef> name = view->getAsString();
+    if (!name || *name != "group_rows")
+      return fail(field + ".view", "must be \"group_rows\"");
+    if (p.kind != ParamSpec::Kind::Tma || p.rank != 4 ||
+        p.tensor != TensorId::Q)
+      return fail(field + ".view",
+                  "\"group_rows\" is a rank-4 tma of q's only, not of " +
+                      p.text);
+    if (!groupRowsAllowed)
+      return fail(field + ".view",
+                  "\"group_rows\" is a decoding kernel's with pack_gqa");
+    p.groupRows = true;
   }
   if (p.isTma()) {
     if (p.tensor == TensorId::LSE)
@@ -623,13 +695,18 @@ Expected<KernelMetadata> Parser::parse() {
   if (root.get("pass")) {
     if (Error err = getString(root, "pass", s))
       return std::move(err);
-    if (s != "forward" && s != "backward")
-      return fail("pass",
-                  "must be \"forward\" or \"backward\", got \"" + s + "\"");
+    if (s != "forward" && s != "backward" && s != "decode")
+      return fail("pass", "must be \"forward\", \"backward\" or "
+                          "\"decode\", got \"" +
+                              s + "\"");
     m.backward = s == "backward";
+    m.decode = s == "decode";
   }
   if (m.backward)
     if (Error err = getBool("deterministic", m.deterministic))
+      return std::move(err);
+  if (m.decode)
+    if (Error err = parseDecodeFields(m))
       return std::move(err);
   if (Error err = parseCaptures(m))
     return std::move(err);
@@ -642,6 +719,10 @@ Expected<KernelMetadata> Parser::parse() {
     return fail("grid", "must be an object");
   if (Error err = getString(*g, "kind", s, "grid"))
     return std::move(err);
+  if (m.decode && s != "decode")
+    return fail("grid.kind", "a decoding kernel's grid is \"decode\", got "
+                             "\"" +
+                                 s + "\"");
   if (s == "tiles" || s == "sections" || s == "packed") {
     m.gridKind = s == "tiles"      ? GridKind::Tiles
                  : s == "sections" ? GridKind::Sections
@@ -667,6 +748,13 @@ Expected<KernelMetadata> Parser::parse() {
     m.gridKind = GridKind::Persistent;
   } else if (s == "key_tiles" && m.backward) {
     m.gridKind = GridKind::KeyTiles;
+  } else if (s == "decode" && m.decode) {
+    // The split launch's; parseDecodeLaunches reads each launch's.
+    m.gridKind = GridKind::Decode;
+    if (Error err = getInt(*g, "block_m", m.gridBlockM, "grid"))
+      return std::move(err);
+    if (m.gridBlockM < 1)
+      return fail("grid.block_m", "must be positive");
   } else {
     return fail("grid.kind", "must be \"tiles\", \"sections\", "
                              "\"persistent\" or \"packed\", got \"" +
@@ -691,7 +779,7 @@ Expected<KernelMetadata> Parser::parse() {
   const json::Array *pa = (*params)->getAsArray();
   if (!pa || pa->empty())
     return fail("params", "must be a non-empty array");
-  bool tensorSeen[kNumBackwardTensors] = {};
+  bool tensorSeen[kNumTensorIds] = {};
   for (unsigned i = 0; i < pa->size(); ++i) {
     const json::Object *po = (*pa)[i].getAsObject();
     if (!po)
@@ -706,16 +794,11 @@ Expected<KernelMetadata> Parser::parse() {
   }
   if (m.backward)
     return parseLaunches(m);
+  if (m.decode)
+    return parseDecodeLaunches(m);
   for (const ParamSpec &p : m.params) {
-    bool namesTensor =
-        p.kind == ParamSpec::Kind::Ptr || p.kind == ParamSpec::Kind::Memref ||
-        p.isTma() ||
-        (p.kind == ParamSpec::Kind::I64 && p.scalar == ScalarKind::Stride);
-    if ((namesTensor && unsigned(p.tensor) >= kNumTensors) ||
-        p.kind == ParamSpec::Kind::Workspace)
-      return fail("params", "'" + p.text +
-                                "' is a parameter of the backward pass "
-                                "(\"pass\": \"backward\")");
+    if (std::optional<StringRef> pass = otherPassParam(p, Pass::Forward))
+      return fail("params", "'" + p.text + "' is a parameter of the " + *pass);
   }
   if (m.hasLse != tensorSeen[unsigned(TensorId::LSE)])
     return fail("has_lse", m.hasLse ? "is true but no parameter passes lse"
@@ -739,24 +822,31 @@ Expected<KernelMetadata> Parser::parse() {
       return fail("params", name + " is passed but the grid is not "
                                    "\"packed\"");
   }
-  for (const ParamSpec &p : m.params) {
+  if (Error err = checkTmaBoxes(m, m.params, "params"))
+    return std::move(err);
+  return m;
+}
+
+Error Parser::checkTmaBoxes(const KernelMetadata &m, ArrayRef<ParamSpec> params,
+                            const Twine &field) {
+  for (const ParamSpec &p : params) {
     if (!p.isTma())
       continue;
     unsigned rowBytes = unsigned(p.box[1]) * dtypeSize(m.dtype);
     if (p.swizzle && rowBytes > p.swizzle)
-      return fail("params", formatv("TMA box over {0} has rows of {1} bytes, "
-                                    "more than its {2}-byte swizzle span",
-                                    tensorName(p.tensor), rowBytes, p.swizzle));
+      return fail(field, formatv("TMA box over {0} has rows of {1} bytes, "
+                                 "more than its {2}-byte swizzle span",
+                                 tensorName(p.tensor), rowBytes, p.swizzle));
     if (p.box[1] > m.headDim)
-      return fail("params", formatv("TMA box over {0} is {1} columns wide but "
-                                    "head_dim is {2}",
-                                    tensorName(p.tensor), p.box[1], m.headDim));
+      return fail(field, formatv("TMA box over {0} is {1} columns wide but "
+                                 "head_dim is {2}",
+                                 tensorName(p.tensor), p.box[1], m.headDim));
     if (rowBytes % 16)
-      return fail("params", formatv("TMA box over {0}: row of {1} bytes is "
-                                    "not a multiple of 16",
-                                    tensorName(p.tensor), rowBytes));
+      return fail(field, formatv("TMA box over {0}: row of {1} bytes is "
+                                 "not a multiple of 16",
+                                 tensorName(p.tensor), rowBytes));
   }
-  return m;
+  return Error::success();
 }
 Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
   auto launches = get(root, "launches", "");
@@ -767,7 +857,7 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
   if (!la || la->size() != 3)
     return fail("launches", "must be an array of 3 launches (pre, main, "
                             "post)");
-  bool tensorSeen[kNumBackwardTensors] = {};
+  bool tensorSeen[kNumTensorIds] = {};
   for (unsigned i = 0; i < 3; ++i) {
     std::string field = formatv("launches[{0}]", i);
     const json::Object *lo = (*la)[i].getAsObject();
@@ -841,6 +931,9 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
         return fail(formatv("{0}.params[{1}]", field, j).str(),
                     "a backward launch takes pointers, workspaces, scalars, "
                     "captures and rank-4 tma descriptors only");
+      if (std::optional<StringRef> pass = otherPassParam(p, Pass::Backward))
+        return fail(formatv("{0}.params[{1}]", field, j).str(),
+                    "'" + p.text + "' is a parameter of the " + *pass);
       if (p.kind == ParamSpec::Kind::Ptr || p.isTma())
         tensorSeen[unsigned(p.tensor)] = true;
       l.params.push_back(std::move(p));
@@ -852,6 +945,153 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
       return fail("launches",
                   "no launch passes tensor " + tensorName(TensorId(t)));
   SmallVector<ArrayRef<ParamSpec>, 3> lists;
+  for (const LaunchSpec &l : m.launches)
+    lists.push_back(l.params);
+  if (std::optional<unsigned> i = captureNotPassed(m, lists))
+    return fail("launches", formatv("no launch passes capture {0}", *i));
+  return std::move(m);
+}
+
+Error Parser::parseDecodeFields(KernelMetadata &m) {
+  auto packGqa = get(root, "pack_gqa", "");
+  if (!packGqa)
+    return packGqa.takeError();
+  std::optional<bool> pack = (*packGqa)->getAsBoolean();
+  if (!pack)
+    return fail("pack_gqa", "must be true or false");
+  m.packGqa = *pack;
+  if (Error err = getInt(root, "page_size", m.pageSize))
+    return err;
+  // 0: a contiguous cache. A key tile lies in one page, and the page is
+  // the third dimension of the cache's view: up to 1024 rows.
+  if (m.pageSize != 0 &&
+      (m.pageSize < 16 || m.pageSize > 1024 || m.pageSize % 16))
+    return fail("page_size",
+                formatv("{0} is neither 0 (a contiguous cache) nor a "
+                        "multiple of 16 from 16 to 1024",
+                        m.pageSize));
+  if (m.cluster[0] * m.cluster[1] * m.cluster[2] != 1)
+    return fail("cluster", "a decoding kernel takes no clusters");
+  groupRowsAllowed = m.packGqa;
+  return Error::success();
+}
+
+Expected<KernelMetadata> Parser::parseDecodeLaunches(KernelMetadata &m) {
+  auto launches = get(root, "launches", "");
+  if (!launches)
+    return launches.takeError();
+  const json::Array *la = (*launches)->getAsArray();
+  static const char *roles[] = {"split", "combine"};
+  if (!la || la->size() != 2)
+    return fail("launches", "must be an array of 2 launches (split, "
+                            "combine)");
+  auto blockN = m.config.find("block_n");
+  if (blockN == m.config.end() || blockN->second < 1)
+    return fail("config.block_n", "a decoding kernel's config needs its key "
+                                  "tile (the split rule counts key tiles)");
+  bool tensorSeen[kNumTensorIds] = {};
+  for (unsigned i = 0; i < 2; ++i) {
+    std::string field = formatv("launches[{0}]", i);
+    const json::Object *lo = (*la)[i].getAsObject();
+    if (!lo)
+      return fail(field, "must be an object");
+    LaunchSpec l;
+    if (Error err = getString(*lo, "role", l.role, field))
+      return std::move(err);
+    if (l.role != roles[i])
+      return fail(field + ".role",
+                  formatv("must be \"{0}\", got \"{1}\"", roles[i], l.role));
+    if (Error err = getString(*lo, "kernel", l.kernel, field))
+      return std::move(err);
+    if (l.kernel.empty())
+      return fail(field + ".kernel", "empty symbol name");
+    if (i == 0 && l.kernel != m.kernel)
+      return fail(field + ".kernel",
+                  "the split launch's kernel must be \"" + m.kernel + "\"");
+    if (Error err = getDims(*lo, "block", l.block, field))
+      return std::move(err);
+    if (uint64_t(l.block[0]) * l.block[1] * l.block[2] > 1024)
+      return fail(field + ".block", "more than 1024 threads per block");
+    int64_t smem = 0;
+    if (Error err = getInt(*lo, "shared_memory_bytes", smem, field))
+      return std::move(err);
+    if (smem < 0 || smem > (1 << 20))
+      return fail(field + ".shared_memory_bytes",
+                  formatv("{0} is out of range", smem));
+    l.sharedMemoryBytes = unsigned(smem);
+    const json::Value *grid = lo->get("grid");
+    const json::Object *g = grid ? grid->getAsObject() : nullptr;
+    if (!g)
+      return fail(field + ".grid", "must be an object");
+    std::string kind;
+    if (Error err = getString(*g, "kind", kind, field + ".grid"))
+      return std::move(err);
+    if (kind != "decode")
+      return fail(field + ".grid.kind",
+                  "must be \"decode\", got \"" + kind + "\"");
+    l.gridKind = GridKind::Decode;
+    if (Error err = getInt(*g, "block_m", l.gridBlock, field + ".grid"))
+      return std::move(err);
+    if (l.gridBlock < 1)
+      return fail(field + ".grid.block_m", "must be positive");
+    // The split launch runs one program per split, the combine one per
+    // row block: a z of S for the combine would merge every row S times.
+    std::optional<bool> splits =
+        g->get("splits") ? g->get("splits")->getAsBoolean() : std::nullopt;
+    if (!splits || *splits != (i == 0))
+      return fail(field + ".grid.splits",
+                  i == 0 ? "must be true (the split launch's z is the "
+                           "splits)"
+                         : "must be false (the combine launch's z is 1)");
+    l.splits = *splits;
+    const json::Value *params = lo->get("params");
+    const json::Array *pa = params ? params->getAsArray() : nullptr;
+    if (!pa || pa->empty())
+      return fail(field + ".params", "must be a non-empty array");
+    for (unsigned j = 0; j < pa->size(); ++j) {
+      std::string pfield = formatv("{0}.params[{1}]", field, j);
+      const json::Object *po = (*pa)[j].getAsObject();
+      if (!po)
+        return fail(pfield, "must be an object");
+      ParamSpec p;
+      if (Error err = parseParam(*po, j, p))
+        return std::move(err);
+      // A paged cache's view is no [B*H, N, D] nor [B*H*N, D] tensor: its
+      // maps are 4-D over the strides as given.
+      if (p.kind == ParamSpec::Kind::TmaPtr ||
+          p.kind == ParamSpec::Kind::TileCounter ||
+          p.kind == ParamSpec::Kind::Seqlens ||
+          (p.kind == ParamSpec::Kind::Tma && p.rank != 4))
+        return fail(pfield, "a decoding launch takes pointers, memrefs, "
+                            "workspaces, scalars, captures and rank-4 tma "
+                            "descriptors only");
+      if (std::optional<StringRef> pass = otherPassParam(p, Pass::Decode))
+        return fail(pfield, "'" + p.text + "' is a parameter of the " + *pass);
+      if (p.kind == ParamSpec::Kind::Ptr || p.kind == ParamSpec::Kind::Memref ||
+          p.isTma())
+        tensorSeen[unsigned(p.tensor)] = true;
+      l.params.push_back(std::move(p));
+    }
+    if (Error err = checkTmaBoxes(m, l.params, field + ".params"))
+      return std::move(err);
+    m.launches.push_back(std::move(l));
+  }
+  for (TensorId t : {TensorId::Q, TensorId::K, TensorId::V, TensorId::O})
+    if (!tensorSeen[unsigned(t)])
+      return fail("launches", "no launch passes tensor " + tensorName(t));
+  if (m.hasLse != tensorSeen[unsigned(TensorId::LSE)])
+    return fail("has_lse", m.hasLse ? "is true but no launch passes lse"
+                                    : "is false but a launch passes lse");
+  for (TensorId t : {TensorId::PageTable, TensorId::CacheSeqlens}) {
+    if (m.pageSize > 0 && !tensorSeen[unsigned(t)])
+      return fail("launches", formatv("page_size is {0} but no launch "
+                                      "passes {1}",
+                                      m.pageSize, tensorName(t)));
+    if (m.pageSize == 0 && tensorSeen[unsigned(t)])
+      return fail("launches", "a launch passes " + tensorName(t) +
+                                  " but page_size is 0 (a contiguous cache)");
+  }
+  SmallVector<ArrayRef<ParamSpec>, 2> lists;
   for (const LaunchSpec &l : m.launches)
     lists.push_back(l.params);
   if (std::optional<unsigned> i = captureNotPassed(m, lists))

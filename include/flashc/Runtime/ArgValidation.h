@@ -57,6 +57,9 @@ struct ProblemShape {
   /// Packed sequences: their number and the longest query sequence (seqQ
   /// and seqK are then the packed tensors' rows).
   int64_t sequences = 0, maxSeqQ = 0;
+  /// A decoding call: its splits S, the cache's pages (B when contiguous)
+  /// and the page table's columns (0 when contiguous).
+  int64_t numSplits = 0, numPages = 0, pageTableCols = 0;
 
   /// Query heads per K/V head.
   int64_t kvGroup() const { return kvHeads > 0 ? heads / kvHeads : 1; }

@@ -26,21 +26,59 @@ unsigned dtypeSize(DType dtype);
 
 /// The tensors a kernel sees, all B x H x N x D except LSE (B x H x Nq, f32).
 /// A forward kernel sees the first kNumTensors; the backward pass's kernels
-/// (kernel.json's "pass": "backward") also dO, dQ, dK and dV.
-enum class TensorId { Q = 0, K, V, O, LSE, DO, DQ, DK, DV };
+/// (kernel.json's "pass": "backward") also dO, dQ, dK and dV; a decoding
+/// kernel ("pass": "decode") q, k and v (the K/V cache, "k_cache" and
+/// "v_cache" in messages), o and lse, and with a paged cache the page
+/// table (int32 B x max_pages) and the cache's lengths (int32 [B]).
+enum class TensorId {
+  Q = 0,
+  K,
+  V,
+  O,
+  LSE,
+  DO,
+  DQ,
+  DK,
+  DV,
+  PageTable,
+  CacheSeqlens
+};
 constexpr unsigned kNumTensors = 5;
 constexpr unsigned kNumBackwardTensors = 9;
+/// Every TensorId.
+constexpr unsigned kNumTensorIds = 11;
 llvm::StringRef tensorName(TensorId id);
+/// The backward pass's own tensors (dO, dQ, dK, dV) and the decoding
+/// pass's (the page table and the cache's lengths).
+inline bool isBackwardTensor(TensorId id) {
+  return id >= TensorId::DO && id <= TensorId::DV;
+}
+inline bool isDecodeTensor(TensorId id) {
+  return id == TensorId::PageTable || id == TensorId::CacheSeqlens;
+}
 
 /// Scratch the backward pass's launches share, which the runtime provides
 /// (sizes in backwardWorkspaceLayout): delta (f32, B x H x Nq), the dQ
 /// accumulator (f32, B x H x Nq x D, cleared by the first launch) and, for
 /// the deterministic mode, the dQ turns (i32, B x H x ceil(Nq / 64)); with
 /// attention sinks, each warp's share of their gradient (f32, B x H x
-/// ceil(Nq / 64) x 4).
-enum class Workspace { Delta = 0, DqAccum, DqTurns, SinkPartials };
-constexpr unsigned kNumWorkspaces = 4;
+/// ceil(Nq / 64) x 4). A decoding pass's launches share each split's
+/// output and LSE (sizes in decodeWorkspaceLayout): partial_out (f32, S x B
+/// x H x Sq x D) and partial_lse (f32, S x B x H x Sq).
+enum class Workspace {
+  Delta = 0,
+  DqAccum,
+  DqTurns,
+  SinkPartials,
+  PartialOut,
+  PartialLse
+};
+constexpr unsigned kNumWorkspaces = 6;
 llvm::StringRef workspaceName(Workspace w);
+/// The decoding pass's workspaces (the rest are the backward pass's).
+inline bool isDecodeWorkspace(Workspace w) {
+  return w == Workspace::PartialOut || w == Workspace::PartialLse;
+}
 
 /// A memref argument a kernel takes whole, after its tensors (kernel.json's
 /// "captures"): a score or mask mod's capture, which the kernel reads; the
@@ -69,7 +107,16 @@ enum class ScalarKind {
   ScaleLog2, ///< scale * log2(e), for exp2-based kernels
   Stride,    ///< stride_<tensor>_<b|h|n|d>, in elements
   KvGroup,   ///< query heads per K/V head, H_q / H_kv (grouped-query attention)
+  // The decoding pass's:
+  NumSplits,     ///< S, the splits of each row's keys
+  NumPages,      ///< the paged cache's pages (k_cache's sizes[0]); else B
+  PageTableCols, ///< max_pages, the page table's columns; 0 when contiguous
 };
+/// The values only a decoding kernel takes.
+inline bool isDecodeScalar(ScalarKind s) {
+  return s == ScalarKind::NumSplits || s == ScalarKind::NumPages ||
+         s == ScalarKind::PageTableCols;
+}
 
 /// One kernel parameter, in launch order.
 struct ParamSpec {
@@ -81,8 +128,8 @@ struct ParamSpec {
   /// uses; the kernel claims work from it and leaves it zero.
   /// Seqlens: the 8-byte device address of cu_seqlens_q or cu_seqlens_k
   /// (int32 prefix sums of the packed sequences' lengths).
-  /// Workspace: the 8-byte device address of one of the backward pass's
-  /// workspaces.
+  /// Workspace: the 8-byte device address of one of the backward or the
+  /// decoding pass's workspaces.
   /// Capture: capture `capture` of the kernel's "captures", as MLIR's
   /// expanded memref descriptor (kernel.json: a "memref" with "capture").
   enum class Kind {
@@ -109,6 +156,10 @@ struct ParamSpec {
   unsigned capture = 0; ///< Capture: index into KernelMetadata::captures
   int64_t box[2] = {0, 0};               ///< Tma, TmaPtr: rows, cols
   unsigned swizzle = 0; ///< Tma, TmaPtr: 0, 32, 64 or 128 bytes
+  /// Tma of q in a decoding kernel with pack_gqa ("view": "group_rows"):
+  /// the 4-D map views q as [B, H_kv, G * Sq, D], each K/V head's G query
+  /// heads' rows one run of rows (makeGroupRowsRequest).
+  bool groupRows = false;
 
   bool isTma() const { return kind == Kind::Tma || kind == Kind::TmaPtr; }
   /// A map over the tensor viewed as [B*H, N, D] (rank 3, by value or in
@@ -123,20 +174,24 @@ enum class BinaryFormat { Cubin, Ptx };
 /// (docs/kernel-metadata.md).
 /// KeyTiles: the backward pass's main launch, x the key tiles
 /// (ceil(seq_k / block_n)), y B x H_kv (or, heads_fastest, the other way
-/// round).
-enum class GridKind { Tiles, Sections, Persistent, Packed, KeyTiles };
+/// round). Decode: a decoding pass's launches, x the blocks of block_m of
+/// a program's R rows, y B x its heads, z the splits or 1 (decodeGrid).
+enum class GridKind { Tiles, Sections, Persistent, Packed, KeyTiles, Decode };
 
 /// One launch of a kernel made of several (the backward pass: "pre",
-/// "main" and "post", in that order).
+/// "main" and "post", in that order; the decoding pass: "split" and
+/// "combine").
 struct LaunchSpec {
   std::string role;
   std::string kernel; ///< symbol
   unsigned block[3] = {1, 1, 1};
   unsigned sharedMemoryBytes = 0;
   GridKind gridKind = GridKind::Tiles;
-  int64_t gridBlock = 0; ///< Tiles: block_m; KeyTiles: block_n
+  int64_t gridBlock = 0; ///< Tiles, Decode: block_m; KeyTiles: block_n
   /// KeyTiles: x = B x H_kv and y = the key tiles instead.
   bool headsFastest = false;
+  /// Decode: grid z is the call's number of splits (else 1).
+  bool splits = false;
   llvm::SmallVector<ParamSpec, 24> params;
 };
 
@@ -171,6 +226,14 @@ struct KernelMetadata {
   bool backward = false;
   bool deterministic = false;
   llvm::SmallVector<LaunchSpec, 3> launches;
+  /// The decoding pass ("pass": "decode"): a step's queries over a K/V
+  /// cache, paged (pageSize rows a page) or contiguous (0), each row's keys
+  /// split over S programs (the "split" launch) whose outputs the
+  /// "combine" launch merges; packGqa computes a K/V head's query heads
+  /// as one run of rows. The fields above are the split launch's.
+  bool decode = false;
+  bool packGqa = false;
+  int64_t pageSize = 0;
 
   /// Packed sequences: the kernel takes cu_seqlens_q / cu_seqlens_k and
   /// launches a packed grid (x: the longest sequence's query blocks, y:
