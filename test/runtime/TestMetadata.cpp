@@ -87,6 +87,86 @@ KernelMetadata packedMetadata() {
   return std::move(*meta);
 }
 
+namespace {
+json::Object param(StringRef kind, StringRef key, StringRef value) {
+  return json::Object{{"kind", kind.str()}, {key.str(), value.str()}};
+}
+
+json::Object tma(StringRef tensor, bool groupRows = false) {
+  json::Object p{{"kind", "tma"},
+                 {"tensor", tensor.str()},
+                 {"box", json::Array{64, 64}},
+                 {"swizzle", 128},
+                 {"rank", 4}};
+  if (groupRows)
+    p["view"] = "group_rows";
+  return p;
+}
+} // namespace
+
+json::Object decodeMetadataJson(int64_t pageSize, bool packGqa) {
+  json::Array split{tma("q", packGqa), tma("k"), tma("v")};
+  if (pageSize)
+    for (const char *t : {"page_table", "cache_seqlens"})
+      split.push_back(param("ptr", "tensor", t));
+  for (const char *w : {"partial_out", "partial_lse"})
+    split.push_back(param("workspace", "name", w));
+  for (const char *v : {"seq_q", "seq_k", "heads", "kv_group", "batch",
+                        "num_splits", "num_pages", "page_table_cols"})
+    split.push_back(param("i32", "value", v));
+  split.push_back(param("i64", "value", "stride_k_b"));
+  split.push_back(param("f32", "value", "scale_log2"));
+  json::Array combine{param("workspace", "name", "partial_out"),
+                      param("workspace", "name", "partial_lse"),
+                      param("ptr", "tensor", "o"),
+                      param("ptr", "tensor", "lse"),
+                      param("i32", "value", "num_splits"),
+                      param("i32", "value", "seq_q"),
+                      param("i32", "value", "heads")};
+  for (const char *d : {"b", "h", "n"})
+    combine.push_back(param("i64", "value", std::string("stride_o_") + d));
+  auto launch = [](StringRef role, StringRef kernel, bool splits, int64_t smem,
+                   json::Array params) {
+    return json::Object{
+        {"role", role.str()},
+        {"kernel", kernel.str()},
+        {"block", json::Array{splits ? 256 : 128, 1, 1}},
+        {"shared_memory_bytes", smem},
+        {"grid",
+         json::Object{{"kind", "decode"}, {"block_m", 64}, {"splits", splits}}},
+        {"params", std::move(params)}};
+  };
+  json::Object m = validMetadataJson();
+  m["kernel"] = "attention_decode";
+  m["binary"] = "attention_decode.cubin";
+  m["pass"] = "decode";
+  m["pack_gqa"] = packGqa;
+  m["page_size"] = pageSize;
+  m["block"] = json::Array{256, 1, 1};
+  m["shared_memory_bytes"] = 98304;
+  m["grid"] =
+      json::Object{{"kind", "decode"}, {"block_m", 64}, {"splits", true}};
+  m["config"] = json::Object{
+      {"block_m", 64}, {"block_n", 128}, {"stages", 2}, {"warpgroups", 1}};
+  m["params"] = json::Array(split);
+  m["launches"] = json::Array{
+      launch("split", "attention_decode", true, 98304, std::move(split)),
+      launch("combine", "attention_decode_combine", false, 0,
+             std::move(combine))};
+  return m;
+}
+
+KernelMetadata decodeMetadata(int64_t pageSize, bool packGqa) {
+  auto meta =
+      parseKernelMetadata(toText(decodeMetadataJson(pageSize, packGqa)));
+  if (!meta) {
+    errs() << "decoding fixture metadata does not parse: "
+           << toString(meta.takeError()) << "\n";
+    std::abort();
+  }
+  return std::move(*meta);
+}
+
 LaunchArgs packedArgs(const KernelMetadata &meta, int64_t h,
                       const std::vector<int64_t> &lensQ,
                       const std::vector<int64_t> &lensK) {

@@ -44,6 +44,15 @@ LaunchArgs packedArgs(const KernelMetadata &meta, int64_t h,
 ParamSpec tensorMapSpec(ParamSpec::Kind kind, TensorId tensor, int64_t rows,
                         int64_t cols, unsigned rank);
 
+/// A decoding kernel's kernel.json ("pass": "decode"), bf16 D = 128, as
+/// docs/kernel-metadata.md's decoding section describes what flashc
+/// writes: a split launch reading q (a "group_rows" map with pack_gqa), k
+/// and v through rank-4 maps, the page table and the lengths (paged),
+/// writing partial_out and partial_lse, and a combine launch writing o
+/// and lse; `pageSize` 0 is a contiguous cache.
+llvm::json::Object decodeMetadataJson(int64_t pageSize, bool packGqa);
+KernelMetadata decodeMetadata(int64_t pageSize, bool packGqa);
+
 /// Valid contiguous BHND arguments for `meta` with the given shape.
 LaunchArgs validArgs(const KernelMetadata &meta, int64_t b, int64_t h,
                      int64_t nq, int64_t nk);
