@@ -104,6 +104,19 @@ bool toBackwardArgs(const flashrt_backward_args *in, BackwardArgs &args) {
   return true;
 }
 
+/// A decoding call's tensors and splits.
+bool toDecodeArgs(const flashrt_decode_args *in, DecodeArgs &args) {
+  if (!toTensor(in->q, "q", args.q) ||
+      !toTensor(in->k_cache, "k_cache", args.kCache) ||
+      !toTensor(in->v_cache, "v_cache", args.vCache) ||
+      !toTensor(in->o, "o", args.o) || !toTensor(in->lse, "lse", args.lse) ||
+      !toTensor(in->page_table, "page_table", args.pageTable) ||
+      !toTensor(in->cache_seqlens, "cache_seqlens", args.cacheSeqlens))
+    return false;
+  args.numSplits = in->num_splits;
+  return true;
+}
+
 /// The captures, named "capture <i>" in errors; none when `in` is NULL.
 bool toCaptures(const flashrt_captures *in,
                 llvm::SmallVectorImpl<TensorArg> &out) {
@@ -214,6 +227,74 @@ flashrt_status flashrt_kernel_get_info(const flashrt_kernel *kernel,
   info->backward = m.backward;
   info->deterministic = m.deterministic;
   info->num_captures = int32_t(m.captures.size());
+  info->decode = m.decode;
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_launch_decode(flashrt_kernel *kernel,
+                                     const flashrt_decode_args *args,
+                                     const flashrt_captures *captures) {
+  if (!kernel || !args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT, "kernel or args is NULL");
+  DecodeArgs launch;
+  if (!toDecodeArgs(args, launch) || !toCaptures(captures, launch.captures))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  if (llvm::Error err = kernel->impl->launchDecode(
+          launch, reinterpret_cast<uint64_t>(args->workspace),
+          args->workspace_bytes, static_cast<CUstream>(args->stream)))
+    return fail(std::move(err));
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_decode_workspace_bytes(flashrt_kernel *kernel,
+                                              const flashrt_decode_args *args,
+                                              uint64_t *bytes) {
+  if (!kernel || !args || !bytes)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
+                "kernel, args or bytes is NULL");
+  DecodeArgs launch;
+  if (!toDecodeArgs(args, launch))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  launch.capturesUnchecked = true;
+  auto needed = kernel->impl->decodeWorkspaceBytes(launch);
+  if (!needed)
+    return fail(needed.takeError());
+  *bytes = *needed;
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_decode_num_splits(flashrt_kernel *kernel,
+                                         const flashrt_decode_args *args,
+                                         int32_t *splits) {
+  if (!kernel || !args || !splits)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
+                "kernel, args or splits is NULL");
+  DecodeArgs launch;
+  if (!toDecodeArgs(args, launch))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  launch.capturesUnchecked = true;
+  auto n = kernel->impl->decodeNumSplits(launch);
+  if (!n)
+    return fail(n.takeError());
+  *splits = int32_t(*n);
+  return FLASHRT_OK;
+}
+
+flashrt_status flashrt_validate_decode(const char *metadata_path,
+                                       const flashrt_decode_args *args,
+                                       const flashrt_captures *captures) {
+  if (!metadata_path || !args)
+    return fail(FLASHRT_ERROR_INVALID_ARGUMENT,
+                "metadata_path or args is NULL");
+  DecodeArgs launch;
+  if (!toDecodeArgs(args, launch) || !toCaptures(captures, launch.captures))
+    return FLASHRT_ERROR_INVALID_ARGUMENT;
+  auto meta = loadMetadataFile(metadata_path);
+  if (!meta)
+    return fail(meta.takeError());
+  auto shape = validateDecodeArgs(*meta, launch);
+  if (!shape)
+    return fail(shape.takeError());
   return FLASHRT_OK;
 }
 

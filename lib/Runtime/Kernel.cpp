@@ -150,8 +150,8 @@ Expected<std::unique_ptr<Kernel>> Kernel::load(StringRef path, int ordinal) {
     if (Error err = checkParamSizes(m, have))
       return std::move(err);
   }
-  // A backward kernel's other launches: their functions, and the shared
-  // memory each opts in to.
+  // A backward or decoding kernel's launches: their functions, and the
+  // shared memory each opts in to.
   for (const LaunchSpec &launch : m.launches) {
     CUfunction fn = nullptr;
     if (Error err = checkCu(
@@ -462,6 +462,91 @@ Error Kernel::launchBackward(const BackwardArgs &args, uint64_t workspace,
   if (owned)
     if (Error err = checkCu(cu.cuMemFreeAsync(owned, stream),
                             "cuMemFreeAsync(backward workspace)"))
+      result = joinErrors(std::move(result), std::move(err));
+  return result;
+}
+
+Expected<uint64_t> Kernel::decodeWorkspaceBytes(const DecodeArgs &args) {
+  auto shape = validateDecodeArgs(meta, args, device.numSMs, device.ordinal);
+  if (!shape)
+    return shape.takeError();
+  return decodeWorkspaceLayout(meta, *shape).bytes;
+}
+
+Expected<int64_t> Kernel::decodeNumSplits(const DecodeArgs &args) {
+  auto shape = validateDecodeArgs(meta, args, device.numSMs, device.ordinal);
+  if (!shape)
+    return shape.takeError();
+  return shape->numSplits;
+}
+
+Error Kernel::launchDecode(const DecodeArgs &args, uint64_t workspace,
+                           uint64_t workspaceBytes, CUstream stream) {
+  auto shape = validateDecodeArgs(meta, args, device.numSMs, device.ordinal);
+  if (!shape)
+    return shape.takeError();
+  WorkspaceLayout layout = decodeWorkspaceLayout(meta, *shape);
+  if (workspace && workspaceBytes < layout.bytes)
+    return makeError(ErrorCode::InvalidArgument,
+                     formatv("invalid launch arguments:\n  workspace is {0} "
+                             "bytes; this call needs {1} ({2} splits)",
+                             workspaceBytes, layout.bytes, shape->numSplits));
+  if (workspace % 256)
+    return makeError(ErrorCode::InvalidArgument,
+                     formatv("invalid launch arguments:\n  workspace at {0:x} "
+                             "is not 256-byte aligned",
+                             workspace));
+  ScopedContext scope(getContext());
+  const DriverApi &cu = **getDriver();
+  for (TensorId id :
+       {TensorId::Q, TensorId::K, TensorId::V, TensorId::O, TensorId::LSE,
+        TensorId::PageTable, TensorId::CacheSeqlens}) {
+    StringRef name = id == TensorId::K   ? "k_cache"
+                     : id == TensorId::V ? "v_cache"
+                                         : tensorName(id);
+    if (Error err = checkPointer(name, args[id]))
+      return err;
+  }
+  if (Error err = checkCapturePointers(args.captures))
+    return err;
+  CUdeviceptr owned = 0;
+  if (!workspace && layout.bytes) {
+    if (!cu.cuMemAllocAsync || !cu.cuMemFreeAsync)
+      return makeError(ErrorCode::NoDriver,
+                       "the CUDA driver has no cuMemAllocAsync: pass the "
+                       "decoding launches a workspace");
+    if (Error err = checkCu(cu.cuMemAllocAsync(&owned, layout.bytes, stream),
+                            "cuMemAllocAsync(decoding workspace)"))
+      return err;
+    workspace = uint64_t(owned);
+  }
+  auto encode = [&](const TensorMapRequest &r, void *out) {
+    return encodeTensorMap(r, out);
+  };
+  // Both launches, in order: validation refused every empty problem.
+  Error result = Error::success();
+  for (auto [launch, fn] : llvm::zip_equal(meta.launches, launchFunctions)) {
+    unsigned grid[3];
+    decodeGrid(meta, launch, *shape, grid);
+    auto params =
+        packDecodeParams(meta, launch, args, *shape, workspace, encode);
+    if (!params) {
+      result = params.takeError();
+      break;
+    }
+    if (Error err =
+            checkCu(cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2],
+                                      launch.block[0], launch.block[1],
+                                      launch.block[2], launch.sharedMemoryBytes,
+                                      stream, (*params)->pointers(), nullptr),
+                    "cuLaunchKernel(" + launch.kernel + ")")) {
+      result = std::move(err);
+      break;
+    }
+  }
+  if (owned)
+    if (Error err = checkCu(cu.cuMemFreeAsync(owned, stream),
+                            "cuMemFreeAsync(decoding workspace)"))
       result = joinErrors(std::move(result), std::move(err));
   return result;
 }

@@ -120,12 +120,15 @@ class _Info(ctypes.Structure):
                 ("scale", ctypes.c_double), ("device", ctypes.c_int32),
                 ("kernel", ctypes.c_char * 128), ("arch", ctypes.c_char * 16),
                 ("backward", ctypes.c_int32), ("deterministic", ctypes.c_int32),
-                ("num_captures", ctypes.c_int32)]
+                ("num_captures", ctypes.c_int32), ("decode", ctypes.c_int32)]
 
 
 class _Captures(ctypes.Structure):
     _fields_ = [("tensors", ctypes.POINTER(_Tensor)), ("count", ctypes.c_int32)]
 
+
+# flashrt.h's FLASHRT_ABI_VERSION, which the structs above follow.
+_ABI_VERSION = 5
 
 _lib = None
 _lib_lock = threading.Lock()
@@ -194,9 +197,10 @@ def runtime_library():
         lib.flashrt_backward_workspace_bytes_with_captures.argtypes = [
             ctypes.c_void_p, P(_BackwardArgs), P(_Captures),
             P(ctypes.c_uint64)]
-        if lib.flashrt_abi_version() != 4:
+        if lib.flashrt_abi_version() != _ABI_VERSION:
             raise FlashcError(6, f"libflashrt ABI {lib.flashrt_abi_version()}"
-                              " is not the 4 this wrapper speaks")
+                              f" is not the {_ABI_VERSION} this wrapper "
+                              "speaks")
         _lib = lib
         return lib
 

@@ -158,6 +158,67 @@ TEST(CApi, VarlenValidateOkAndErrors) {
   sys::fs::remove(path);
 }
 
+TEST(CApi, DecodeValidateOkAndErrors) {
+  // B = 2, 8 query heads over 2 K/V heads, one new token, 10 vLLM pages of
+  // 64 x 2 x 128 viewed [10, 2, 64, 128], 3 pages a batch at most.
+  std::string path = writeMetadata(decodeMetadataJson(64, true));
+  flashrt_tensor q = tensor(2, 8, 1, 128, 0x10000),
+                 o = tensor(2, 8, 1, 128, 0x20000);
+  flashrt_tensor lse = lseTensor(2, 8, 1, 0x30000);
+  flashrt_tensor cache = tensor(10, 2, 64, 128, 0x100000);
+  cache.strides[1] = 128, cache.strides[2] = 2 * 128;
+  flashrt_tensor table = {};
+  table.data = reinterpret_cast<void *>(0x60000);
+  table.dtype = FLASHRT_DTYPE_I32;
+  table.rank = 2;
+  table.sizes[0] = 2, table.sizes[1] = 3;
+  table.strides[0] = 3, table.strides[1] = 1;
+  flashrt_tensor lens = {};
+  lens.data = reinterpret_cast<void *>(0x70000);
+  lens.dtype = FLASHRT_DTYPE_I32;
+  lens.rank = 1;
+  lens.sizes[0] = 2;
+  lens.strides[0] = 1;
+  flashrt_decode_args args = {&q,    &cache, &cache,  &o, &lse,   &table,
+                              &lens, 0,      nullptr, 0,  nullptr};
+  EXPECT_EQ(flashrt_validate_decode(path.c_str(), &args, nullptr), FLASHRT_OK)
+      << flashrt_last_error();
+  flashrt_tensor short_table = table;
+  short_table.sizes[0] = 1;
+  args.page_table = &short_table;
+  EXPECT_EQ(flashrt_validate_decode(path.c_str(), &args, nullptr),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(flashrt_last_error())
+                .find("page_table is int32 [1, 3]; the kernel needs int32 "
+                      "[B=2, max_pages]"),
+            std::string::npos)
+      << flashrt_last_error();
+  args.page_table = nullptr;
+  args.num_splits = -2;
+  EXPECT_EQ(flashrt_validate_decode(path.c_str(), &args, nullptr),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  std::string err = flashrt_last_error();
+  EXPECT_NE(err.find("page_table is missing"), std::string::npos) << err;
+  EXPECT_NE(err.find("num_splits = -2"), std::string::npos) << err;
+  // The other entry points refuse a decoding kernel, naming this one.
+  flashrt_tensor k = tensor(2, 2, 64, 128, 0x100000);
+  EXPECT_EQ(flashrt_validate(path.c_str(), &q, &k, &k, &o, &lse),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(flashrt_last_error()).find("flashrt_launch_decode"),
+            std::string::npos)
+      << flashrt_last_error();
+  EXPECT_EQ(flashrt_launch_decode(nullptr, &args, nullptr),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(flashrt_last_error(), "kernel or args is NULL");
+  uint64_t bytes = 0;
+  EXPECT_EQ(flashrt_decode_workspace_bytes(nullptr, &args, &bytes),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  int32_t splits = 0;
+  EXPECT_EQ(flashrt_decode_num_splits(nullptr, &args, &splits),
+            FLASHRT_ERROR_INVALID_ARGUMENT);
+  sys::fs::remove(path);
+}
+
 TEST(CApi, NoDriverIsNamed) {
   int count = -1;
   if (flashrt_device_count(&count) != FLASHRT_ERROR_NO_DRIVER)

@@ -10,6 +10,7 @@
 
 #include "flashc/Runtime/ArgValidation.h"
 #include "flashc/Runtime/Backward.h"
+#include "flashc/Runtime/Decode.h"
 #include "flashc/Runtime/Driver.h"
 #include "flashc/Runtime/KernelMetadata.h"
 #include "flashc/Runtime/ParamPacking.h"
@@ -61,6 +62,20 @@ public:
   /// The workspace bytes launchBackward needs for `args`.
   llvm::Expected<uint64_t> backwardWorkspaceBytes(const BackwardArgs &args);
 
+  /// A decoding kernel's two launches (split, then combine) on `stream`,
+  /// after validating `args` (args.numSplits 0: the rule's for this
+  /// device's SMs). `workspace` (device memory of at least
+  /// decodeWorkspaceBytes(args) bytes, 256-byte aligned) holds the splits'
+  /// outputs; without one (0) it is allocated and freed in stream order
+  /// (cuMemAllocAsync), which a CUDA graph capture cannot hold: a captured
+  /// call passes its own. Asynchronous.
+  llvm::Error launchDecode(const DecodeArgs &args, uint64_t workspace,
+                           uint64_t workspaceBytes, CUstream stream);
+  /// The workspace bytes launchDecode needs for `args` (its splits).
+  llvm::Expected<uint64_t> decodeWorkspaceBytes(const DecodeArgs &args);
+  /// The splits launchDecode would use for `args`.
+  llvm::Expected<int64_t> decodeNumSplits(const DecodeArgs &args);
+
   /// Device tensor maps this kernel holds (tma_ptr parameters), for tests.
   size_t numCachedTmaPtrs();
 
@@ -92,7 +107,7 @@ private:
   std::optional<PrimaryContext> context;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  /// A backward kernel's launches, in meta.launches' order.
+  /// A backward or decoding kernel's launches, in meta.launches' order.
   llvm::SmallVector<CUfunction, 3> launchFunctions;
   unsigned numTmaPtrParams = 0;
   bool hasTileCounter = false;

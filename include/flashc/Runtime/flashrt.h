@@ -21,7 +21,7 @@ extern "C" {
 #define FLASHRT_API
 #endif
 
-#define FLASHRT_ABI_VERSION 4
+#define FLASHRT_ABI_VERSION 5
 
 typedef enum flashrt_status {
   FLASHRT_OK = 0,
@@ -37,11 +37,12 @@ typedef enum flashrt_dtype {
   FLASHRT_DTYPE_BF16 = 0,
   FLASHRT_DTYPE_F16 = 1,
   FLASHRT_DTYPE_F32 = 2,
-  FLASHRT_DTYPE_I32 = 3, /* cu_seqlens */
+  FLASHRT_DTYPE_I32 = 3, /* cu_seqlens, page_table, cache_seqlens */
 } flashrt_dtype;
 
-/* A strided device tensor: B x H x N x D (rank 4) or B x H x N (LSE, rank 3).
- * Strides are in elements. data == NULL means "not given". */
+/* A strided device tensor: B x H x N x D (rank 4) or B x H x N (LSE, rank 3);
+ * rank 1 or 2 for cu_seqlens, page tables and lengths. Strides are in
+ * elements. data == NULL means "not given". */
 typedef struct flashrt_tensor {
   void *data;
   int32_t dtype; /* flashrt_dtype */
@@ -63,6 +64,7 @@ typedef struct flashrt_kernel_info {
   int32_t backward;      /* 1: the backward pass (flashrt_launch_backward) */
   int32_t deterministic; /* backward: dQ added in a fixed order */
   int32_t num_captures;  /* tensors the *_with_captures calls must pass */
+  int32_t decode;        /* 1: the decoding pass (flashrt_launch_decode) */
 } flashrt_kernel_info;
 
 typedef struct flashrt_kernel flashrt_kernel;
@@ -170,6 +172,58 @@ FLASHRT_API flashrt_status flashrt_backward_workspace_bytes_with_captures(
 
 FLASHRT_API flashrt_status flashrt_validate_with_captures(
     const char *metadata_path, const flashrt_launch_args *args,
+    const flashrt_captures *captures);
+
+/* The decoding pass (a kernel whose kernel.json says "pass": "decode"): O
+ * (and LSE) of a step's queries q (B x H x Sq x D) over a K/V cache. The
+ * cache is given as the kernel reads it, "B x H x N x D" views with any
+ * strides (16-byte aligned, stride 1 along D): with a paged kernel
+ * (kernel.json page_size P > 0) k_cache and v_cache are [num_pages, H_kv,
+ * P, D] (vLLM stores num_pages x P x H_kv x D pages: pass the permuted
+ * view), page_table int32 [B, max_pages] (dense) names each batch's pages
+ * in order and cache_seqlens int32 [B] (dense) its keys; with a contiguous
+ * one (page_size 0) they are [B, H_kv, Nk, D], every batch Nk keys, and
+ * page_table and cache_seqlens are NULL. H is a multiple of H_kv; o is q's
+ * shape, lse (given exactly when the kernel writes one) float32 dense B x
+ * H x Sq. The runtime never reads page_table or cache_seqlens (device
+ * memory): the kernel clamps them.
+ *
+ * Each row's keys are split over num_splits programs (0: the runtime's
+ * rule for this device's SMs, flashrt_decode_num_splits) whose outputs a
+ * second launch combines; both run on `stream` in order. They share
+ * `workspace` (device memory of at least flashrt_decode_workspace_bytes,
+ * 256-byte aligned); with workspace NULL the runtime allocates it in
+ * stream order (cuMemAllocAsync), which a CUDA graph capture cannot keep:
+ * a captured call passes its own workspace (and a fixed num_splits, or the
+ * rule's, which depends only on the shapes). `captures` is NULL when the
+ * kernel has none. Asynchronous. */
+typedef struct flashrt_decode_args {
+  const flashrt_tensor *q, *k_cache, *v_cache, *o, *lse;
+  const flashrt_tensor *page_table, *cache_seqlens;
+  int32_t num_splits;
+  void *workspace;
+  uint64_t workspace_bytes;
+  void *stream;
+} flashrt_decode_args;
+
+FLASHRT_API flashrt_status
+flashrt_launch_decode(flashrt_kernel *kernel, const flashrt_decode_args *args,
+                      const flashrt_captures *captures);
+
+/* The workspace bytes flashrt_launch_decode needs for args's tensors and
+ * the splits it would use (args->workspace and args->stream are not used). */
+FLASHRT_API flashrt_status flashrt_decode_workspace_bytes(
+    flashrt_kernel *kernel, const flashrt_decode_args *args, uint64_t *bytes);
+
+/* The splits flashrt_launch_decode would use: args->num_splits when > 0,
+ * else the runtime's rule for the shapes and the device's SM count. */
+FLASHRT_API flashrt_status flashrt_decode_num_splits(
+    flashrt_kernel *kernel, const flashrt_decode_args *args, int32_t *splits);
+
+/* flashrt_launch_decode's checks against a metadata file only (no driver;
+ * the rule assumes 132 SMs). */
+FLASHRT_API flashrt_status flashrt_validate_decode(
+    const char *metadata_path, const flashrt_decode_args *args,
     const flashrt_captures *captures);
 
 /* Checks arguments against a metadata file only: no driver, no GPU. */
