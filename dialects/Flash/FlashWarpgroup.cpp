@@ -463,11 +463,12 @@ LogicalResult WgStoreGlobalOp::verify() {
     return emitOpError("row_base needs the tensor's strides");
   if (value.isOperandA())
     return success();
-  if (isa<WgmmaRowsLayoutAttr>(value.getLayout()) &&
+  if (isa<WgmmaRowsLayoutAttr, WgmmaAccumulatorLayoutAttr>(value.getLayout()) &&
       value.getElementType().isF32())
     return success();
-  return emitOpError("stores a 16-bit #flash.wgmma_operand_a fragment or a "
-                     "64xf32 #flash.wgmma_rows vector, got ")
+  return emitOpError("stores a 16-bit #flash.wgmma_operand_a fragment, an "
+                     "f32 #flash.wgmma_accumulator or a 64xf32 "
+                     "#flash.wgmma_rows vector, got ")
          << value;
 }
 

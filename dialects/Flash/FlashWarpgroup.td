@@ -767,6 +767,8 @@ def Flash_WgStoreGlobalOp
     - A 64 x f32 `#flash.wgmma_rows` vector: `base` holds one f32 per row,
       written by the first thread of each quad (the log-sum-exp of the
       softmax).
+    - A 64 x K f32 `#flash.wgmma_accumulator` fragment (a decoding split's
+      O): `base` holds K f32 per row; each thread stores its registers.
 
     With `strides`, the tensor is not dense: row r of the fragment goes to
     element `head * head_stride + (row_base + first_row + r) * row_stride`

@@ -78,16 +78,18 @@ static FailureOr<llvm::json::Object> launchContract(gpu::GPUFuncOp kernel) {
   return std::move(*contract->getAsObject());
 }
 
-/// The backward pass's three kernels (roles pre, main and post): the main
-/// kernel's contract at the top, as a forward kernel's, and each launch in
-/// order under "launches" (docs/kernel-metadata.md).
+/// A pass of several kernels (the backward pass's roles pre, main and post;
+/// decoding's split and combine): the `mainRole` kernel's contract at the
+/// top, as a forward kernel's, and each launch in order under "launches"
+/// (docs/kernel-metadata.md).
 static FailureOr<llvm::json::Object>
-buildBackwardMetadata(ModuleOp module, ArrayRef<gpu::GPUFuncOp> kernels,
+buildLaunchesMetadata(ModuleOp module, ArrayRef<gpu::GPUFuncOp> kernels,
+                      ArrayRef<StringRef> roles, StringRef mainRole,
                       const ArtefactInfo &artefact) {
   std::optional<llvm::json::Object> main;
   StringRef mainSymbol;
   llvm::json::Array launches;
-  for (llvm::StringRef role : {"pre", "main", "post"}) {
+  for (llvm::StringRef role : roles) {
     auto found = llvm::find_if(kernels, [&](gpu::GPUFuncOp k) {
       auto launch = k->getAttrOfType<DictionaryAttr>(kLaunchAttrName);
       auto name = launch ? launch.getAs<StringAttr>("role") : StringAttr();
@@ -95,8 +97,8 @@ buildBackwardMetadata(ModuleOp module, ArrayRef<gpu::GPUFuncOp> kernels,
     });
     if (found == kernels.end())
       return module.emitError()
-             << "expected the backward kernels' roles pre, main and post; "
-             << "found no '" << role << "'";
+             << "expected the kernels' roles " << llvm::join(roles, ", ")
+             << "; found no '" << role << "'";
     gpu::GPUFuncOp kernel = *found;
     FailureOr<llvm::json::Object> contract = launchContract(kernel);
     if (failed(contract))
@@ -109,7 +111,7 @@ buildBackwardMetadata(ModuleOp module, ArrayRef<gpu::GPUFuncOp> kernels,
       if (llvm::json::Value *value = contract->get(key))
         launch[key] = *value;
     launches.push_back(std::move(launch));
-    if (role == "main") {
+    if (role == mainRole) {
       main = std::move(*contract);
       mainSymbol = kernel.getName();
     }
@@ -126,7 +128,11 @@ buildKernelMetadata(ModuleOp module, const ArtefactInfo &artefact) {
       kernels.push_back(func);
   });
   if (kernels.size() == 3)
-    return buildBackwardMetadata(module, kernels, artefact);
+    return buildLaunchesMetadata(module, kernels, {"pre", "main", "post"},
+                                 "main", artefact);
+  if (kernels.size() == 2)
+    return buildLaunchesMetadata(module, kernels, {"split", "combine"}, "split",
+                                 artefact);
   if (kernels.size() != 1)
     return module.emitError()
            << "expected exactly one gpu.func with a '" << kLaunchAttrName

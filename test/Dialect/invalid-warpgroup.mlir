@@ -277,7 +277,7 @@ func.func @truncf_shape(%s: !flash.fragment<64x32xf32, #flash.wgmma_accumulator>
 // -----
 
 func.func @store_global_partials(%p: !flash.fragment<64xf32, #flash.wgmma_row_partials>, %out: !llvm.ptr<1>, %i: i32) {
-  // expected-error @+1 {{'flash.wg.store_global' op stores a 16-bit #flash.wgmma_operand_a fragment or a 64xf32 #flash.wgmma_rows vector, got '!flash.fragment<64xf32, #flash.wgmma_row_partials>'}}
+  // expected-error @+1 {{'flash.wg.store_global' op stores a 16-bit #flash.wgmma_operand_a fragment, an f32 #flash.wgmma_accumulator or a 64xf32 #flash.wgmma_rows vector, got '!flash.fragment<64xf32, #flash.wgmma_row_partials>'}}
   flash.wg.store_global %p, %out[%i, %i], %i : !flash.fragment<64xf32, #flash.wgmma_row_partials>, !llvm.ptr<1>
   return
 }

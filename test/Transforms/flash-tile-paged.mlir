@@ -33,7 +33,7 @@
 // The values' page is the keys': one table load per key tile.
 // CHECK-NOT: memref.load %arg5
 // CHECK: memref.subview %arg2[%{{.*}}, 0, 0, 0] [1, %{{.*}}, %[[ROWS]], 128]
-// GPU: error: flash-to-gpu: a paged K/V cache is not lowered to the GPU yet (the CPU path runs it)
+// GPU: error: flash-to-gpu: a paged K/V cache is lowered to the GPU as a decoding kernel: give flash.attention splits(...)
 // BWD: error: 'flash.attention' op -flash-derive-backward: a paged K/V cache is read by decoding, which has no backward pass
 !q = memref<?x32x?x128xbf16>
 !kv = memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>

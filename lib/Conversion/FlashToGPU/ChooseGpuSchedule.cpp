@@ -121,7 +121,8 @@ struct FlashGpuSchedulePass
     sw.pingpong = sw.pingpong && allow.pingpong && spec.warpgroups == 2;
     // Packed sequences: a block per (sequence, head) query block, ranked
     // longest first by the grid (flash.wg.packed_tile).
-    sw.persistent = sw.persistent && allow.persistent && !spec.packed;
+    sw.persistent =
+        sw.persistent && allow.persistent && !spec.packed && !spec.decode;
     // Claimed tiles (and their shared-memory slots) only where a block
     // walks several tiles and causal ones differ in cost; without the mask
     // the static round robin is already balanced.
@@ -143,12 +144,14 @@ struct FlashGpuSchedulePass
     // kernel's next Q load would wait for the store.
     // (A packed sequence stores by TMA only the 64-row slabs inside it: its
     // last rows are followed by the next sequence's.)
-    sw.tmaStoreO = sw.tmaStoreO && allow.tmaStoreO &&
+    // (A decoding split stores f32 O to its scratch, by pointer.)
+    sw.tmaStoreO = sw.tmaStoreO && allow.tmaStoreO && !spec.decode &&
                    (!sw.persistent || spec.qBuffers == 2);
     // A tiles grid only: persistent kernels load the next tile's Q into
     // their second buffer, and a sections grid's blocks differ in length.
-    spec.prefetchNextBlock = prefetchNextBlock && spec.tilesGrid();
-    spec.probeStamps = probeStamps && !spec.packed;
+    spec.prefetchNextBlock =
+        prefetchNextBlock && spec.tilesGrid() && !spec.decode;
+    spec.probeStamps = probeStamps && !spec.packed && !spec.decode;
     spec.producerRegCount = producerRegsFor(spec);
     spec.consumerRegCount = consumerRegsFor(spec);
   }

@@ -44,6 +44,11 @@ void ConsumerRole::emit() {
   auto setRows = [&] {
     row0 = arith::AddIOp::create(b, rowInBlock, tile.m0);
     row1 = arith::AddIOp::create(b, row0, cI32(8));
+    // A packed decoding program's row r is query r % seq_q of its head.
+    if (spec.packGqa) {
+      row0 = arith::RemUIOp::create(b, row0, k.seqQ);
+      row1 = arith::RemUIOp::create(b, row1, k.seqQ);
+    }
   };
   if (!spec.sw.persistent)
     setRows();

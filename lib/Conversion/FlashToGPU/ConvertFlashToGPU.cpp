@@ -47,26 +47,60 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   // -flash-grid-constant-tensor-maps), 4-D over [B, H, N, D] with the
   // tensor's own strides.
   auto tensorMap = [&](StringRef tensor, int64_t rows, int64_t rank) {
-    return dict({{"kind", str("tma")},
-                 {"tensor", str(tensor)},
-                 {"box", b.getDenseI64ArrayAttr({rows, 64})},
-                 {"swizzle", i64(128)},
-                 {"rank", i64(rank)}});
+    SmallVector<std::pair<StringRef, Attribute>> entries = {
+        {"kind", str("tma")},
+        {"tensor", str(tensor)},
+        {"box", b.getDenseI64ArrayAttr({rows, 64})},
+        {"swizzle", i64(128)},
+        {"rank", i64(rank)}};
+    // A packed decoding program reads Q as [B, H_kv, G x seq_q, D].
+    if (spec.packGqa && tensor == "q")
+      entries.push_back({"view", str("group_rows")});
+    return dict(entries);
   };
-  SmallVector<Attribute> params = {
-      tensorMap("q", spec.blockM, 4), tensorMap("k", spec.blockN, 4),
-      tensorMap("v", spec.blockN, 4),
-      spec.sw.tmaStoreO ? tensorMap("o", 64, 4)
-                        : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
-  if (spec.hasLse)
+  auto value = [&](StringRef kind, StringRef name) {
+    return dict({{"kind", str(kind)}, {"value", str(name)}});
+  };
+  SmallVector<Attribute> params;
+  if (spec.decode) {
+    params = {tensorMap("q", spec.blockM, 4), tensorMap("k", spec.blockN, 4),
+              tensorMap("v", spec.blockN, 4),
+              dict({{"kind", str("workspace")}, {"name", str("partial_out")}}),
+              dict({{"kind", str("workspace")}, {"name", str("partial_lse")}})};
+    if (spec.pageSize) {
+      params.push_back(
+          dict({{"kind", str("ptr")}, {"tensor", str("page_table")}}));
+      params.push_back(
+          dict({{"kind", str("ptr")}, {"tensor", str("cache_seqlens")}}));
+    }
+    params.push_back(value("i32", "seq_q"));
+    params.push_back(value("i32", "seq_k"));
+    params.push_back(value("f32", "scale_log2"));
+    params.push_back(value("i32", "kv_group"));
+    params.push_back(value("i32", "heads"));
+    if (spec.pageSize) {
+      params.push_back(value("i32", "num_pages"));
+      params.push_back(value("i32", "page_table_cols"));
+    }
+  } else {
+    params = {tensorMap("q", spec.blockM, 4), tensorMap("k", spec.blockN, 4),
+              tensorMap("v", spec.blockN, 4),
+              spec.sw.tmaStoreO
+                  ? tensorMap("o", 64, 4)
+                  : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
+  }
+  if (spec.hasLse && !spec.decode)
     params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));
-  params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
-  params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_k")}}));
-  params.push_back(dict({{"kind", str("f32")}, {"value", str("scale_log2")}}));
-  params.push_back(dict({{"kind", str("i32")}, {"value", str("kv_group")}}));
-  if (spec.sw.persistent)
-    params.push_back(dict({{"kind", str("i32")}, {"value", str("batch")}}));
-  params.push_back(dict({{"kind", str("i32")}, {"value", str("heads")}}));
+  if (!spec.decode)
+    params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
+  if (!spec.decode) {
+    params.push_back(value("i32", "seq_k"));
+    params.push_back(value("f32", "scale_log2"));
+    params.push_back(value("i32", "kv_group"));
+    if (spec.sw.persistent)
+      params.push_back(value("i32", "batch"));
+    params.push_back(value("i32", "heads"));
+  }
   if (spec.sw.dynamicSchedule)
     params.push_back(dict({{"kind", str("tile_counter")}}));
   if (spec.packed) {
@@ -105,7 +139,10 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   };
   StringAttr gridKind = str(stringifyGridKind(spec.gridKind()));
   DictionaryAttr grid =
-      spec.gridKind() == GridKind::Persistent ? dict({{"kind", gridKind}})
+      spec.decode                               ? dict({{"kind", str("decode")},
+                                                        {"block_m", i64(spec.blockM)},
+                                                        {"splits", b.getBoolAttr(true)}})
+      : spec.gridKind() == GridKind::Persistent ? dict({{"kind", gridKind}})
       : spec.gridKind() == GridKind::Sections
           ? dict({{"kind", gridKind},
                   {"block_m", i64(spec.blockM)},
@@ -124,6 +161,13 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
       {"grid", grid},
       {"config", configDict()},
       {"params", b.getArrayAttr(params)}};
+  // A decoding program's split kernel; the combine's launch is
+  // buildCombineLaunchAttr's.
+  if (spec.decode)
+    entries.append({{"pass", str("decode")},
+                    {"role", str("split")},
+                    {"pack_gqa", b.getBoolAttr(spec.packGqa)},
+                    {"page_size", i64(spec.pageSize)}});
   // Head counts the source fixes: the runtime holds launches to them.
   if (spec.heads)
     entries.push_back({"heads", i64(spec.heads)});
@@ -146,14 +190,30 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
 
   auto genericPtr = LLVM::LLVMPointerType::get(ctx);
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> args = {genericPtr, genericPtr, genericPtr,
-                            spec.sw.tmaStoreO ? Type(genericPtr) : globalPtr};
-  if (spec.hasLse)
+  SmallVector<Type> args = {genericPtr, genericPtr, genericPtr};
+  if (spec.decode) {
+    // KernelContext's order: partial O and LSE, a paged cache's table and
+    // lengths, seq_q, seq_k, scale_log2, kv_group, heads, its pages and
+    // table columns.
+    args.append({globalPtr, globalPtr});
+    if (spec.pageSize)
+      args.append({globalPtr, globalPtr});
+    args.append({b.getI32Type(), b.getI32Type(), b.getF32Type(), b.getI32Type(),
+                 b.getI32Type()});
+    if (spec.pageSize)
+      args.append({b.getI32Type(), b.getI32Type()});
+  } else {
+    args.push_back(spec.sw.tmaStoreO ? Type(genericPtr) : globalPtr);
+  }
+  if (spec.hasLse && !spec.decode)
     args.push_back(globalPtr);
-  args.append({b.getI32Type(), b.getI32Type(), b.getF32Type(), b.getI32Type()});
+  if (!spec.decode)
+    args.append(
+        {b.getI32Type(), b.getI32Type(), b.getF32Type(), b.getI32Type()});
   if (spec.sw.persistent)
     args.push_back(b.getI32Type());
-  args.push_back(b.getI32Type());
+  if (!spec.decode)
+    args.push_back(b.getI32Type());
   if (spec.sw.dynamicSchedule)
     args.push_back(globalPtr);
   if (spec.packed) {
@@ -179,6 +239,20 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
   if (failed(emitKernel(kernelContext))) {
     module.erase();
     return failure();
+  }
+  // A decoding program's second grid: the combine kernel.
+  if (spec.decode) {
+    b.setInsertionPointToEnd(module.getBody());
+    auto combine = gpu::GPUFuncOp::create(
+        b, spec.name + "_combine",
+        b.getFunctionType(combineKernelArgs(ctx, spec), {}));
+    combine->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    combine->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                     b.getDenseI32ArrayAttr({int32_t(kCombineThreads), 1, 1}));
+    combine->setAttr(flashc::kLaunchAttrName,
+                     buildCombineLaunchAttr(ctx, spec));
+    ImplicitLocOpBuilder cb(func.getLoc(), ctx);
+    emitCombineKernel(cb, spec, &combine.getBody().front());
   }
   return module;
 }

@@ -127,13 +127,30 @@ struct StoreTilesToWg : RolePattern<StoreTileOp, ConsumerRole> {
       Value value = fragmentOf(store.getValue());
       auto type = value ? dyn_cast<FragmentType>(value.getType())
                         : FragmentType();
-      if (!type || !isa<WgmmaRowsLayoutAttr, WgmmaOperandALayoutAttr>(
-                       type.getLayout()))
+      if (!type || !(isa<WgmmaRowsLayoutAttr, WgmmaOperandALayoutAttr>(
+                         type.getLayout()) ||
+                     (role.spec.decode &&
+                      isa<WgmmaAccumulatorLayoutAttr>(type.getLayout()))))
         return failure();
       stores.push_back({store, value});
     }
     BuilderAt at(role.b, rewriter, first);
     ImplicitLocOpBuilder &b = role.b;
+    // A decoding split's O (f32, normalised) and LSE go to its block of
+    // the partial scratch, the program's rows each.
+    if (role.spec.decode) {
+      KernelContext &k = role.k;
+      for (auto [store, value] : stores) {
+        b.setInsertionPoint(store);
+        const bool rows = isa<WgmmaRowsLayoutAttr>(
+            cast<FragmentType>(value.getType()).getLayout());
+        WgStoreGlobalOp::create(b, value, rows ? k.partialLse : k.partialOut,
+                                role.tile.partialBlock, role.tile.m0,
+                                k.programRows);
+        rewriter.eraseOp(store);
+      }
+      return success();
+    }
     Value head = arith::IndexCastOp::create(b, role.k.i32, role.tile.blockY);
     Value firstRow = arith::AddIOp::create(
         b, role.tile.m0,

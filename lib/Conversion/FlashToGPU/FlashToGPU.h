@@ -99,6 +99,16 @@ struct KernelSpec {
   /// The mask_mod is that chunk and nothing else (keyChunkExactly): a key
   /// tile inside the chunk of the thread's rows skips the mask_mod.
   bool maskIsKeyChunk = false;
+  /// Split-KV decoding (flash.attention's splits, flash.split_kv): grid z
+  /// is the split, a block walks its split's share of its key tiles and
+  /// stores O (normalised, f32) and LSE to the partial scratch; a second
+  /// kernel of the module combines the splits (DecodeCombine.cpp).
+  bool decode = false;
+  /// GQA packing (flash.pack_gqa): a program's rows are its K/V head's G
+  /// query heads' seq_q queries, row r query r % seq_q of head r / seq_q.
+  bool packGqa = false;
+  /// A paged K/V cache's page size (flash.paged; 0: K and V contiguous).
+  int64_t pageSize = 0;
   /// The memref arguments the kernel takes whole, after all others: the
   /// mods' captures and the sinks (whose index is sinkCapture).
   SmallVector<CaptureArg> captures;
@@ -142,7 +152,7 @@ struct KernelSpec {
   /// kernels keep one range (the D64 and D128 causal bm128 bn128 picks
   /// would compile without spills with two; not timed).
   bool ownKeyRanges() const {
-    return causal && blockN < blockM && !keyWindow && !keyRanges;
+    return causal && blockN < blockM && !keyWindow && !keyRanges && !decode;
   }
 
   int64_t threads() const { return 128 * (warpgroups + 1); }
@@ -156,6 +166,8 @@ struct KernelSpec {
   /// mask, one block per tile: the "tiles" grid (x: query block, y:
   /// batch*head).
   GridKind gridKind() const {
+    if (decode)
+      return GridKind::Tiles;
     if (packed)
       return GridKind::Packed;
     if (sw.persistent)
@@ -219,6 +231,15 @@ struct KernelSpec {
     return oRegs() + sRegs() + (sw.overlap ? sRegs() / 2 : 0);
   }
 };
+
+/// Checks a decoding program's second grid (flash.split_kv), which
+/// combines the splits into `o` and `lse` (null: none): the combine kernel
+/// implements it (DecodeCombine.cpp). matchAttentionTileProgram checks the
+/// first as it checks any one grid.
+LogicalResult matchCombineGrid(func::FuncOp func, Value o, Value lse);
+/// The memref a view (subview, reinterpret_cast of its metadata,
+/// expand_shape) reads, through every view on the way.
+Value viewedMemref(Value view);
 
 /// Recognises the tile program `-flash-tile -flash-fuse` produce in `func`
 /// (one flash.grid, the Q load, one or two key loops, finalize, stores) and
@@ -299,6 +320,10 @@ struct TileValues {
   /// KernelSpec::keyRanges with full ranges: the keys [fullLo, fullHi)
   /// (i32) the mask_mod keeps for every row of the tile.
   Value fullLo, fullHi;
+  /// Decoding: the batch and the program's head (index; a K/V head with
+  /// packGqa), the split (index) and the partial scratch's block of the
+  /// tile's rows, split * B * Hx + batch * Hx + head (i32).
+  Value batch, programHead, split, partialBlock;
 
   /// Position of key tile j in the K/V ring: kvBase + j.
   Value ringPosition(ImplicitLocOpBuilder &b, Value j) const;
@@ -369,6 +394,10 @@ public:
   void emitSharedMemoryAndBarriers();
   /// `tile`'s bounds (flash.wg.tile_bounds) from its query block.
   void emitTileBounds(TileValues &tile);
+  /// Decoding: `tile`'s batch, head, split and bounds: the cache's length
+  /// for its batch (seqK from here on), its split's share of the key tiles
+  /// (kLo on), and those every row sees whole (nFull).
+  void emitDecodeTileBounds(TileValues &tile);
   /// KernelSpec::keyRanges: the [lo, hi) keys of `tile`'s rows, the
   /// smallest lo and largest hi of the table's entries that cover them
   /// (i32; every index clamped into the table), and with full ranges
@@ -447,6 +476,12 @@ public:
   Value cuSeqlensQ, cuSeqlensK, oStrideH, oStrideN;
   // Query heads per K/V head (i32): K and V have H / kvGroup heads.
   Value kvGroup;
+  // Decoding (KernelSpec::decode): the partial O and LSE scratch, a paged
+  // cache's page table and lengths (!llvm.ptr<1>), its pages and the
+  // table's columns (i32); the rows and heads of a program (i32: G x seq_q
+  // and H_kv with packGqa, else seq_q and H).
+  Value partialOut, partialLse, pageTable, cacheLens, numPages, tableCols;
+  Value programRows, programHeads;
   /// The captures (KernelSpec::captures), memref arguments of the kernel.
   SmallVector<Value> captures;
   // The Q, K and V tensor-map pointers as passed (!llvm.ptr), for the NVVM
@@ -643,6 +678,17 @@ private:
   /// (ProbeStamps.cpp).
   void writeProbeRecord();
 };
+
+/// Decoding's second kernel, into the entry block of a gpu.func: each
+/// block combines the splits' partial O and LSE of 64 rows of one
+/// (batch, program head) and writes O and LSE. DecodeCombine.cpp.
+void emitCombineKernel(ImplicitLocOpBuilder &b, const KernelSpec &spec,
+                       Block *entry);
+/// The combine kernel's arguments and launch contract.
+SmallVector<Type> combineKernelArgs(MLIRContext *ctx, const KernelSpec &spec);
+DictionaryAttr buildCombineLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
+/// Threads of a combine block: 4 warps, 16 rows each.
+constexpr int64_t kCombineThreads = 128;
 
 /// Builds the kernel into the entry block of a gpu.func: the block's shared
 /// memory and barriers, then the roles (flash.wg.warp_specialize), ending

@@ -82,6 +82,40 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   tmK = cast(entry->getArgument(1), tmKVType);
   tmV = cast(entry->getArgument(2), tmKVType);
   unsigned next = 3;
+  if (spec.decode) {
+    // A decoding split: the partial O and LSE, a paged cache's table and
+    // lengths, seq_q, seq_k, scale_log2, kv_group, heads and a paged
+    // cache's pages and table columns (ConvertFlashToGPU.cpp's list).
+    partialOut = entry->getArgument(next++);
+    partialLse = entry->getArgument(next++);
+    if (spec.pageSize) {
+      pageTable = entry->getArgument(next++);
+      cacheLens = entry->getArgument(next++);
+    }
+    seqQ = entry->getArgument(next++);
+    seqK = entry->getArgument(next++);
+    scaleLog2 = entry->getArgument(next++);
+    kvGroup = entry->getArgument(next++);
+    headsArg = entry->getArgument(next++);
+    if (spec.pageSize) {
+      numPages = entry->getArgument(next++);
+      tableCols = entry->getArgument(next++);
+    }
+    for (unsigned i = 0, e = spec.captures.size(); i < e; ++i)
+      captures.push_back(entry->getArgument(next++));
+    totalQ = seqQ;
+    totalK = seqK;
+    // A packed program's rows are its group's queries, its heads the K/V
+    // heads.
+    programRows = seqQ;
+    programHeads = headsArg;
+    if (spec.packGqa) {
+      programRows = arith::MulIOp::create(b, seqQ, kvGroup);
+      programHeads = arith::DivUIOp::create(b, headsArg, kvGroup);
+    }
+    constBuilder.setInsertionPoint(tmQ.getDefiningOp());
+    return;
+  }
   if (spec.sw.tmaStoreO)
     tmO = cast(entry->getArgument(next++), tmOType);
   else

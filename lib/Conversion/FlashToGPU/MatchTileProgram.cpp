@@ -50,13 +50,40 @@ struct LoopInfo {
 
 } // namespace
 
+Value mlir::flash::gpu_lowering::viewedMemref(Value view) {
+  while (true) {
+    if (auto subview = view.getDefiningOp<memref::SubViewOp>())
+      view = subview.getSource();
+    else if (auto cast = view.getDefiningOp<memref::ReinterpretCastOp>())
+      view = cast.getSource();
+    else if (auto meta = view.getDefiningOp<memref::ExtractStridedMetadataOp>())
+      view = meta.getSource();
+    else if (auto expand = view.getDefiningOp<memref::ExpandShapeOp>())
+      view = expand.getSrc();
+    else
+      return view;
+  }
+}
+
+/// The scalar reads a decoding program's key loops and grid body make of
+/// its memrefs' shapes and of a paged cache's table: what -flash-tile
+/// writes to address a page or a group of heads, which the kernel
+/// re-derives from its own arguments.
+static bool isDecodeAddressing(Operation &op) {
+  return isa<memref::DimOp, memref::LoadOp, memref::SubViewOp,
+             memref::ReinterpretCastOp, memref::ExtractStridedMetadataOp,
+             memref::ExpandShapeOp>(op);
+}
+
 static FailureOr<LoopInfo> matchKeyLoop(scf::ForOp loop, Value q, Value k,
                                         Value v, const KernelSpec &spec) {
   LoopInfo info;
   int numLoads = 0, numDots = 0, numRescales = 0, numTruncs = 0;
   for (Operation &op : loop.getBody()->without_terminator()) {
     if (auto load = dyn_cast<LoadTileOp>(op)) {
-      if (load.getSource() != k && load.getSource() != v)
+      Value source =
+          spec.decode ? viewedMemref(load.getSource()) : load.getSource();
+      if (source != k && source != v)
         return load.emitError("flash-to-gpu: a key loop may load only K and "
                               "V tiles");
       auto type = cast<RankedTensorType>(load.getType());
@@ -89,6 +116,7 @@ static FailureOr<LoopInfo> matchKeyLoop(scf::ForOp loop, Value q, Value k,
       ++numRescales;
     } else if (isa<arith::TruncFOp>(op)) {
       ++numTruncs;
+    } else if (spec.decode && isDecodeAddressing(op)) {
     } else if (!isa<arith::ArithDialect>(op.getDialect()) ||
                !llvm::all_of(op.getResultTypes(),
                              [](Type t) { return t.isIntOrIndexOrFloat(); })) {
@@ -114,16 +142,20 @@ static FailureOr<LoopInfo> matchKeyLoop(scf::ForOp loop, Value q, Value k,
 
 FailureOr<KernelSpec>
 mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
-  // Split-KV's tile program is two grids, the splits and their combine.
-  if (func->hasAttr("flash.split_kv"))
+  // Split-KV's tile program is two grids, the splits and their combine:
+  // the decoding kernels. GQA packing and a paged cache come with it.
+  const bool decode = func->hasAttr("flash.split_kv");
+  if (!decode && func->hasAttr("flash.pack_gqa"))
     return func.emitError(
-        "flash-to-gpu: split-KV is not lowered to the GPU yet (the CPU path "
-        "runs it)");
-  if (func->hasAttr("flash.pack_gqa"))
-    return func.emitError(
-        "flash-to-gpu: pack_gqa is not lowered to the GPU yet (the CPU path "
-        "runs it)");
+        "flash-to-gpu: pack_gqa is lowered to the GPU as "
+        "a decoding kernel: give flash.attention splits(...)");
+  if (!decode && func->hasAttr("flash.paged"))
+    return func.emitError("flash-to-gpu: a paged K/V cache is lowered to the "
+                          "GPU as a decoding kernel: give flash.attention "
+                          "splits(...)");
   auto grids = llvm::to_vector(func.getOps<GridOp>());
+  if (decode && grids.size() == 2)
+    grids.pop_back();
   if (grids.size() != 1) {
     if (grids.empty()) {
       WalkResult r = func.walk([](AttentionOp op) {
@@ -171,10 +203,17 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return func.emitError(
         "flash-to-gpu: missing the flash.config tile configuration");
 
-  if (func->hasAttr("flash.paged"))
-    return func.emitError(
-        "flash-to-gpu: a paged K/V cache is not lowered to the GPU yet (the "
-        "CPU path runs it)");
+  ModScoresOp decodeMods;
+  if (decode)
+    grid.walk([&](ModScoresOp op) { decodeMods = op; });
+  if (decodeMods)
+    return decodeMods.emitError(
+        "flash-to-gpu: score and mask mods and sinks with decoding "
+        "(splits) are not lowered to the GPU yet (the CPU path runs them)");
+  if (decode && !captureUses.empty())
+    return captureUses.front().user->emitError(
+        "flash-to-gpu: score and mask mods and sinks with decoding "
+        "(splits) are not lowered to the GPU yet (the CPU path runs them)");
   if (guard && !captureUses.empty())
     return captureUses.front().user->emitError(
         "flash-to-gpu: captures and sinks with packed sequences are not "
@@ -185,9 +224,19 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return failure();
 
   // Arguments: q, k, v, o [, lse], the captures, and for packed sequences
-  // cu_seqlens_q, cu_seqlens_k and max_seqlen_q.
+  // cu_seqlens_q, cu_seqlens_k and max_seqlen_q. A decoding program's
+  // page table, lengths and partial scratch are found where it reads them.
   unsigned numTensors =
       func.getNumArguments() - (guard ? 3 : 0) - captures->size();
+  if (decode) {
+    auto isLse = [](Type type) {
+      auto memref = dyn_cast<MemRefType>(type);
+      return memref && memref.getRank() == 3 && memref.getElementType().isF32();
+    };
+    numTensors =
+        func.getNumArguments() > 4 && isLse(func.getArgument(4).getType()) ? 5
+                                                                           : 4;
+  }
   if (numTensors != 4 && numTensors != 5)
     return func.emitError("flash-to-gpu: expected arguments (q, k, v, o[, "
                           "lse]")
@@ -263,6 +312,19 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
            << " is not supported: each consumer warpgroup owns 64 query rows "
               "(block_m = 64 * warpgroups)";
   spec.packed = static_cast<bool>(guard);
+  spec.decode = decode;
+  spec.packGqa = func->hasAttr("flash.pack_gqa");
+  if (func->hasAttr("flash.paged")) {
+    spec.pageSize = types[1].getDimSize(2);
+    if (ShapedType::isDynamic(spec.pageSize) || spec.pageSize % spec.blockN)
+      return func.emitError("flash-to-gpu: a paged cache's page size must be "
+                            "static and a multiple of block_n = ")
+             << spec.blockN << ", got " << types[1];
+  }
+  if (decode && spec.warpgroups != 1)
+    return func.emitError("flash-to-gpu: a decoding kernel has one consumer "
+                          "warpgroup (block_m = 64), got ")
+           << spec.warpgroups;
   spec.captures = std::move(*captures);
   spec.sinkCapture = findCapture(spec.captures, CaptureRole::Sinks);
   // The grid body, reading the arguments or (packed) the guard's views of
@@ -288,13 +350,32 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       *tensor = view;
     }
   }
+  // A decoding program stores O and LSE into its splits' scratch.
+  if (decode) {
+    auto scratch = [&](unsigned rank) -> Value {
+      for (BlockArgument arg : func.getArguments()) {
+        auto type = dyn_cast<MemRefType>(arg.getType());
+        if (type && type.getRank() == rank && type.getElementType().isF32())
+          return arg;
+      }
+      return {};
+    };
+    o = scratch(5);
+    lse = scratch(4);
+    if (!o || !lse)
+      return func.emitError("flash-to-gpu: a decoding program needs its "
+                            "partial O (rank 5) and LSE (rank 4) scratch");
+  }
+  auto sourceOf = [&](Value view) {
+    return decode ? viewedMemref(view) : view;
+  };
   LoadTileOp qLoad;
   SmallVector<scf::ForOp> loops;
   FinalizeOp finalize;
   StoreTileOp oStore, lseStore;
   for (Operation &op : *body) {
     if (auto load = dyn_cast<LoadTileOp>(op)) {
-      if (qLoad || load.getSource() != q)
+      if (qLoad || sourceOf(load.getSource()) != q)
         return load.emitError("flash-to-gpu: outside the key loops only the "
                               "Q tile may be loaded");
       auto type = cast<RankedTensorType>(load.getType());
@@ -310,9 +391,9 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
         return fin.emitError("flash-to-gpu: more than one flash.finalize");
       finalize = fin;
     } else if (auto store = dyn_cast<StoreTileOp>(op)) {
-      if (store.getDest() == o && !oStore) {
+      if (sourceOf(store.getDest()) == o && !oStore) {
         oStore = store;
-      } else if (lse && store.getDest() == lse && !lseStore) {
+      } else if (lse && sourceOf(store.getDest()) == lse && !lseStore) {
         lseStore = store;
       } else {
         return store.emitError("flash-to-gpu: unexpected flash.store_tile "
@@ -326,6 +407,7 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       // The head's sink, which the epilogue loads for the kernel's head.
     } else if (!isa<ProgramIdOp, scf::YieldOp>(op) &&
                !(guard && isa<memref::SubViewOp, memref::DimOp>(op)) &&
+               !(decode && isDecodeAddressing(op)) &&
                !isa<arith::ArithDialect>(op.getDialect())) {
       return op.emitError("flash-to-gpu: unsupported op in the tile "
                           "program: ")
@@ -424,10 +506,13 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     spec.scaleLog2 = static_cast<float>(*modScale * M_LOG2E);
   }
 
-  // O is the finalized output cast to the element type; LSE, if stored, is
-  // finalize's second result.
+  // O is the finalized output cast to the element type (a split's, f32 as
+  // it is); LSE, if stored, is finalize's second result.
   auto trunc = oStore.getValue().getDefiningOp<arith::TruncFOp>();
-  if (!trunc || trunc.getIn() != finalize.getOutput())
+  if (decode && oStore.getValue() != finalize.getOutput())
+    return oStore.emitError("flash-to-gpu: a split's O must be the output of "
+                            "flash.finalize");
+  if (!decode && (!trunc || trunc.getIn() != finalize.getOutput()))
     return oStore.emitError("flash-to-gpu: O must be the truncated output of "
                             "flash.finalize");
   if (lseStore && lseStore.getValue() != finalize.getLse())
@@ -436,11 +521,70 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   if (lse && !lseStore)
     return func.emitError("flash-to-gpu: the lse argument is never stored");
   spec.hasLse = static_cast<bool>(lseStore);
+  // A decoding program's split always stores its LSE; the call's own LSE
+  // is the combine's.
+  if (decode)
+    spec.hasLse = types.size() == 5;
   spec.keyLoops.assign(loops.begin(), loops.end());
   spec.qLoad = qLoad;
   for (Operation &op : *body)
-    if (&op == finalize.getOperation() || &op == trunc.getOperation() ||
+    if (&op == finalize.getOperation() ||
+        (trunc && &op == trunc.getOperation()) ||
         &op == oStore.getOperation() || &op == lseStore.getOperation())
       spec.epilogueOps.push_back(&op);
+  if (decode && failed(matchCombineGrid(func, func.getArgument(3),
+                                        types.size() == 5 ? func.getArgument(4)
+                                                          : Value())))
+    return failure();
   return spec;
+}
+
+LogicalResult mlir::flash::gpu_lowering::matchCombineGrid(func::FuncOp func,
+                                                          Value o, Value lse) {
+  auto grids = llvm::to_vector(func.getOps<GridOp>());
+  if (grids.size() != 2)
+    return func.emitError("flash-to-gpu: a decoding program has two grids, "
+                          "the splits and their combine; found ")
+           << grids.size();
+  GridOp grid = grids.back();
+  // The combine: one loop merging the splits (flash.merge_split), one
+  // flash.finalize, O rounded and stored, LSE stored.
+  scf::ForOp loop;
+  FinalizeOp finalize;
+  bool storesO = false;
+  for (Operation &op : grid.getBody().front()) {
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      if (loop || forOp.getBody()->getOps<MergeSplitOp>().empty())
+        return op.emitError("flash-to-gpu: the combine grid takes one loop "
+                            "over the splits (flash.merge_split)");
+      loop = forOp;
+    } else if (auto fin = dyn_cast<FinalizeOp>(op)) {
+      if (fin.getSink())
+        return fin.emitError("flash-to-gpu: sinks with decoding (splits) are "
+                             "not lowered to the GPU yet (the CPU path runs "
+                             "them)");
+      finalize = fin;
+    } else if (auto store = dyn_cast<StoreTileOp>(op)) {
+      Value dest = viewedMemref(store.getDest());
+      if (dest == o)
+        storesO = true;
+      else if (!lse || dest != lse)
+        return store.emitError("flash-to-gpu: the combine grid stores O and "
+                               "LSE only");
+    } else if (isa<LoadTileOp, MergeSplitOp>(op)) {
+      return op.emitError("flash-to-gpu: the combine grid merges splits "
+                          "only in its loop (a packed sink is not lowered "
+                          "to the GPU yet)");
+    } else if (!isa<ProgramIdOp, scf::YieldOp>(op) && !isDecodeAddressing(op) &&
+               !isa<arith::ArithDialect>(op.getDialect())) {
+      return op.emitError("flash-to-gpu: unsupported op in the combine "
+                          "grid: ")
+             << op.getName();
+    }
+  }
+  if (!loop || !finalize || !storesO)
+    return grid.emitError("flash-to-gpu: not a split-KV combine (expected a "
+                          "loop of flash.merge_split, flash.finalize and the "
+                          "store of O)");
+  return success();
 }

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -81,6 +82,26 @@ void ProducerRole::issueKV(Value j, KV which) {
   Value row = tile.firstKey(b, j, k.cIndex(spec.blockN));
   if (tile.kRow0)
     row = arith::AddIOp::create(b, tile.kRow0, row);
+  // A paged cache: the tile lies in one page (block_n divides the page
+  // size), whose index the table gives, clamped into the cache.
+  Value plane = batch;
+  if (spec.pageSize) {
+    Value pageSize = k.cIndex(spec.pageSize);
+    Value entry = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(b, arith::IndexCastOp::create(b, k.i64, batch),
+                              arith::ExtUIOp::create(b, k.i64, k.tableCols)),
+        arith::IndexCastOp::create(b, k.i64,
+                                   arith::DivUIOp::create(b, row, pageSize)));
+    Value at = LLVM::GEPOp::create(b, k.pageTable.getType(), k.i32, k.pageTable,
+                                   ValueRange{entry});
+    Value page = LLVM::LoadOp::create(b, k.i32, at, /*alignment=*/4);
+    page =
+        arith::MinSIOp::create(b, arith::MaxSIOp::create(b, page, k.cI32(0)),
+                               arith::SubIOp::create(b, k.numPages, k.cI32(1)));
+    plane = arith::IndexCastOp::create(b, k.indexTy, page);
+    row = arith::RemUIOp::create(b, row, pageSize);
+  }
   Value slotBytes = arith::MulIOp::create(b, slot, k.cIndex(spec.stageBytes()));
   struct Operand {
     KV which;
@@ -92,7 +113,7 @@ void ProducerRole::issueKV(Value j, KV which) {
     if (which != KV::Both && which != op.which)
       continue;
     Value barId = arith::AddIOp::create(b, slot, k.cIndex(op.barrier));
-    WgTmaLoadTileOp::create(b, op.map, row, ValueRange{kvHead, batch}, k.smem,
+    WgTmaLoadTileOp::create(b, op.map, row, ValueRange{kvHead, plane}, k.smem,
                             k.shift, slotBytes, /*buffer=*/Value(), k.bar,
                             barId, spec.headDim, b.getI64IntegerAttr(op.offset),
                             /*bufferBytes=*/IntegerAttr());
@@ -102,6 +123,11 @@ void ProducerRole::issueKV(Value j, KV which) {
 void ProducerRole::setPlanes() {
   // Query head h reads K/V head h / G (grouped-query attention).
   std::tie(batch, head) = k.batchAndHead(tile.blockY);
+  // A packed decoding program's head is the K/V head.
+  if (spec.packGqa) {
+    kvHead = head;
+    return;
+  }
   Value group = arith::IndexCastOp::create(b, k.indexTy, k.kvGroup);
   kvHead = arith::DivUIOp::create(b, head, group);
 }

@@ -23,6 +23,7 @@
 
 #include "Flash/FlashOps.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -33,6 +34,9 @@ namespace {
 
 /// The tensor map a tile program memref stands for.
 Value tensorMapOf(Value memref) {
+  // A decoding program reads a page of K or V through a view of it.
+  if (auto view = memref.getDefiningOp<memref::SubViewOp>())
+    memref = view.getSource();
   auto cast = memref.getDefiningOp<UnrealizedConversionCastOp>();
   if (!cast || cast->getNumOperands() != 1)
     return {};

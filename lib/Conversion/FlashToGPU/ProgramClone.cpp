@@ -46,10 +46,13 @@ ProgramClone::ProgramClone(KernelContext &k, StringRef role,
       return;
     }
     // A packed sequence's view of Q, K or V reads its tensor map too (the
-    // roles add the sequence's first row).
+    // roles add the sequence's first row), as do a decoding program's
+    // views of a group of heads or a page.
     Value tensor = value;
     if (auto view = value.getDefiningOp<memref::SubViewOp>())
       tensor = view.getSource();
+    if (k.spec.decode)
+      tensor = viewedMemref(value);
     auto arg = dyn_cast<BlockArgument>(tensor);
     if (arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
         arg.getArgNumber() < 3) {
@@ -106,6 +109,31 @@ LogicalResult ProgramClone::lower(FrozenRewritePatternSet patterns) {
     sink->erase();
   block->walk([](scf::ForOp loop) { loop->removeAttr(kKeyTileLoopAttrName); });
 
+  // What the rewrite left without uses: the tiles' casts, the fragments of
+  // registers, the key offsets, a decoding program's reads of its page
+  // table (placeholders aside, which are checked next).
+  llvm::SmallPtrSet<Operation *, 8> kept(placeholders.begin(),
+                                         placeholders.end());
+  ImplicitLocOpBuilder &b = k.b;
+  Operation *end =
+      b.getInsertionPoint() == block->end() ? nullptr : &*b.getInsertionPoint();
+  auto eraseDead = [&] {
+    for (bool erased = true; erased;) {
+      erased = false;
+      Operation *op = before ? before->getNextNode() : &block->front();
+      while (op != end) {
+        Operation *next = op->getNextNode();
+        op->walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *nested) {
+          if (!kept.contains(nested) && isOpTriviallyDead(nested)) {
+            nested->erase();
+            erased = true;
+          }
+        });
+        op = next;
+      }
+    }
+  };
+
   // Every program op and placeholder use must be gone.
   WalkResult left = block->walk([&](Operation *op) {
     if (op->hasAttr(kKeyLoopAttrName) ||
@@ -119,6 +147,7 @@ LogicalResult ProgramClone::lower(FrozenRewritePatternSet patterns) {
   });
   if (left.wasInterrupted())
     return failure();
+  eraseDead();
   for (Operation *placeholder : placeholders) {
     if (!placeholder->use_empty()) {
       Operation *user = *placeholder->user_begin();
@@ -129,26 +158,8 @@ LogicalResult ProgramClone::lower(FrozenRewritePatternSet patterns) {
     }
     placeholder->erase();
   }
-
-  // What the rewrite left without uses: the tiles' casts, the fragments of
-  // registers, the key offsets.
-  ImplicitLocOpBuilder &b = k.b;
-  Operation *end =
-      b.getInsertionPoint() == block->end() ? nullptr : &*b.getInsertionPoint();
-  for (bool erased = true; erased;) {
-    erased = false;
-    Operation *op = before ? before->getNextNode() : &block->front();
-    while (op != end) {
-      Operation *next = op->getNextNode();
-      op->walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *nested) {
-        if (isOpTriviallyDead(nested)) {
-          nested->erase();
-          erased = true;
-        }
-      });
-      op = next;
-    }
-  }
+  kept.clear();
+  eraseDead();
   // A tile that no pattern consumed (O's rounding without its store, say).
   WalkResult tiles = block->walk([&](UnrealizedConversionCastOp cast) {
     if (llvm::any_of(cast->getResultTypes(),

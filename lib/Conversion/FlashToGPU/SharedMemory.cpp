@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -81,6 +82,8 @@ void KernelContext::emitSharedMemoryAndBarriers() {
 }
 
 void KernelContext::emitTileBounds(TileValues &tile) {
+  if (spec.decode)
+    return emitDecodeTileBounds(tile);
   // Under the mask the query blocks end at seq_q (a sections grid or a
   // persistent kernel gives the count), not with the TMA store of O: a box
   // that starts before row 0 faults (CUDA_ERROR_ILLEGAL_INSTRUCTION on the
@@ -140,6 +143,60 @@ void KernelContext::emitTileBounds(TileValues &tile) {
     tile.nHi = countFrom(tile.nHi);
     tile.kLoIdx = arith::IndexCastOp::create(b, indexTy, kLo);
   }
+  tile.nFullIdx = arith::IndexCastOp::create(b, indexTy, tile.nFull);
+  tile.nHiIdx = arith::IndexCastOp::create(b, indexTy, tile.nHi);
+  tile.m0Idx = arith::IndexCastOp::create(b, indexTy, tile.m0);
+}
+
+void KernelContext::emitDecodeTileBounds(TileValues &tile) {
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, i32, index);
+  };
+  std::tie(tile.batch, tile.programHead) = batchAndHead(tile.blockY);
+  tile.split = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value splits = toI32(gpu::GridDimOp::create(b, gpu::Dimension::z));
+  Value programs = toI32(gpu::GridDimOp::create(b, gpu::Dimension::y));
+  // The split's rows in the scratch: [S, B, Hx, rows] in the program's
+  // order (grid y is batch * Hx + head).
+  tile.partialBlock = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, toI32(tile.split), programs),
+      toI32(tile.blockY));
+  // A paged cache's keys are its batch's length, clamped to the table's
+  // pages (the program's clamp): from here on the mask's seq_k.
+  if (spec.pageSize) {
+    Value batch64 = arith::IndexCastOp::create(b, i64, tile.batch);
+    Value at = LLVM::GEPOp::create(b, cacheLens.getType(), i32, cacheLens,
+                                   ValueRange{batch64});
+    Value len = LLVM::LoadOp::create(b, i32, at, /*alignment=*/4);
+    Value pagesEnd = arith::MulIOp::create(b, tableCols, cI32(spec.pageSize));
+    seqK = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, len, cI32(0)),
+                                  pagesEnd);
+  }
+  tile.m0 = arith::MulIOp::create(b, tile.blockX32, cI32(spec.blockM));
+  Value bn = cI32(spec.blockN);
+  Value tiles = arith::CeilDivUIOp::create(b, seqK, bn);
+  // The keys every query sees whole: all of them, or under the causal mask
+  // (aligned to the cache's end) those before the first query's position.
+  Value fullKeys = seqK;
+  if (spec.causal)
+    fullKeys = arith::MaxSIOp::create(
+        b,
+        arith::AddIOp::create(b, arith::SubIOp::create(b, seqK, seqQ), cI32(1)),
+        cI32(0));
+  Value fullTiles = arith::DivUIOp::create(b, fullKeys, bn);
+  // The split's equal share of whole key tiles (-flash-tile's rule); a
+  // split past the last tile has none and writes O = 0, LSE = -inf.
+  Value share = arith::CeilDivUIOp::create(b, tiles, splits);
+  Value kLo = arith::MinUIOp::create(
+      b, arith::MulIOp::create(b, toI32(tile.split), share), tiles);
+  tile.nHi =
+      arith::MinUIOp::create(b, share, arith::SubIOp::create(b, tiles, kLo));
+  tile.nFull = arith::MinSIOp::create(
+      b,
+      arith::MaxSIOp::create(b, arith::SubIOp::create(b, fullTiles, kLo),
+                             cI32(0)),
+      tile.nHi);
+  tile.kLoIdx = arith::IndexCastOp::create(b, indexTy, kLo);
   tile.nFullIdx = arith::IndexCastOp::create(b, indexTy, tile.nFull);
   tile.nHiIdx = arith::IndexCastOp::create(b, indexTy, tile.nHi);
   tile.m0Idx = arith::IndexCastOp::create(b, indexTy, tile.m0);
@@ -205,7 +262,9 @@ std::pair<Value, Value> KernelContext::batchAndHead(Value batchHead) {
   // A packed kernel's tensors are one batch of every sequence's rows.
   if (spec.packed)
     return {cIndex(0), batchHead};
-  Value heads = arith::IndexCastOp::create(b, indexTy, headsArg);
+  // A decoding program's heads are K/V heads where it packs their groups.
+  Value heads = arith::IndexCastOp::create(
+      b, indexTy, spec.decode ? programHeads : headsArg);
   return {arith::DivUIOp::create(b, batchHead, heads),
           arith::RemUIOp::create(b, batchHead, heads)};
 }

@@ -69,7 +69,7 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
                                .getResult();
       Value inBounds =
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, numRows);
-      if (!type.isOperandA())
+      if (isa<WgmmaRowsLayoutAttr>(type.getLayout()))
         inBounds = arith::AndIOp::create(
             b, inBounds,
             arith::CmpIOp::create(b, arith::CmpIPredicate::eq, at.quad,
@@ -83,7 +83,9 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
         Value globalRow = arith::AddIOp::create(b, headRow0, row);
         globalRow64 = arith::ExtUIOp::create(b, b.getI64Type(), globalRow);
       }
-      if (!type.isOperandA()) {
+      const bool accumulator =
+          isa<WgmmaAccumulatorLayoutAttr>(type.getLayout());
+      if (!type.isOperandA() && !accumulator) {
         Value index = strided ? stridedRowStart(row) : globalRow64;
         Value ptr = LLVM::GEPOp::create(b, ptrType, b.getF32Type(), base,
                                         ValueRange{index});
@@ -100,6 +102,20 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
       Value column = arith::ExtUIOp::create(
           b, b.getI64Type(), arith::MulIOp::create(b, at.quad, c32(2)));
       Value rowColumn = arith::AddIOp::create(b, rowStart, column);
+      // An f32 accumulator: register i at column columnInGroup(i) + 2 quad
+      // of row half rowHalf(i), each its own word.
+      if (accumulator) {
+        for (auto [i, reg] : llvm::enumerate(registers)) {
+          if (rowHalf(i) != r)
+            continue;
+          Value index =
+              arith::AddIOp::create(b, rowColumn, c64(columnInGroup(i)));
+          Value ptr = LLVM::GEPOp::create(b, ptrType, b.getF32Type(), base,
+                                          ValueRange{index});
+          LLVM::StoreOp::create(b, reg, ptr, /*alignment=*/4);
+        }
+        continue;
+      }
       for (int64_t g = 0; g < columns / 8; ++g) {
         Value index = arith::AddIOp::create(b, rowColumn, c64(8 * g));
         Value ptr = LLVM::GEPOp::create(b, ptrType, type.getElementType(),

@@ -1,0 +1,74 @@
+// RUN: flash-opt %s -split-input-file -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu -verify-diagnostics
+
+// A paged cache is lowered as a decoding kernel, which splits the keys.
+!q = memref<?x?x?x128xbf16>
+!kv = memref<?x?x64x128xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @+1 {{flash-to-gpu: a paged K/V cache is lowered to the GPU as a decoding kernel: give flash.attention splits(...)}}
+func.func @paged_unsplit(%q: !q, %k: !kv, %v: !kv, %o: !q,
+                         %t: memref<?x?xi32>, %l: memref<?xi32>) {
+  flash.attention %q, %k, %v -> %o paged(%t : memref<?x?xi32>, %l : memref<?xi32>)
+      {config = #flash.config<block_m = 64, block_n = 64, stages = 4, warpgroups = 1>}
+      : !q, !kv, !kv -> !q
+  return
+}
+
+// -----
+
+!q = memref<?x?x?x128xbf16>
+// expected-error @+1 {{flash-to-gpu: pack_gqa is lowered to the GPU as a decoding kernel: give flash.attention splits(...)}}
+func.func @packed_unsplit(%q: !q, %k: !q, %v: !q, %o: !q) {
+  flash.attention %q, %k, %v -> %o
+      {pack_gqa, config = #flash.config<block_m = 64, block_n = 64, stages = 4, warpgroups = 1>}
+      : !q, !q, !q -> !q
+  return
+}
+
+// -----
+
+// One consumer warpgroup: a decoding tile is 64 rows.
+!q = memref<?x?x?x128xbf16>
+// expected-error @+1 {{flash-to-gpu: a decoding kernel has one consumer warpgroup (block_m = 64), got 2}}
+func.func @two_consumers(%q: !q, %k: !q, %v: !q, %o: !q,
+                         %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {
+  flash.attention %q, %k, %v -> %o
+      splits(%po : memref<?x?x?x?x128xf32>, %pl : memref<?x?x?x?xf32>)
+      {config = #flash.config<block_m = 128, block_n = 64, stages = 2, warpgroups = 2>}
+      : !q, !q, !q -> !q
+  return
+}
+
+// -----
+
+// Score mods and sinks with decoding run on the CPU path only, for now.
+!q = memref<?x?x?x128xbf16>
+func.func @softcap(%q: !q, %k: !q, %v: !q, %o: !q,
+                   %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {
+  // expected-error @+1 {{flash-to-gpu: score and mask mods and sinks with decoding (splits) are not lowered to the GPU yet (the CPU path runs them)}}
+  flash.attention %q, %k, %v -> %o
+      splits(%po : memref<?x?x?x?x128xf32>, %pl : memref<?x?x?x?xf32>)
+      {config = #flash.config<block_m = 64, block_n = 64, stages = 4, warpgroups = 1>}
+      : !q, !q, !q -> !q
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %q_idx: index, %kv_idx: index):
+      %cap = arith.constant 50.0 : f32
+      %x = arith.divf %s, %cap : f32
+      %t = math.tanh %x : f32
+      %capped = arith.mulf %t, %cap : f32
+      flash.yield %capped : f32
+    }
+  return
+}
+
+// -----
+
+!q = memref<?x?x?x128xbf16>
+func.func @sinks(%q: !q, %k: !q, %v: !q, %o: !q, %sinks: memref<?xf32>,
+                 %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {
+  // expected-error @+1 {{flash-to-gpu: sinks with decoding (splits) are not lowered to the GPU yet (the CPU path runs them)}}
+  flash.attention %q, %k, %v -> %o
+      splits(%po : memref<?x?x?x?x128xf32>, %pl : memref<?x?x?x?xf32>)
+      sinks(%sinks : memref<?xf32>)
+      {config = #flash.config<block_m = 64, block_n = 64, stages = 4, warpgroups = 1>}
+      : !q, !q, !q -> !q
+  return
+}

@@ -1,0 +1,22 @@
+// REQUIRES: ptxas
+// A decoding step compiles to one cubin of two kernels, the splits and
+// their combine, neither spilling; kernel.json is the decoding pass of two
+// launches.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: flashc %S/../Conversion/Inputs/decode-paged.mlir -o %t/kernel.cubin --resource-usage 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --input-file %t/kernel.json
+
+// PTXAS: Compiling entry function 'decode_combine' for 'sm_90a'
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Compiling entry function 'decode' for 'sm_90a'
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// CHECK: "kernel": "decode"
+// CHECK: "launches": [
+// CHECK: "kernel": "decode"
+// CHECK: "role": "split"
+// CHECK: "kernel": "decode_combine"
+// CHECK: "role": "combine"
+// CHECK: "pack_gqa": true
+// CHECK: "page_size": 256
+// CHECK: "pass": "decode"
