@@ -114,6 +114,14 @@ class _BackwardArgs(ctypes.Structure):
         ("stream", ctypes.c_void_p)]
 
 
+class _DecodeArgs(ctypes.Structure):
+    _fields_ = [(n, ctypes.POINTER(_Tensor)) for n in
+                ("q", "k_cache", "v_cache", "o", "lse", "page_table",
+                 "cache_seqlens")] + [
+        ("num_splits", ctypes.c_int32), ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_uint64), ("stream", ctypes.c_void_p)]
+
+
 class _Info(ctypes.Structure):
     _fields_ = [("dtype", ctypes.c_int32), ("head_dim", ctypes.c_int32),
                 ("causal", ctypes.c_int32), ("has_lse", ctypes.c_int32),
@@ -197,6 +205,14 @@ def runtime_library():
         lib.flashrt_backward_workspace_bytes_with_captures.argtypes = [
             ctypes.c_void_p, P(_BackwardArgs), P(_Captures),
             P(ctypes.c_uint64)]
+        lib.flashrt_launch_decode.argtypes = [ctypes.c_void_p, P(_DecodeArgs),
+                                              P(_Captures)]
+        lib.flashrt_decode_workspace_bytes.argtypes = [
+            ctypes.c_void_p, P(_DecodeArgs), P(ctypes.c_uint64)]
+        lib.flashrt_decode_num_splits.argtypes = [
+            ctypes.c_void_p, P(_DecodeArgs), P(ctypes.c_int32)]
+        lib.flashrt_validate_decode.argtypes = [ctypes.c_char_p,
+                                                P(_DecodeArgs), P(_Captures)]
         if lib.flashrt_abi_version() != _ABI_VERSION:
             raise FlashcError(6, f"libflashrt ABI {lib.flashrt_abi_version()}"
                               f" is not the {_ABI_VERSION} this wrapper "
@@ -231,7 +247,7 @@ def _describe(name, t):
     if code is None:
         raise FlashcError(4, f"{name} has dtype {t.dtype}; flashc kernels "
                           "take bfloat16/float16 (float32 for lse, int32 for "
-                          "cu_seqlens)")
+                          "cu_seqlens, page tables and cache lengths)")
     rank = t.dim()
     if rank > 4:
         raise FlashcError(4, f"{name} has {rank} dimensions")
@@ -324,6 +340,7 @@ class Kernel:
         self.backward_pass = bool(info.backward)
         self.deterministic = bool(info.deterministic)
         self.num_captures = info.num_captures
+        self.decode_pass = bool(info.decode)
 
     @property
     def dtype(self):
@@ -568,6 +585,137 @@ class Kernel:
             handle, ctypes.byref(args), ctypes.byref(held)))
         return dq, dk, dv
 
+    def _decode_args(self, q, k_cache, v_cache, cache_seqlens, page_table,
+                     out, lse, num_splits):
+        """(args, out, lse) of a decoding call: the runtime's
+        flashrt_decode_args over the kernel's views of the caches (args
+        keeps their descriptors alive); out and lse allocated where
+        None."""
+        import operator
+        import torch
+        if not self.decode_pass:
+            raise FlashcError(4, f"kernel {self.name} is no decoding kernel "
+                              "(kernel.json's \"pass\" is not \"decode\"): "
+                              "call it as kernel(q, k, v)")
+        try:
+            splits = operator.index(num_splits)
+        except TypeError:
+            raise FlashcError(4, f"num_splits is a "
+                              f"{type(num_splits).__name__}, not an "
+                              "integer") from None
+        for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+            if not isinstance(t, torch.Tensor):
+                raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "
+                                  "tensor")
+            if t.dim() != 4:
+                what = ("batch x heads x seq_q x head_dim" if name == "q" else
+                        "num_pages x page_size x kv_heads x head_dim (paged) "
+                        "or batch x seq_k x kv_heads x head_dim")
+                raise FlashcError(4, f"{name} has {t.dim()} dimensions; "
+                                  f"flashc takes {what}")
+        # vLLM's pages (num_pages x P x H_kv x D) and flash_attn's contiguous
+        # cache (B x Nk x H_kv x D) alike, as the kernel's [., H_kv, ., D]
+        # views: no copy.
+        views = [("q", q), ("k_cache", k_cache.transpose(1, 2)),
+                 ("v_cache", v_cache.transpose(1, 2))]
+        if out is None:
+            out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        views.append(("o", out))
+        if self.has_lse and lse is None:
+            lse = torch.empty(q.shape[:3], dtype=torch.float32,
+                              device=q.device)
+        views.append(("lse", lse))
+        views += [("page_table", page_table),
+                  ("cache_seqlens", cache_seqlens)]
+        descs = [None if t is None else _describe(n, t) for n, t in views]
+        args = _DecodeArgs(*(None if d is None else ctypes.pointer(d)
+                             for d in descs))
+        args.num_splits = splits
+        args._keep = descs
+        return args, out, lse
+
+    def decode_workspace_bytes(self, q, k_cache, v_cache, cache_seqlens=None,
+                               page_table=None, num_splits=0):
+        """The bytes of workspace .decode needs for these tensors and
+        num_splits (0: the runtime's rule); the tensors' contents are not
+        read."""
+        args, _, _ = self._decode_args(q, k_cache, v_cache, cache_seqlens,
+                                       page_table, None, None, num_splits)
+        need = ctypes.c_uint64()
+        _check(runtime_library().flashrt_decode_workspace_bytes(
+            self._handle(q.device.index), ctypes.byref(args),
+            ctypes.byref(need)))
+        return need.value
+
+    def decode_num_splits(self, q, k_cache, v_cache, cache_seqlens=None,
+                          page_table=None, num_splits=0):
+        """The splits .decode uses: num_splits where > 0, else the
+        runtime's rule for the shapes and the device's SM count."""
+        args, _, _ = self._decode_args(q, k_cache, v_cache, cache_seqlens,
+                                       page_table, None, None, num_splits)
+        n = ctypes.c_int32()
+        _check(runtime_library().flashrt_decode_num_splits(
+            self._handle(q.device.index), ctypes.byref(args),
+            ctypes.byref(n)))
+        return n.value
+
+    def decode(self, q, k_cache, v_cache, cache_seqlens=None,
+               page_table=None, out=None, lse=None, num_splits=0,
+               workspace=None, captures=()):
+        """A decoding kernel's step (kernel.json "pass": "decode"): returns
+        O (B x H x Sq x D), or (O, LSE) if the kernel writes LSE (float32
+        B x H x Sq, natural log).
+
+        q is B x H x Sq x D, the step's Sq new tokens, their keys already
+        the cache's last positions. A paged kernel takes vLLM's pages,
+        k_cache and v_cache num_pages x P x H_kv x D (P the kernel's page
+        size), with page_table (int32 B x max_pages, contiguous: batch b's
+        key j is in page page_table[b, j // P]) and cache_seqlens (int32
+        [B], contiguous: its keys); a contiguous kernel takes
+        flash_attn_with_kvcache's B x Nk x H_kv x D cache, every batch Nk
+        keys, and neither (None). H is a multiple of H_kv. The caches are
+        passed as the kernel's views of them (a transpose, no copy): any
+        strides with D contiguous and 16-byte aligned. The runtime does not
+        read page_table or cache_seqlens (on the device): the kernel clamps
+        them.
+
+        num_splits (>= 1) splits each row's keys over that many programs,
+        whose outputs a second launch combines; 0 lets the runtime choose
+        from the shapes and the SM count (decode_num_splits). `workspace`
+        (a CUDA tensor of at least decode_workspace_bytes bytes) holds the
+        splits' outputs; without one it is allocated here (torch.empty on
+        q's device, in the current stream's order). A CUDA graph capturing
+        the call should pass one allocated before the capture, so that
+        replays reuse it. O and LSE are new contiguous tensors unless out=
+        (q's rules) and lse= (contiguous) are given; `captures` as
+        __call__'s. Launched on torch's current stream of q's device. Not
+        differentiable.
+        """
+        import torch
+        args, out, lse = self._decode_args(q, k_cache, v_cache, cache_seqlens,
+                                           page_table, out, lse, num_splits)
+        lib = runtime_library()
+        handle = self._handle(q.device.index)
+        if workspace is None:
+            need = ctypes.c_uint64()
+            _check(lib.flashrt_decode_workspace_bytes(
+                handle, ctypes.byref(args), ctypes.byref(need)))
+            workspace = torch.empty(need.value, dtype=torch.uint8,
+                                    device=q.device)
+        elif not isinstance(workspace, torch.Tensor):
+            raise FlashcError(4, f"workspace is a {type(workspace).__name__}"
+                              ", not a tensor")
+        elif workspace.device != q.device or not workspace.is_contiguous():
+            raise FlashcError(4, f"workspace must be a contiguous tensor on "
+                              f"q's device {q.device}")
+        args.workspace = workspace.data_ptr() or None
+        args.workspace_bytes = workspace.numel() * workspace.element_size()
+        args.stream = torch.cuda.current_stream(q.device).cuda_stream
+        held = _capture_descriptors(captures)
+        _check(lib.flashrt_launch_decode(handle, ctypes.byref(args),
+                                         ctypes.byref(held)))
+        return (out, lse) if self.has_lse else out
+
     def __repr__(self):
         return (f"flashc.Kernel({self.name!r}, {self.arch}, D={self.head_dim}"
                 f", causal={self.causal}, lse={self.has_lse})")
@@ -737,24 +885,37 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
                            pack_gqa=None, softcap=None, window=None,
                            chunk_size=None, sinks=None, out=None,
                            return_lse=False):
-    """A decoding step over a paged K/V cache (docs/decoding.md), as
+    """A decoding step over a K/V cache (docs/decoding.md), as
     FlashAttention's flash_attn_with_kvcache and vLLM take it.
 
     q is B x H x Sq x D (the step's Sq new tokens, their keys already in
-    the cache); k_cache and v_cache vLLM's pages, num_pages x page_size x
-    Hkv x D (page_size a multiple of 16 up to 1024); page_table int32 B x
-    max_pages names each batch's pages in order, cache_seqlens int32 [B]
-    its cached keys. `causal` aligns the mask to the cache's end, and
-    softcap, window and chunk_size count from each query's position
-    there; `sinks` as attention()'s. num_splits (default 1) splits each
-    row's keys over that many programs and combines their outputs by
-    their LSEs (split-KV); pack_gqa computes a K/V head's query heads as
-    one tile (default: where there are several). Returns O, or (O, LSE) with
-    return_lse.
+    the cache). A paged cache: k_cache and v_cache vLLM's pages,
+    num_pages x page_size x Hkv x D (page_size a multiple of 16 up to
+    1024); page_table int32 B x max_pages names each batch's pages in
+    order, cache_seqlens int32 [B] its cached keys. On CUDA tensors
+    page_table may be None: then k_cache and v_cache are
+    flash_attn_with_kvcache's contiguous B x Nk x Hkv x D cache, every
+    batch's Nk keys read, and cache_seqlens is None or all Nk (checked
+    where it is a CPU tensor; on CUDA it is not read, and other lengths
+    are not honoured: pass a page_table for those). `causal` aligns the
+    mask to the cache's end, and softcap, window and chunk_size count from
+    each query's position there; `sinks` as attention()'s. num_splits
+    splits each row's keys over that many programs and combines their
+    outputs by their LSEs (split-KV): on CPU tensors the default is 1, on
+    CUDA None lets the runtime choose from the shapes and the GPU's SMs
+    (FlashAttention's efficiency-of-waves rule). pack_gqa computes a K/V
+    head's query heads as one tile (default: where there are several).
+    Returns O, or (O, LSE) with return_lse (float32 B x H x Sq).
 
-    CPU tensors (and numpy arrays, flashc.cpu.attention_with_kvcache) run
-    the CPU path; the GPU kernel for a paged cache is not built yet, and
-    CUDA tensors raise FlashcError saying so."""
+    CUDA tensors run the variant's GPU decoding kernel
+    ("<dtype>-d<D>...[-paged<P>]-splits[-packgqa]", compiled on first use
+    or taken from FLASHC_LIBRARY as attention()'s; Kernel.decode), the
+    caches read through views of them, no copies; its scratch comes from
+    torch's allocator on the current stream. Where the GPU compiler does
+    not take a variant yet (small pages, some mods with decoding) its
+    message is raised as FlashcError. Forward only. CPU tensors (and
+    numpy arrays, flashc.cpu.attention_with_kvcache) run the CPU path,
+    which takes a paged cache."""
     global _ops
     if _ops is None:
         from . import ops as _ops

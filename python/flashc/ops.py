@@ -43,6 +43,7 @@ _devices = {}   # device index -> (arch, name)
 _kernels = {}   # (dtype, D, causal, scale, device, bucket) -> Kernel
 _loaded = {}    # (cubin path, device) -> Kernel
 _varlen_kernels = {}  # (dtype, D, causal, scale, device) -> Kernel
+_decode_kernels = {}  # ("decode", dtype, D, ..., device) -> Kernel
 
 
 def _check(q, k, v, packed=False):
@@ -710,14 +711,146 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     return (o, lse) if return_lse else o
 
 
+def decode_kernel_for(q, causal, scale, softcap, window, chunk_size, sinks,
+                      page_size, pack_gqa):
+    """The loaded decoding Kernel for q's dtype and head dim: the variant
+    "...[-paged<P>]-splits[-packgqa]" (the GPU kernel always takes the
+    split form; page_size None: a contiguous cache) with its default
+    config (no tuning database has decoding entries)."""
+    dev = _device_of(q)
+    memo = ("decode", q.dtype, q.shape[-1], bool(causal), scale, softcap,
+            window, chunk_size, bool(sinks), page_size, bool(pack_gqa), dev)
+
+    def binary():
+        variant = _variant(q, causal=causal, scale=scale, softcap=softcap,
+                           window=window, chunk_size=chunk_size, sinks=sinks,
+                           page_size=page_size, splits=True,
+                           pack_gqa=pack_gqa)
+        arch, gpu = _device_info(dev)
+        return _library.kernel_binary(variant, arch, gpu, None)
+    return _cached_kernel(_decode_kernels, memo, dev, binary)
+
+
+def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
+                  scale, num_splits, pack_gqa, softcap, window, chunk_size,
+                  sinks, out, return_lse):
+    """attention_with_kvcache on CUDA tensors: the variant's decoding
+    kernel (Kernel.decode) on the caches' views, no copies."""
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if not isinstance(t, torch.Tensor):
+            raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "
+                              "torch.Tensor")
+        if t.dtype != q.dtype:
+            raise FlashcError(4, f"{name} is {t.dtype} but q is {q.dtype}")
+    if q.dtype not in _DTYPES:
+        raise FlashcError(4, f"q is {q.dtype}; flashc takes bfloat16 or "
+                          "float16")
+    paged = page_table is not None
+    cache_dims = ("num_pages x page_size x kv_heads x head_dim" if paged else
+                  "batch x seq_k x kv_heads x head_dim (no page_table: a "
+                  "contiguous cache)")
+    if q.dim() != 4:
+        raise FlashcError(4, f"q is {tuple(q.shape)}; flashc takes batch x "
+                          "heads x seq_q x head_dim")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dim() != 4:
+            raise FlashcError(4, f"{name} is {tuple(t.shape)}; flashc takes "
+                              f"{cache_dims}")
+    if k_cache.shape != v_cache.shape:
+        raise FlashcError(4, f"k_cache is {tuple(k_cache.shape)} but v_cache "
+                          f"is {tuple(v_cache.shape)}")
+    b, h, _, d = q.shape
+    kv_heads = k_cache.shape[2]
+    if kv_heads < 1 or h % kv_heads:
+        raise FlashcError(4, f"q has {h} heads and k_cache {kv_heads}: "
+                          "grouped-query attention needs the query heads to "
+                          "be a multiple of the K/V heads")
+    if paged:
+        if cache_seqlens is None:
+            raise FlashcError(4, "cache_seqlens is None: a paged cache "
+                              "(page_table) needs each batch's number of "
+                              "cached keys")
+        page_size = k_cache.shape[1]
+        lens = cache_seqlens
+    else:
+        # Every batch's whole Nk keys: lengths on the host are checked
+        # here; on the device they are not read (a synchronisation), the
+        # kernel reading Nk keys whatever they hold.
+        nk = k_cache.shape[1]
+        if k_cache.shape[0] != b:
+            raise FlashcError(4, f"k_cache is {tuple(k_cache.shape)}; without "
+                              f"a page_table flashc takes a contiguous cache, "
+                              f"batch x seq_k x kv_heads x head_dim, of q's "
+                              f"batch {b}")
+        if cache_seqlens is not None:
+            if not isinstance(cache_seqlens, torch.Tensor):
+                raise FlashcError(4, f"cache_seqlens is a "
+                                  f"{type(cache_seqlens).__name__}, not a "
+                                  "torch.Tensor")
+            if cache_seqlens.device.type == "cpu" and (
+                    tuple(cache_seqlens.shape) != (b,)
+                    or not bool((cache_seqlens == nk).all())):
+                raise FlashcError(
+                    4, f"cache_seqlens {cache_seqlens.tolist()}: a contiguous "
+                    f"cache (no page_table) is read whole, its {nk} keys for "
+                    "every batch; pass a page_table for caches of other "
+                    "lengths")
+        page_size = None
+        lens = None
+    try:
+        # None: the runtime's rule (the SM count and the shapes), 0 to it.
+        splits = 0 if num_splits is None else operator.index(num_splits)
+    except TypeError:
+        splits = -1
+    if splits < 0 or (num_splits is not None
+                      and (splits == 0 or isinstance(num_splits, bool))):
+        raise FlashcError(4, f"num_splits must be an int >= 1 (or None: the "
+                          f"runtime's rule), got {num_splits!r}")
+    if pack_gqa is None:
+        # Each K/V byte read once for its G query heads.
+        pack_gqa = h > kv_heads
+    captures = []
+    if sinks is not None:
+        if (not isinstance(sinks, torch.Tensor) or sinks.dtype != torch.float32
+                or tuple(sinks.shape) != (h,)):
+            raise FlashcError(4, f"sinks must be a float32 tensor of shape "
+                              f"({h},), one sink logit per query head")
+        captures.append(sinks.contiguous())
+    kern = decode_kernel_for(q, causal, scale, softcap, window, chunk_size,
+                             sinks is not None, page_size, bool(pack_gqa))
+
+    def launch(q, k, v, out, lse):
+        res = kern.decode(q, k, v, lens, page_table, out=out, lse=lse,
+                          num_splits=splits, captures=captures)
+        return res if kern.has_lse else (res, None)
+    if torch.is_grad_enabled() and any(
+            getattr(t, "requires_grad", False) for t in (q, k_cache, v_cache)):
+        o, lse = _forward_only().apply(launch, q, k_cache, v_cache, out, None)
+    else:
+        o, lse = launch(q, k_cache, v_cache, out, None)
+    return (o, lse) if return_lse else o
+
+
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
                            causal=False, scale=None, num_splits=None,
                            pack_gqa=None, softcap=None, window=None,
                            chunk_size=None, sinks=None, out=None,
                            return_lse=False):
-    """flashc.attention_with_kvcache on torch tensors: CPU tensors through
+    """flashc.attention_with_kvcache on torch tensors: CUDA tensors through
+    the variant's GPU decoding kernel, CPU tensors through
     flashc.cpu.attention_with_kvcache (numpy views of the same memory,
-    bf16 as its bits), CUDA tensors refused by name."""
+    bf16 as its bits)."""
+    if isinstance(q, torch.Tensor) and q.device.type == "cuda":
+        return _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table,
+                             causal, scale, num_splits, pack_gqa, softcap,
+                             window, chunk_size, sinks, out, return_lse)
+    if isinstance(q, torch.Tensor) and q.device.type != "cpu":
+        raise FlashcError(4, f"q is on {q.device}; flashc takes CUDA tensors "
+                          "(the GPU kernel) or CPU tensors (the CPU path)")
+    if page_table is None:
+        raise FlashcError(4, "page_table is None: the CPU path reads a paged "
+                          "cache (a contiguous cache, without a page_table, "
+                          "runs on CUDA tensors)")
     tensors = {"q": q, "k_cache": k_cache, "v_cache": v_cache,
                "cache_seqlens": cache_seqlens, "page_table": page_table}
     if sinks is not None:
@@ -729,10 +862,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
             raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "
                               "torch.Tensor")
         if t.device.type != "cpu":
-            raise FlashcError(4, f"{name} is on {t.device}: the GPU kernel "
-                              "for a paged K/V cache is not built yet "
-                              "(docs/decoding.md); CPU tensors run the CPU "
-                              "path")
+            raise FlashcError(4, f"{name} is on {t.device} but q is on the "
+                              "CPU")
     if q.dtype not in _DTYPES:
         raise FlashcError(4, f"q is {q.dtype}; flashc takes bfloat16 or "
                           "float16")

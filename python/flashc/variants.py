@@ -4,7 +4,11 @@ Pure Python (no torch). A variant is what changes the kernel's source:
 dtype, head dim, causal, scale, and varlen (packed sequences:
 FlashAttention's varlen form, `packed(cu_seqlens_q, cu_seqlens_k, max_q)`).
 Its name is "<dtype>-d<D>[-causal][-scale<f32>][-softcap<f32>][-window<N>]
-[-chunk<C>][-alibi][-document|-prefixlm][-sink][-varlen]" (softcap: each
+[-chunk<C>][-alibi][-document|-prefixlm][-sink][-paged<P>][-splits]
+[-packgqa][-varlen]" (decoding over a K/V cache, docs/decoding.md: paged,
+pages of P rows; splits, each row's keys split over programs, which
+without -paged reads a contiguous cache; packgqa, a K/V head's query
+heads as one tile; softcap: each
 scaled logit s becomes softcap * tanh(s / softcap); window: a query sees no
 key more than N behind it; chunk: a query sees only the keys of its own
 chunk of C positions, q_idx / C == kv_idx / C; the rest take tensors at run
@@ -171,7 +175,9 @@ class Variant:
                 "the prefix's later keys: pass causal=False")
         # Decoding (docs/decoding.md): K and V a paged cache of `page_size`
         # rows a page, the keys split over programs (the caller's scratch),
-        # a K/V head's query heads computed as one tile.
+        # a K/V head's query heads computed as one tile. Split-KV without a
+        # page size is decoding over a contiguous cache (B x Nk x H_kv x D,
+        # every batch Nk keys), which the GPU kernels take.
         self.page_size = None
         if page_size is not None:
             if (isinstance(page_size, bool) or int(page_size) != page_size
@@ -181,17 +187,23 @@ class Variant:
                                    f"16 to 1024, got {page_size!r}")
             self.page_size = int(page_size)
         self.splits, self.pack_gqa = bool(splits), bool(pack_gqa)
-        if (self.splits or self.pack_gqa) and self.page_size is None:
-            raise VariantError("num_splits and pack_gqa are decoding's: they "
-                               "take a paged cache (page_table) so far")
-        if self.page_size is not None and (self.varlen or self.backward):
-            raise VariantError("a paged cache is read by decoding: no packed "
-                               "sequences and no backward pass")
-        if self.page_size is not None and (self.document or self.prefix_lm):
+        if self.pack_gqa and not self.decoding:
+            raise VariantError("pack_gqa is decoding's: it takes a paged "
+                               "cache (page_table) or split-KV (num_splits)")
+        if self.decoding and (self.varlen or self.backward):
+            raise VariantError("a paged cache and split-KV are decoding's: "
+                               "no packed sequences and no backward pass")
+        if self.decoding and (self.document or self.prefix_lm):
             raise VariantError("document_ids and prefix_lengths' block masks "
                                "index queries from the top-left; a decoding "
                                "step's queries are at the cache's end")
 
+
+    @property
+    def decoding(self):
+        """A decoding step over a K/V cache: paged, or split over programs
+        (a contiguous cache)."""
+        return self.page_size is not None or self.splits
 
     @property
     def has_mods(self):
@@ -311,6 +323,11 @@ class Variant:
             config.update(block_m=64, warpgroups=1,
                           block_n=next(n for n in (64, 32, 16)
                                        if self.page_size % n == 0))
+        elif self.splits:
+            # A contiguous cache: the same 64 rows, a key tile as long as
+            # the forward's where its accumulators fit (D <= 128).
+            config.update(block_m=64, warpgroups=1,
+                          block_n=64 if self.head_dim > 128 else 128)
         return config
 
     def source(self, config=None):

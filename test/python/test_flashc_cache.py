@@ -147,13 +147,33 @@ class VariantTest(unittest.TestCase):
         w = parse_variant("f16-d64-softcap30.0-sink-paged64-splits")
         self.assertEqual((w.page_size, w.splits, w.pack_gqa, w.sinks),
                          (64, True, False, True))
+        # Split-KV without pages: the GPU's decoding over a contiguous
+        # cache (B x Nk x H_kv x D, read as the dense form's K and V).
+        c = Variant("bf16", 128, True, splits=True, pack_gqa=True)
+        self.assertEqual(c.name, "bf16-d128-causal-splits-packgqa")
+        self.assertEqual(c.kernel_name, "attention_causal_splits_pack_gqa")
+        self.assertEqual(parse_variant(c.name), c)
+        self.assertTrue(c.decoding)
+        self.assertFalse(Variant("bf16", 128).decoding)
+        self.assertEqual(c.default_config(),
+                         {"block_m": 64, "block_n": 128, "stages": 2,
+                          "warpgroups": 1})
+        self.assertEqual(Variant("f16", 256, splits=True).default_config()
+                         ["block_n"], 64)
+        src = c.source()
+        self.assertNotIn("paged(", src)
+        self.assertIn("%k: memref<?x?x?x128xbf16>", src)
+        self.assertIn("splits(%partial_out : memref<?x?x?x?x128xf32>, "
+                      "%partial_lse : memref<?x?x?x?xf32>)", src)
         for kwargs, message in (
                 (dict(page_size=8), "page_size must be a multiple of 16"),
                 (dict(page_size=2048), "page_size must be a multiple of 16"),
-                (dict(splits=True), "take a paged cache"),
-                (dict(pack_gqa=True), "take a paged cache"),
+                (dict(pack_gqa=True), "takes a paged cache (page_table) or "
+                 "split-KV"),
                 (dict(page_size=16, backward=True), "no backward pass"),
-                (dict(page_size=16, document=True), "cache's end")):
+                (dict(splits=True, varlen=True), "no packed sequences"),
+                (dict(page_size=16, document=True), "cache's end"),
+                (dict(splits=True, prefix_lm=True), "cache's end")):
             with self.assertRaises(variants.VariantError) as e:
                 Variant("bf16", 128, **kwargs)
             self.assertIn(message, str(e.exception))

@@ -290,7 +290,7 @@ except ImportError:
 @unittest.skipUnless(torch is not None, "no PyTorch")
 class TorchKvCacheTest(FreshCache):
     """flashc.attention_with_kvcache on torch CPU tensors: the same CPU
-    path through numpy views; CUDA tensors refused by name."""
+    path through numpy views (CUDA tensors: test_flashc_kvcache.py)."""
 
     def test_torch_cpu_tensors(self):
         import flashc
@@ -321,8 +321,14 @@ class TorchKvCacheTest(FreshCache):
                 as_bf16(q).to("meta"), as_bf16(k_cache), as_bf16(v_cache),
                 torch.tensor(lens, dtype=torch.int32),
                 torch.from_numpy(table))
-        self.assertIn("q is on meta: the GPU kernel for a paged K/V cache "
-                      "is not built yet", str(e.exception))
+        self.assertIn("q is on meta; flashc takes CUDA tensors (the GPU "
+                      "kernel) or CPU tensors", str(e.exception))
+        # The CPU path reads a paged cache; a contiguous one runs on CUDA.
+        with self.assertRaises(flashc.FlashcError) as e:
+            flashc.attention_with_kvcache(
+                as_bf16(q), as_bf16(k_cache), as_bf16(v_cache), None, None)
+        self.assertIn("page_table is None: the CPU path reads a paged cache",
+                      str(e.exception))
 
 
 if __name__ == "__main__":
