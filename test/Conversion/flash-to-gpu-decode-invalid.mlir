@@ -72,3 +72,19 @@ func.func @sinks(%q: !q, %k: !q, %v: !q, %o: !q, %sinks: memref<?xf32>,
       : !q, !q, !q -> !q
   return
 }
+
+// -----
+
+// Pages of 32 keys: the GPU's key tiles are 64 and more.
+!q = memref<?x?x?x128xbf16>
+!kv = memref<?x?x32x128xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @+1 {{flash-to-gpu: a decoding kernel's block_n must be a multiple of 64 (pages of 16 and 32 run on the CPU path only, for now), got 32}}
+func.func @small_pages(%q: !q, %k: !kv, %v: !kv, %o: !q,
+                       %t: memref<?x?xi32>, %l: memref<?xi32>,
+                       %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {
+  flash.attention %q, %k, %v -> %o paged(%t : memref<?x?xi32>, %l : memref<?xi32>)
+      splits(%po : memref<?x?x?x?x128xf32>, %pl : memref<?x?x?x?xf32>)
+      {config = #flash.config<block_m = 64, block_n = 32, stages = 4, warpgroups = 1>}
+      : !q, !kv, !kv -> !q
+  return
+}

@@ -321,6 +321,13 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
                             "static and a multiple of block_n = ")
              << spec.blockN << ", got " << types[1];
   }
+  // Key tiles of 64 and more: smaller pages want several gathered into
+  // one tile (docs/decoding.md).
+  if (decode && spec.blockN % 64 != 0)
+    return func.emitError("flash-to-gpu: a decoding kernel's block_n must be "
+                          "a multiple of 64 (pages of 16 and 32 run on the "
+                          "CPU path only, for now), got ")
+           << spec.blockN;
   if (decode && spec.warpgroups != 1)
     return func.emitError("flash-to-gpu: a decoding kernel has one consumer "
                           "warpgroup (block_m = 64), got ")
