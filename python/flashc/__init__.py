@@ -314,9 +314,12 @@ class Kernel:
     """A flashc kernel, loaded lazily on each device it is called on.
 
     .packed: whether it takes packed sequences (kernel.json's grid kind
-    "packed"): call .varlen(...) on it rather than the kernel itself."""
+    "packed"): call .varlen(...) on it rather than the kernel itself.
+    .decode_pass: whether it is a decoding pass (kernel.json's "pass":
+    "decode"): call .decode(...) on it."""
 
     packed = False
+    decode_pass = False
 
     def __init__(self, path, device=None):
         self.path = os.fspath(path)
@@ -477,6 +480,10 @@ class Kernel:
                               "(its grid is \"packed\"): call its .varlen("
                               "q, k, v, cu_seqlens_q, cu_seqlens_k, "
                               "max_seqlen_q)")
+        if self.decode_pass:
+            raise FlashcError(4, f"kernel {self.name} is a decoding pass: "
+                              "call its .decode(q, k_cache, v_cache, "
+                              "cache_seqlens, page_table)")
         descs = [_describe(n, t) for n, t in (("q", q), ("k", k), ("v", v))]
         if out is None:
             # Contiguous, not empty_like(q): a kernel that stores O with

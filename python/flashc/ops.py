@@ -809,6 +809,13 @@ def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
     if pack_gqa is None:
         # Each K/V byte read once for its G query heads.
         pack_gqa = h > kv_heads
+    sq = q.shape[2]
+    if pack_gqa and h > kv_heads and sq > 1 and q.stride(1) != sq * q.stride(2):
+        # The packed kernel reads a K/V head's G x Sq rows as one run of
+        # rows (stride_h = Sq x stride_n), which vLLM's B x Sq x H x D
+        # queries viewed B x H x Sq x D are not: a step's few rows are
+        # copied rather than refused.
+        q = q.contiguous()
     captures = []
     if sinks is not None:
         if (not isinstance(sinks, torch.Tensor) or sinks.dtype != torch.float32

@@ -169,7 +169,7 @@ class GpuKvCacheTest(FreshCache):
 
     def paged_case(self, what, dtype, heads, kv_heads, sq, page, lens,
                    causal, seed, hot=False,
-                   configs=((1, None), (3, None), (None, None))):
+                   configs=((1, None), (3, None), (None, None)), bshd=False):
         gen = torch.Generator().manual_seed(seed)
         d = 128
         table, num_pages = page_table(gen, lens, page)
@@ -179,6 +179,9 @@ class GpuKvCacheTest(FreshCache):
         ref_o, ref_lse = reference(q, keys, values, lens, causal, d ** -0.5)
         dev = torch.device("cuda")
         q, k_cache, v_cache = q.to(dev), k_cache.to(dev), v_cache.to(dev)
+        if bshd:
+            # vLLM's B x Sq x H x D queries, viewed B x H x Sq x D.
+            q = q.transpose(1, 2).contiguous().transpose(1, 2)
         table = table.to(dev)
         seqlens = torch.tensor(lens, dtype=torch.int32, device=dev)
         for splits, pack in configs:
@@ -199,11 +202,12 @@ class GpuKvCacheTest(FreshCache):
 
     def test_mqa_32_1_page256_hot(self):
         # Four new tokens over one K/V head, pages of 256, logits near 1e3;
-        # a cache of 2 keys leaves its first two rows no key (causal).
-        self.paged_case("f16 32/1 page256 sq4 hot", torch.float16, 32, 1, 4,
-                        256, [2, 3000, 600], True, 2, hot=True,
+        # a cache of 2 keys leaves its first two rows no key (causal). The
+        # queries in vLLM's layout (B x Sq x H x D viewed B x H x Sq x D).
+        self.paged_case("f16 32/1 page256 sq4 hot bshd", torch.float16, 32, 1,
+                        4, 256, [2, 3000, 600], True, 2, hot=True,
                         configs=((1, None), (3, None), (None, None),
-                                 (3, False)))
+                                 (3, False)), bshd=True)
 
     def test_gqa_32_8_sq4_unpacked(self):
         # Four new tokens without GQA packing, and non-causal with it.
