@@ -61,6 +61,17 @@
 // CHECK: } consumer {
 // CHECK: arith.remui %{{.*}}, %[[SQ]] : i32
 // CHECK: arith.remui %{{.*}}, %[[SQ]] : i32
+// V rows past the cache's end (a page holds them as they are) are zeroed
+// before P V reads them: the tile that crosses the end, then a fence for
+// wgmma's proxy and the warpgroup's barrier.
+// CHECK: flash.wg.ring_wait_full %{{.*}}, %{{.*}}[3]
+// CHECK: %[[VALID:.*]] = arith.subi %[[SEQK]], %{{.*}} : i32
+// CHECK: %[[CROSS:.*]] = arith.cmpi slt, %[[VALID]], %c128_i32 : i32
+// CHECK: scf.if %[[CROSS]] {
+// CHECK: memref.view %{{.*}} to memref<1xvector<4xi32>, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.*}} : memref<1xvector<4xi32>, #gpu.address_space<workgroup>>
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK: flash.wg.mask_keys %{{.*}}, %[[SQ]], %[[SEQK]] causal
 // The split's O (f32) and LSE to its block of the scratch.
 // CHECK: flash.wg.store_global %{{.*}}, %[[PO]][%[[PBLOCK]], %[[M0]]], %[[ROWS]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !llvm.ptr<1>
@@ -90,6 +101,7 @@
 // CONTIGUOUS-SAME: pack_gqa = false, page_size = 0 : i64
 // CONTIGUOUS-NOT: view = "group_rows"
 // CONTIGUOUS: %{{.*}} = arith.ceildivui %[[SK]], %c64_i32 : i32
+// CONTIGUOUS-NOT: memref.view
 // CONTIGUOUS: flash.wg.mask_keys %{{.*}}, %[[SQ]], %[[SK]] :
 // CONTIGUOUS-LABEL: gpu.func @decode_contiguous_combine(
 // CONTIGUOUS-SAME: %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: i32,

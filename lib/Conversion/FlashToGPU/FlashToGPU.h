@@ -594,7 +594,11 @@ public:
   SmallVector<Value> sValues(Value sAcc) {
     return fencedValues(sAcc, spec.sRegs());
   }
-  SmallVector<Value> prepPV(const Slot &s);
+  /// Waits for key tile j's V (its slot `s`) and returns its descriptors.
+  SmallVector<Value> prepPV(const Slot &s, Value j);
+  /// A paged cache: the rows of key tile j's V past the cache's end, which
+  /// its last page holds as they are, zeroed before P V reads them.
+  void zeroValuesPastEnd(const Slot &s, Value j);
   Value emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
                ArrayRef<Value> vDescs, bool fence = true);
   SmallVector<Value> oValues(Value oAcc) {

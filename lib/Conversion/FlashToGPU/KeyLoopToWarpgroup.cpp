@@ -421,13 +421,14 @@ struct OutputDotToWgMma : RolePattern<DotOp, ConsumerRole> {
     Value p = fragmentOf(dot.getA());
     Value acc = fragmentOf(dot.getAcc());
     std::optional<ConsumerRole::Slot> slot = slotOf(dot.getB());
-    if (!keyTileIndex(dot) || dot.getTransposeB() || !p || !acc || !slot)
+    Value j = keyTileIndex(dot);
+    if (!j || dot.getTransposeB() || !p || !acc || !slot)
       return failure();
     BuilderAt at(role.b, rewriter, dot);
     SmallVector<Value> packedP = registersOf(role.b, p);
     SmallVector<Value> accRegs = registersOf(role.b, acc);
     Value o = role.inTurn(role.k.oType, [&] {
-      SmallVector<Value> vDescs = role.prepPV(*slot);
+      SmallVector<Value> vDescs = role.prepPV(*slot, j);
       return SmallVector<Value>{role.emitPV(packedP, accRegs, vDescs)};
     })[0];
     role.wgWait(0);
@@ -535,7 +536,7 @@ struct KeyLoopsToOverlappedRingLoops : RolePattern<scf::ForOp, ConsumerRole> {
           Value last = arith::SubIOp::create(role.b, overlapHiIdx, one);
           ConsumerRole::Slot s = role.slotInfo(last);
           Value o = role.inTurn(role.k.oType, [&] {
-            SmallVector<Value> vDescs = role.prepPV(s);
+            SmallVector<Value> vDescs = role.prepPV(s, last);
             return SmallVector<Value>{role.emitPV(pLast, accLast, vDescs)};
           })[0];
           role.wgWait(0);
@@ -628,7 +629,7 @@ private:
     ConsumerRole::Slot prev = role.slotInfo(jm1);
     // Waits and descriptors first, then one fence and both GEMMs.
     ConsumerRole::SOperands sOps = role.prepS(s);
-    SmallVector<Value> vDescs = role.prepPV(prev);
+    SmallVector<Value> vDescs = role.prepPV(prev, jm1);
     SmallVector<Value> products =
         role.inTurn(TypeRange{role.k.sType, role.k.oType}, [&] {
           NVVM::WgmmaFenceAlignedOp::create(role.b);

@@ -19,8 +19,11 @@
 #include "Flash/FlashOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -136,14 +139,80 @@ SmallVector<Value> ConsumerRole::fencedValues(Value acc, int64_t count) {
   return vals;
 }
 
-SmallVector<Value> ConsumerRole::prepPV(const Slot &s) {
+SmallVector<Value> ConsumerRole::prepPV(const Slot &s, Value j) {
   waitFull(spec.barFullV(), s.slot);
+  if (spec.pageSize)
+    zeroValuesPastEnd(s, j);
   Value vd = advance(b, vDesc0, s.descOffset, 0);
   SmallVector<Value> descs;
   // A k-step of 16 keys is 16 rows of 128 B.
   for (int64_t kk = 0; kk < spec.blockN / 16; ++kk)
     descs.push_back(advance(b, vd, Value(), kk * 16 * 128));
   return descs;
+}
+
+void ConsumerRole::zeroValuesPastEnd(const Slot &s, Value j) {
+  // The mask gives the keys past the end P = 0, but 0 x NaN is NaN: a
+  // page's rows past a sequence's length hold whatever the cache holds
+  // there (a contiguous tensor's read as zeros instead, by TMA's
+  // out-of-bounds fill). Only the tile that crosses the end has such rows.
+  Value first = arith::IndexCastOp::create(
+      b, k.i32, tile.firstKey(b, j, cIndex(spec.blockN)));
+  Value valid = arith::SubIOp::create(b, k.seqK, first);
+  Value crosses = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, valid,
+                                        cI32(spec.blockN));
+  k.ifThen(crosses, [&] {
+    Value from = arith::MaxSIOp::create(b, valid, cI32(0));
+    // 16-byte chunks: rows [from, block_n) of each 64-column box, whose
+    // 128 bytes a row keeps whatever the swizzle does within it.
+    Value perBox = arith::MulIOp::create(
+        b, arith::SubIOp::create(b, cI32(spec.blockN), from), cI32(8));
+    Value chunks = arith::MulIOp::create(b, perBox, cI32(spec.boxesPerRow()));
+    Value slotStart = arith::AddIOp::create(
+        b, k.shift,
+        arith::IndexCastOp::create(
+            b, k.indexTy, arith::MulIOp::create(b, s.descOffset, cI64(16))));
+    Value valuesStart =
+        arith::AddIOp::create(b, slotStart, cIndex(spec.offV()));
+    auto chunkType = MemRefType::get(
+        {1}, VectorType::get({4}, k.i32), AffineMap(),
+        gpu::AddressSpaceAttr::get(k.ctx, gpu::AddressSpace::Workgroup));
+    Value zeros = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(VectorType::get({4}, k.i32),
+                                  b.getI32IntegerAttr(0).getValue()));
+    auto toIndex = [&](Value v) {
+      return arith::IndexCastOp::create(b, k.indexTy, v).getResult();
+    };
+    auto loop = scf::ForOp::create(b, toIndex(threadInGroup), toIndex(chunks),
+                                   cIndex(128));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value c = loop.getInductionVar();
+      Value perBoxIdx = toIndex(perBox);
+      Value box = arith::DivUIOp::create(b, c, perBoxIdx);
+      Value inBox = arith::RemUIOp::create(b, c, perBoxIdx);
+      Value at = arith::AddIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, valuesStart,
+              arith::MulIOp::create(b, box, cIndex(spec.kvBoxBytes()))),
+          arith::AddIOp::create(
+              b, arith::MulIOp::create(b, toIndex(from), cIndex(128)),
+              arith::MulIOp::create(b, inBox, cIndex(16))));
+      Value chunk =
+          memref::ViewOp::create(b, chunkType, k.smem, at, ValueRange());
+      memref::StoreOp::create(b, zeros, chunk, ValueRange{cIndex(0)});
+    }
+    // wgmma reads shared memory through the async proxy: the zeros must be
+    // visible to it, from every thread, before any thread's P V.
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(k.ctx, NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(b, Type(),
+                            arith::AddIOp::create(b, consumerIdx, cI32(5)),
+                            cI32(128), NVVM::BarrierReductionAttr(), Value());
+  });
 }
 
 Value ConsumerRole::emitPV(ArrayRef<Value> packedP, ArrayRef<Value> acc,
