@@ -58,6 +58,22 @@ SWITCH_KEYS = ("overlap", "pingpong", "split_release", "persistent",
                "tma_store_o", "dynamic_schedule", "speculative_exp")
 
 
+def decoding_config(head_dim, page_size=None):
+    """A decoding step's tile: one warpgroup's 64 rows (its few queries, a
+    GQA group's), key tiles of 128 where the accumulators fit (D <= 128)
+    and a page holds whole ones (a paged tile lies in one page; pages of 16
+    and 32 give the CPU path's smaller tiles, which the GPU refuses), and
+    as many K/V stages as the shared memory (227 KiB, less Q's 64 rows)
+    holds: the kernel is a reader of K and V, so what it keeps in flight
+    is what it reads at."""
+    block_n = 128 if head_dim <= 128 else 64
+    if page_size is not None:
+        block_n = next(n for n in (block_n, 64, 32, 16) if page_size % n == 0)
+    stages = (232448 - 2048 - 128 * head_dim) // (4 * block_n * head_dim)
+    return {"block_m": 64, "warpgroups": 1, "block_n": block_n,
+            "stages": max(1, min(8, stages)), "overlap": 1}
+
+
 class VariantError(ValueError):
     pass
 
@@ -317,17 +333,8 @@ class Variant:
         if self.backward:
             return dict(BACKWARD_CONFIG)
         config = dict(DEFAULT_CONFIGS[self.dtype, self.head_dim])
-        if self.page_size is not None:
-            # A decoding step has few rows: one warpgroup's 64; a key tile
-            # lies in one page.
-            config.update(block_m=64, warpgroups=1,
-                          block_n=next(n for n in (64, 32, 16)
-                                       if self.page_size % n == 0))
-        elif self.splits:
-            # A contiguous cache: the same 64 rows, a key tile as long as
-            # the forward's where its accumulators fit (D <= 128).
-            config.update(block_m=64, warpgroups=1,
-                          block_n=64 if self.head_dim > 128 else 128)
+        if self.decoding:
+            config.update(decoding_config(self.head_dim, self.page_size))
         return config
 
     def source(self, config=None):

@@ -129,10 +129,15 @@ class VariantTest(unittest.TestCase):
         self.assertEqual(parse_variant(v.name), v)
         self.assertNotEqual(v, Variant("bf16", 128, True, page_size=16,
                                        splits=True))
-        # A key tile lies in one page; a decoding step fills one warpgroup.
+        # A key tile lies in one page; a decoding step fills one
+        # warpgroup, and keeps as many K/V stages in flight as fit.
         self.assertEqual(v.default_config(),
-                         {"block_m": 64, "block_n": 16, "stages": 2,
-                          "warpgroups": 1})
+                         {"block_m": 64, "block_n": 16, "stages": 8,
+                          "warpgroups": 1, "overlap": 1})
+        self.assertEqual(
+            Variant("bf16", 128, page_size=256, splits=True).default_config(),
+            {"block_m": 64, "block_n": 128, "stages": 3, "warpgroups": 1,
+             "overlap": 1})
         self.assertEqual(Variant("f16", 64, page_size=96).default_config()
                          ["block_n"], 32)
         src = v.source()
@@ -156,8 +161,8 @@ class VariantTest(unittest.TestCase):
         self.assertTrue(c.decoding)
         self.assertFalse(Variant("bf16", 128).decoding)
         self.assertEqual(c.default_config(),
-                         {"block_m": 64, "block_n": 128, "stages": 2,
-                          "warpgroups": 1})
+                         {"block_m": 64, "block_n": 128, "stages": 3,
+                          "warpgroups": 1, "overlap": 1})
         self.assertEqual(Variant("f16", 256, splits=True).default_config()
                          ["block_n"], 64)
         src = c.source()
