@@ -126,7 +126,7 @@ FailureOr<llvm::json::Object> hostContract(HostKernel kernel,
       contract["page_size"] =
           cast<MemRefType>(op.getK().getType()).getDimSize(2);
       operands.push_back({op.getPageTable(), "page_table"});
-      operands.push_back({op.getCacheLens(), "cache_lens"});
+      operands.push_back({op.getCacheLens(), "cache_seqlens"});
     }
     if (op.isSplit()) {
       contract["splits"] = true;

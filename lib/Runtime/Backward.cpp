@@ -2,6 +2,7 @@
 
 #include "flashc/Runtime/Backward.h"
 #include "Checker.h"
+#include "WorkspaceParams.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -166,31 +167,31 @@ void backwardGrid(const LaunchSpec &launch, const ProblemShape &shape,
     std::swap(grid[0], grid[1]);
 }
 
-Expected<std::unique_ptr<ParamBuffer>>
-packBackwardParams(const KernelMetadata &meta, const LaunchSpec &launch,
-                   const BackwardArgs &args, const ProblemShape &shape,
-                   uint64_t workspace, TensorMapEncoder encodeTensorMap) {
+Expected<std::unique_ptr<ParamBuffer>> packWorkspaceLaunchParams(
+    const KernelMetadata &meta, const LaunchSpec &launch,
+    function_ref<const TensorArg &(TensorId)> tensor,
+    ArrayRef<TensorArg> captures, const ProblemShape &shape, uint64_t workspace,
+    const WorkspaceLayout &layout,
+    function_ref<TensorMapRequest(const ParamSpec &)> tensorMapRequest,
+    TensorMapEncoder encodeTensorMap, bool memrefs, StringRef pass) {
   std::unique_ptr<ParamBuffer> buf =
       ParamBuffer::allocate(KernelMetadata::paramSizes(launch.params));
-  WorkspaceLayout layout = backwardWorkspaceLayout(meta, shape);
   unsigned next = 0;
   for (auto [i, p] : enumerate(launch.params)) {
     uint8_t *slot = buf->slot(next++);
     auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
     switch (p.kind) {
     case ParamSpec::Kind::Capture:
-      next =
-          putMemrefDescriptor(*buf, next - 1, args.captures[p.capture], p.rank);
+      next = putMemrefDescriptor(*buf, next - 1, captures[p.capture], p.rank);
       break;
     case ParamSpec::Kind::Ptr:
-      put(uint64_t(args[p.tensor].data));
+      put(uint64_t(tensor(p.tensor).data));
       break;
     case ParamSpec::Kind::Workspace:
       put(workspace + layout.offset[unsigned(p.workspace)]);
       break;
     case ParamSpec::Kind::Tma:
-      if (Error err =
-              encodeTensorMap(makeTensorMapRequest(p, args[p.tensor]), slot))
+      if (Error err = encodeTensorMap(tensorMapRequest(p), slot))
         return std::move(err);
       break;
     case ParamSpec::Kind::F32:
@@ -199,21 +200,40 @@ packBackwardParams(const KernelMetadata &meta, const LaunchSpec &launch,
       break;
     case ParamSpec::Kind::I32:
     case ParamSpec::Kind::I64: {
-      int64_t v = integerParamValue(p, shape, args[p.tensor]);
+      int64_t v = integerParamValue(p, shape, tensor(p.tensor));
       if (p.kind == ParamSpec::Kind::I32)
         put(int32_t(v));
       else
         put(v);
       break;
     }
+    case ParamSpec::Kind::Memref:
+      if (memrefs) {
+        next = putMemrefDescriptor(*buf, next - 1, tensor(p.tensor), p.rank);
+        break;
+      }
+      [[fallthrough]];
     default:
       return makeError(ErrorCode::InvalidKernel,
-                       formatv("backward launch {0}: parameter {1} ('{2}') "
+                       formatv("{0} launch {1}: parameter {2} ('{3}') "
                                "has a kind these launches do not take",
-                               launch.kernel, i, p.text));
+                               pass, launch.kernel, i, p.text));
     }
   }
   return std::move(buf);
+}
+
+Expected<std::unique_ptr<ParamBuffer>>
+packBackwardParams(const KernelMetadata &meta, const LaunchSpec &launch,
+                   const BackwardArgs &args, const ProblemShape &shape,
+                   uint64_t workspace, TensorMapEncoder encodeTensorMap) {
+  return packWorkspaceLaunchParams(
+      meta, launch, [&](TensorId t) -> const TensorArg & { return args[t]; },
+      args.captures, shape, workspace, backwardWorkspaceLayout(meta, shape),
+      [&](const ParamSpec &p) {
+        return makeTensorMapRequest(p, args[p.tensor]);
+      },
+      encodeTensorMap, /*memrefs=*/false, "backward");
 }
 
 } // namespace flashc::rt

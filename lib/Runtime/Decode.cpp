@@ -2,6 +2,7 @@
 
 #include "flashc/Runtime/Decode.h"
 #include "Checker.h"
+#include "WorkspaceParams.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -412,56 +413,14 @@ Expected<std::unique_ptr<ParamBuffer>>
 packDecodeParams(const KernelMetadata &meta, const LaunchSpec &launch,
                  const DecodeArgs &args, const ProblemShape &shape,
                  uint64_t workspace, TensorMapEncoder encodeTensorMap) {
-  std::unique_ptr<ParamBuffer> buf =
-      ParamBuffer::allocate(KernelMetadata::paramSizes(launch.params));
-  WorkspaceLayout layout = decodeWorkspaceLayout(meta, shape);
-  unsigned next = 0;
-  for (auto [i, p] : enumerate(launch.params)) {
-    uint8_t *slot = buf->slot(next++);
-    auto put = [&](auto v) { std::memcpy(slot, &v, sizeof(v)); };
-    switch (p.kind) {
-    case ParamSpec::Kind::Capture:
-      next =
-          putMemrefDescriptor(*buf, next - 1, args.captures[p.capture], p.rank);
-      break;
-    case ParamSpec::Kind::Memref:
-      next = putMemrefDescriptor(*buf, next - 1, args[p.tensor], p.rank);
-      break;
-    case ParamSpec::Kind::Ptr:
-      put(uint64_t(args[p.tensor].data));
-      break;
-    case ParamSpec::Kind::Workspace:
-      put(workspace + layout.offset[unsigned(p.workspace)]);
-      break;
-    case ParamSpec::Kind::Tma: {
-      TensorMapRequest r = p.groupRows
-                               ? makeGroupRowsRequest(p, args.q, shape.kvHeads)
-                               : makeTensorMapRequest(p, args[p.tensor]);
-      if (Error err = encodeTensorMap(r, slot))
-        return std::move(err);
-      break;
-    }
-    case ParamSpec::Kind::F32:
-      put(p.scalar == ScalarKind::ScaleLog2 ? float(meta.scale * M_LOG2E)
-                                            : float(meta.scale));
-      break;
-    case ParamSpec::Kind::I32:
-    case ParamSpec::Kind::I64: {
-      int64_t v = integerParamValue(p, shape, args[p.tensor]);
-      if (p.kind == ParamSpec::Kind::I32)
-        put(int32_t(v));
-      else
-        put(v);
-      break;
-    }
-    default:
-      return makeError(ErrorCode::InvalidKernel,
-                       formatv("decoding launch {0}: parameter {1} ('{2}') "
-                               "has a kind these launches do not take",
-                               launch.kernel, i, p.text));
-    }
-  }
-  return std::move(buf);
+  auto request = [&](const ParamSpec &p) {
+    return p.groupRows ? makeGroupRowsRequest(p, args.q, shape.kvHeads)
+                       : makeTensorMapRequest(p, args[p.tensor]);
+  };
+  return packWorkspaceLaunchParams(
+      meta, launch, [&](TensorId t) -> const TensorArg & { return args[t]; },
+      args.captures, shape, workspace, decodeWorkspaceLayout(meta, shape),
+      request, encodeTensorMap, /*memrefs=*/true, "decoding");
 }
 
 } // namespace flashc::rt

@@ -404,6 +404,57 @@ Expected<uint64_t> Kernel::backwardWorkspaceBytes(const BackwardArgs &args) {
   return backwardWorkspaceLayout(meta, *shape).bytes;
 }
 
+/// Runs `launches` (the loaded `functions`) in order on `stream`, each with
+/// its grid from `gridOf` (false: nothing to launch) and its parameters
+/// from `pack`, in the workspace at `workspace`; where that is 0 and the
+/// launches need `bytes`, in an allocation on `stream` freed after them.
+/// `pass` ("backward", "decoding") names the launches in messages.
+static Error runWorkspaceLaunches(
+    const DriverApi &cu, ArrayRef<LaunchSpec> launches,
+    ArrayRef<CUfunction> functions, uint64_t workspace, uint64_t bytes,
+    StringRef pass, CUstream stream,
+    function_ref<bool(const LaunchSpec &, unsigned grid[3])> gridOf,
+    function_ref<Expected<std::unique_ptr<ParamBuffer>>(const LaunchSpec &,
+                                                        uint64_t workspace)>
+        pack) {
+  CUdeviceptr owned = 0;
+  if (!workspace && bytes) {
+    if (!cu.cuMemAllocAsync || !cu.cuMemFreeAsync)
+      return makeError(ErrorCode::NoDriver,
+                       "the CUDA driver has no cuMemAllocAsync: pass the " +
+                           pass + " launches a workspace");
+    if (Error err = checkCu(cu.cuMemAllocAsync(&owned, bytes, stream),
+                            "cuMemAllocAsync(" + pass + " workspace)"))
+      return err;
+    workspace = uint64_t(owned);
+  }
+  Error result = Error::success();
+  for (auto [launch, fn] : llvm::zip_equal(launches, functions)) {
+    unsigned grid[3];
+    if (!gridOf(launch, grid))
+      continue;
+    auto params = pack(launch, workspace);
+    if (!params) {
+      result = params.takeError();
+      break;
+    }
+    if (Error err =
+            checkCu(cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2],
+                                      launch.block[0], launch.block[1],
+                                      launch.block[2], launch.sharedMemoryBytes,
+                                      stream, (*params)->pointers(), nullptr),
+                    "cuLaunchKernel(" + launch.kernel + ")")) {
+      result = std::move(err);
+      break;
+    }
+  }
+  if (owned)
+    if (Error err = checkCu(cu.cuMemFreeAsync(owned, stream),
+                            "cuMemFreeAsync(" + pass + " workspace)"))
+      result = joinErrors(std::move(result), std::move(err));
+  return result;
+}
+
 Error Kernel::launchBackward(const BackwardArgs &args, uint64_t workspace,
                              uint64_t workspaceBytes, CUstream stream) {
   auto shape = validateBackwardArgs(meta, args, device.ordinal);
@@ -423,47 +474,20 @@ Error Kernel::launchBackward(const BackwardArgs &args, uint64_t workspace,
       return err;
   if (Error err = checkCapturePointers(args.captures))
     return err;
-  CUdeviceptr owned = 0;
-  if (!workspace && layout.bytes) {
-    if (!cu.cuMemAllocAsync || !cu.cuMemFreeAsync)
-      return makeError(ErrorCode::NoDriver,
-                       "the CUDA driver has no cuMemAllocAsync: pass the "
-                       "backward launches a workspace");
-    if (Error err = checkCu(cu.cuMemAllocAsync(&owned, layout.bytes, stream),
-                            "cuMemAllocAsync(backward workspace)"))
-      return err;
-    workspace = uint64_t(owned);
-  }
   auto encode = [&](const TensorMapRequest &r, void *out) {
     return encodeTensorMap(r, out);
   };
-  Error result = Error::success();
-  for (auto [launch, fn] : llvm::zip_equal(meta.launches, launchFunctions)) {
-    unsigned grid[3];
-    backwardGrid(launch, *shape, grid);
-    if (!grid[0] || !grid[1])
-      continue;
-    auto params =
-        packBackwardParams(meta, launch, args, *shape, workspace, encode);
-    if (!params) {
-      result = params.takeError();
-      break;
-    }
-    if (Error err =
-            checkCu(cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2],
-                                      launch.block[0], launch.block[1],
-                                      launch.block[2], launch.sharedMemoryBytes,
-                                      stream, (*params)->pointers(), nullptr),
-                    "cuLaunchKernel(" + launch.kernel + ")")) {
-      result = std::move(err);
-      break;
-    }
-  }
-  if (owned)
-    if (Error err = checkCu(cu.cuMemFreeAsync(owned, stream),
-                            "cuMemFreeAsync(backward workspace)"))
-      result = joinErrors(std::move(result), std::move(err));
-  return result;
+  return runWorkspaceLaunches(
+      cu, meta.launches, launchFunctions, workspace, layout.bytes, "backward",
+      stream,
+      [&](const LaunchSpec &launch, unsigned grid[3]) {
+        backwardGrid(launch, *shape, grid);
+        return grid[0] && grid[1];
+      },
+      [&](const LaunchSpec &launch, uint64_t workspace) {
+        return packBackwardParams(meta, launch, args, *shape, workspace,
+                                  encode);
+      });
 }
 
 Expected<uint64_t> Kernel::decodeWorkspaceBytes(const DecodeArgs &args) {
@@ -509,46 +533,20 @@ Error Kernel::launchDecode(const DecodeArgs &args, uint64_t workspace,
   }
   if (Error err = checkCapturePointers(args.captures))
     return err;
-  CUdeviceptr owned = 0;
-  if (!workspace && layout.bytes) {
-    if (!cu.cuMemAllocAsync || !cu.cuMemFreeAsync)
-      return makeError(ErrorCode::NoDriver,
-                       "the CUDA driver has no cuMemAllocAsync: pass the "
-                       "decoding launches a workspace");
-    if (Error err = checkCu(cu.cuMemAllocAsync(&owned, layout.bytes, stream),
-                            "cuMemAllocAsync(decoding workspace)"))
-      return err;
-    workspace = uint64_t(owned);
-  }
   auto encode = [&](const TensorMapRequest &r, void *out) {
     return encodeTensorMap(r, out);
   };
-  // Both launches, in order: validation refused every empty problem.
-  Error result = Error::success();
-  for (auto [launch, fn] : llvm::zip_equal(meta.launches, launchFunctions)) {
-    unsigned grid[3];
-    decodeGrid(meta, launch, *shape, grid);
-    auto params =
-        packDecodeParams(meta, launch, args, *shape, workspace, encode);
-    if (!params) {
-      result = params.takeError();
-      break;
-    }
-    if (Error err =
-            checkCu(cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2],
-                                      launch.block[0], launch.block[1],
-                                      launch.block[2], launch.sharedMemoryBytes,
-                                      stream, (*params)->pointers(), nullptr),
-                    "cuLaunchKernel(" + launch.kernel + ")")) {
-      result = std::move(err);
-      break;
-    }
-  }
-  if (owned)
-    if (Error err = checkCu(cu.cuMemFreeAsync(owned, stream),
-                            "cuMemFreeAsync(decoding workspace)"))
-      result = joinErrors(std::move(result), std::move(err));
-  return result;
+  return runWorkspaceLaunches(
+      cu, meta.launches, launchFunctions, workspace, layout.bytes, "decoding",
+      stream,
+      // Both launches, in order: validation refused every empty problem.
+      [&](const LaunchSpec &launch, unsigned grid[3]) {
+        decodeGrid(meta, launch, *shape, grid);
+        return true;
+      },
+      [&](const LaunchSpec &launch, uint64_t workspace) {
+        return packDecodeParams(meta, launch, args, *shape, workspace, encode);
+      });
 }
 
 Error Kernel::launch(const LaunchArgs &args, CUstream stream) {

@@ -10,6 +10,7 @@
 #include "flashc/Runtime/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -141,6 +142,8 @@ KernelMetadata::paramSizes(ArrayRef<ParamSpec> params) {
 }
 
 namespace {
+enum class Pass { Forward, Backward, Decode };
+
 /// Collects errors while walking the document.
 class Parser {
 public:
@@ -216,6 +219,32 @@ public:
   Expected<KernelMetadata> parseLaunches(KernelMetadata &m);
   /// A decoding kernel's "launches": split and combine.
   Expected<KernelMetadata> parseDecodeLaunches(KernelMetadata &m);
+  /// "launches": an array of one launch per role of `roles`, in order.
+  Expected<const json::Array *> getLaunches(ArrayRef<StringRef> roles);
+  /// A launch's object and its grid's.
+  struct LaunchObjects {
+    const json::Object *launch, *grid;
+  };
+  /// The fields every pass's launches have, of `v` (launches[i], named
+  /// `field`): its role, which must be `role`; its kernel, m.kernel for
+  /// the pass's `main` launch; block; shared memory; and its grid, of kind
+  /// `kind` (`gridKind`) with blocks of `sizeKey` rows. Returns the objects
+  /// that hold the pass's own keys.
+  Expected<LaunchObjects> parseLaunch(const KernelMetadata &m,
+                                      const json::Value &v,
+                                      const std::string &field, StringRef role,
+                                      bool main, StringRef kind,
+                                      GridKind gridKind, StringRef sizeKey,
+                                      LaunchSpec &l);
+  /// The "params" of launch `lo` (named `field`) into l.params, each one of
+  /// `pass`: those `refused` refuses fail with `refusal`. Marks the tensors
+  /// they pass in `tensorSeen`.
+  Error parseLaunchParams(const json::Object &lo, const std::string &field,
+                          Pass pass,
+                          function_ref<bool(const ParamSpec &)> refused,
+                          StringRef refusal, bool tensorSeen[], LaunchSpec &l);
+  /// Every capture of `m` is passed by some launch.
+  Error checkLaunchCaptures(const KernelMetadata &m);
   /// "pack_gqa" and "page_size" of a decoding kernel.
   Error parseDecodeFields(KernelMetadata &m);
   /// The box of every tma and tma_ptr of `params` against the dtype and
@@ -249,8 +278,6 @@ std::optional<TensorId> parseTensor(StringRef name) {
       .Case("cache_seqlens", TensorId::CacheSeqlens)
       .Default(std::nullopt);
 }
-
-enum class Pass { Forward, Backward, Decode };
 
 /// The pass `p` belongs to where it is not `pass`'s ("the backward pass
 /// (...)"): a tensor, workspace or value that only another pass has.
@@ -848,107 +875,149 @@ Error Parser::checkTmaBoxes(const KernelMetadata &m, ArrayRef<ParamSpec> params,
   }
   return Error::success();
 }
-Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
+Expected<const json::Array *> Parser::getLaunches(ArrayRef<StringRef> roles) {
   auto launches = get(root, "launches", "");
   if (!launches)
     return launches.takeError();
   const json::Array *la = (*launches)->getAsArray();
-  static const char *roles[] = {"pre", "main", "post"};
-  if (!la || la->size() != 3)
-    return fail("launches", "must be an array of 3 launches (pre, main, "
-                            "post)");
+  if (!la || la->size() != roles.size())
+    return fail("launches", formatv("must be an array of {0} launches ({1})",
+                                    roles.size(), join(roles, ", ")));
+  return la;
+}
+
+Expected<Parser::LaunchObjects>
+Parser::parseLaunch(const KernelMetadata &m, const json::Value &v,
+                    const std::string &field, StringRef role, bool main,
+                    StringRef kind, GridKind gridKind, StringRef sizeKey,
+                    LaunchSpec &l) {
+  const json::Object *lo = v.getAsObject();
+  if (!lo)
+    return fail(field, "must be an object");
+  if (Error err = getString(*lo, "role", l.role, field))
+    return std::move(err);
+  if (l.role != role)
+    return fail(field + ".role",
+                formatv("must be \"{0}\", got \"{1}\"", role, l.role));
+  if (Error err = getString(*lo, "kernel", l.kernel, field))
+    return std::move(err);
+  if (l.kernel.empty())
+    return fail(field + ".kernel", "empty symbol name");
+  if (main && l.kernel != m.kernel)
+    return fail(field + ".kernel", "the " + role +
+                                       " launch's kernel must be \"" +
+                                       m.kernel + "\"");
+  if (Error err = getDims(*lo, "block", l.block, field))
+    return std::move(err);
+  if (uint64_t(l.block[0]) * l.block[1] * l.block[2] > 1024)
+    return fail(field + ".block", "more than 1024 threads per block");
+  int64_t smem = 0;
+  if (Error err = getInt(*lo, "shared_memory_bytes", smem, field))
+    return std::move(err);
+  if (smem < 0 || smem > (1 << 20))
+    return fail(field + ".shared_memory_bytes",
+                formatv("{0} is out of range", smem));
+  l.sharedMemoryBytes = unsigned(smem);
+  const json::Value *grid = lo->get("grid");
+  const json::Object *g = grid ? grid->getAsObject() : nullptr;
+  if (!g)
+    return fail(field + ".grid", "must be an object");
+  std::string k;
+  if (Error err = getString(*g, "kind", k, field + ".grid"))
+    return std::move(err);
+  if (k != kind)
+    return fail(field + ".grid.kind",
+                formatv("must be \"{0}\", got \"{1}\"", kind, k));
+  l.gridKind = gridKind;
+  if (Error err = getInt(*g, sizeKey, l.gridBlock, field + ".grid"))
+    return std::move(err);
+  if (l.gridBlock < 1)
+    return fail(field + ".grid." + sizeKey, "must be positive");
+  return LaunchObjects{lo, g};
+}
+
+Error Parser::parseLaunchParams(const json::Object &lo,
+                                const std::string &field, Pass pass,
+                                function_ref<bool(const ParamSpec &)> refused,
+                                StringRef refusal, bool tensorSeen[],
+                                LaunchSpec &l) {
+  const json::Value *params = lo.get("params");
+  const json::Array *pa = params ? params->getAsArray() : nullptr;
+  if (!pa || pa->empty())
+    return fail(field + ".params", "must be a non-empty array");
+  for (unsigned j = 0; j < pa->size(); ++j) {
+    std::string pfield = formatv("{0}.params[{1}]", field, j);
+    const json::Object *po = (*pa)[j].getAsObject();
+    if (!po)
+      return fail(pfield, "must be an object");
+    ParamSpec p;
+    if (Error err = parseParam(*po, j, p))
+      return err;
+    if (refused(p))
+      return fail(pfield, refusal);
+    if (std::optional<StringRef> other = otherPassParam(p, pass))
+      return fail(pfield, "'" + p.text + "' is a parameter of the " + *other);
+    if (p.kind == ParamSpec::Kind::Ptr || p.kind == ParamSpec::Kind::Memref ||
+        p.isTma())
+      tensorSeen[unsigned(p.tensor)] = true;
+    l.params.push_back(std::move(p));
+  }
+  return Error::success();
+}
+
+Error Parser::checkLaunchCaptures(const KernelMetadata &m) {
+  SmallVector<ArrayRef<ParamSpec>, 3> lists;
+  for (const LaunchSpec &l : m.launches)
+    lists.push_back(l.params);
+  if (std::optional<unsigned> i = captureNotPassed(m, lists))
+    return fail("launches", formatv("no launch passes capture {0}", *i));
+  return Error::success();
+}
+
+Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
+  static const StringRef roles[] = {"pre", "main", "post"};
+  auto la = getLaunches(roles);
+  if (!la)
+    return la.takeError();
   bool tensorSeen[kNumTensorIds] = {};
   for (unsigned i = 0; i < 3; ++i) {
     std::string field = formatv("launches[{0}]", i);
-    const json::Object *lo = (*la)[i].getAsObject();
-    if (!lo)
-      return fail(field, "must be an object");
+    bool main = i == 1;
     LaunchSpec l;
-    if (Error err = getString(*lo, "role", l.role, field))
-      return std::move(err);
-    if (l.role != roles[i])
-      return fail(field + ".role",
-                  formatv("must be \"{0}\", got \"{1}\"", roles[i], l.role));
-    if (Error err = getString(*lo, "kernel", l.kernel, field))
-      return std::move(err);
-    if (l.kernel.empty())
-      return fail(field + ".kernel", "empty symbol name");
-    if (i == 1 && l.kernel != m.kernel)
-      return fail(field + ".kernel",
-                  "the main launch's kernel must be \"" + m.kernel + "\"");
-    if (Error err = getDims(*lo, "block", l.block, field))
-      return std::move(err);
-    if (uint64_t(l.block[0]) * l.block[1] * l.block[2] > 1024)
-      return fail(field + ".block", "more than 1024 threads per block");
-    int64_t smem = 0;
-    if (Error err = getInt(*lo, "shared_memory_bytes", smem, field))
-      return std::move(err);
-    if (smem < 0 || smem > (1 << 20))
-      return fail(field + ".shared_memory_bytes",
-                  formatv("{0} is out of range", smem));
-    l.sharedMemoryBytes = unsigned(smem);
-    const json::Value *grid = lo->get("grid");
-    const json::Object *g = grid ? grid->getAsObject() : nullptr;
-    if (!g)
-      return fail(field + ".grid", "must be an object");
-    std::string kind;
-    if (Error err = getString(*g, "kind", kind, field + ".grid"))
-      return std::move(err);
-    StringRef sizeKey = i == 1 ? "block_n" : "block_m";
-    if (kind != (i == 1 ? "key_tiles" : "tiles"))
-      return fail(field + ".grid.kind",
-                  formatv("must be \"{0}\", got \"{1}\"",
-                          i == 1 ? "key_tiles" : "tiles", kind));
-    l.gridKind = i == 1 ? GridKind::KeyTiles : GridKind::Tiles;
-    if (Error err = getInt(*g, sizeKey, l.gridBlock, field + ".grid"))
-      return std::move(err);
-    if (l.gridBlock < 1)
-      return fail(field + ".grid." + sizeKey.str(), "must be positive");
-    if (const json::Value *order = g->get("heads_fastest")) {
+    auto objects = parseLaunch(m, (**la)[i], field, roles[i], main,
+                               main ? "key_tiles" : "tiles",
+                               main ? GridKind::KeyTiles : GridKind::Tiles,
+                               main ? "block_n" : "block_m", l);
+    if (!objects)
+      return objects.takeError();
+    if (const json::Value *order = objects->grid->get("heads_fastest")) {
       std::optional<bool> fastest = order->getAsBoolean();
-      if (!fastest || i != 1)
+      if (!fastest || !main)
         return fail(field + ".grid.heads_fastest",
                     "is a key_tiles grid's, true or false");
       l.headsFastest = *fastest;
     }
-    const json::Value *params = lo->get("params");
-    const json::Array *pa = params ? params->getAsArray() : nullptr;
-    if (!pa || pa->empty())
-      return fail(field + ".params", "must be a non-empty array");
-    for (unsigned j = 0; j < pa->size(); ++j) {
-      const json::Object *po = (*pa)[j].getAsObject();
-      if (!po)
-        return fail(formatv("{0}.params[{1}]", field, j).str(),
-                    "must be an object");
-      ParamSpec p;
-      if (Error err = parseParam(*po, j, p))
-        return std::move(err);
-      if (p.kind == ParamSpec::Kind::Memref ||
-          p.kind == ParamSpec::Kind::TmaPtr ||
-          p.kind == ParamSpec::Kind::TileCounter ||
-          p.kind == ParamSpec::Kind::Seqlens ||
-          (p.kind == ParamSpec::Kind::Tma && p.rank != 4))
-        return fail(formatv("{0}.params[{1}]", field, j).str(),
-                    "a backward launch takes pointers, workspaces, scalars, "
-                    "captures and rank-4 tma descriptors only");
-      if (std::optional<StringRef> pass = otherPassParam(p, Pass::Backward))
-        return fail(formatv("{0}.params[{1}]", field, j).str(),
-                    "'" + p.text + "' is a parameter of the " + *pass);
-      if (p.kind == ParamSpec::Kind::Ptr || p.isTma())
-        tensorSeen[unsigned(p.tensor)] = true;
-      l.params.push_back(std::move(p));
-    }
+    auto refused = [](const ParamSpec &p) {
+      return p.kind == ParamSpec::Kind::Memref ||
+             p.kind == ParamSpec::Kind::TmaPtr ||
+             p.kind == ParamSpec::Kind::TileCounter ||
+             p.kind == ParamSpec::Kind::Seqlens ||
+             (p.kind == ParamSpec::Kind::Tma && p.rank != 4);
+    };
+    if (Error err = parseLaunchParams(
+            *objects->launch, field, Pass::Backward, refused,
+            "a backward launch takes pointers, workspaces, scalars, "
+            "captures and rank-4 tma descriptors only",
+            tensorSeen, l))
+      return std::move(err);
     m.launches.push_back(std::move(l));
   }
   for (unsigned t = 0; t < kNumBackwardTensors; ++t)
     if (!tensorSeen[t])
       return fail("launches",
                   "no launch passes tensor " + tensorName(TensorId(t)));
-  SmallVector<ArrayRef<ParamSpec>, 3> lists;
-  for (const LaunchSpec &l : m.launches)
-    lists.push_back(l.params);
-  if (std::optional<unsigned> i = captureNotPassed(m, lists))
-    return fail("launches", formatv("no launch passes capture {0}", *i));
+  if (Error err = checkLaunchCaptures(m))
+    return std::move(err);
   return std::move(m);
 }
 
@@ -977,14 +1046,10 @@ Error Parser::parseDecodeFields(KernelMetadata &m) {
 }
 
 Expected<KernelMetadata> Parser::parseDecodeLaunches(KernelMetadata &m) {
-  auto launches = get(root, "launches", "");
-  if (!launches)
-    return launches.takeError();
-  const json::Array *la = (*launches)->getAsArray();
-  static const char *roles[] = {"split", "combine"};
-  if (!la || la->size() != 2)
-    return fail("launches", "must be an array of 2 launches (split, "
-                            "combine)");
+  static const StringRef roles[] = {"split", "combine"};
+  auto la = getLaunches(roles);
+  if (!la)
+    return la.takeError();
   auto blockN = m.config.find("block_n");
   if (blockN == m.config.end() || blockN->second < 1)
     return fail("config.block_n", "a decoding kernel's config needs its key "
@@ -992,86 +1057,36 @@ Expected<KernelMetadata> Parser::parseDecodeLaunches(KernelMetadata &m) {
   bool tensorSeen[kNumTensorIds] = {};
   for (unsigned i = 0; i < 2; ++i) {
     std::string field = formatv("launches[{0}]", i);
-    const json::Object *lo = (*la)[i].getAsObject();
-    if (!lo)
-      return fail(field, "must be an object");
     LaunchSpec l;
-    if (Error err = getString(*lo, "role", l.role, field))
-      return std::move(err);
-    if (l.role != roles[i])
-      return fail(field + ".role",
-                  formatv("must be \"{0}\", got \"{1}\"", roles[i], l.role));
-    if (Error err = getString(*lo, "kernel", l.kernel, field))
-      return std::move(err);
-    if (l.kernel.empty())
-      return fail(field + ".kernel", "empty symbol name");
-    if (i == 0 && l.kernel != m.kernel)
-      return fail(field + ".kernel",
-                  "the split launch's kernel must be \"" + m.kernel + "\"");
-    if (Error err = getDims(*lo, "block", l.block, field))
-      return std::move(err);
-    if (uint64_t(l.block[0]) * l.block[1] * l.block[2] > 1024)
-      return fail(field + ".block", "more than 1024 threads per block");
-    int64_t smem = 0;
-    if (Error err = getInt(*lo, "shared_memory_bytes", smem, field))
-      return std::move(err);
-    if (smem < 0 || smem > (1 << 20))
-      return fail(field + ".shared_memory_bytes",
-                  formatv("{0} is out of range", smem));
-    l.sharedMemoryBytes = unsigned(smem);
-    const json::Value *grid = lo->get("grid");
-    const json::Object *g = grid ? grid->getAsObject() : nullptr;
-    if (!g)
-      return fail(field + ".grid", "must be an object");
-    std::string kind;
-    if (Error err = getString(*g, "kind", kind, field + ".grid"))
-      return std::move(err);
-    if (kind != "decode")
-      return fail(field + ".grid.kind",
-                  "must be \"decode\", got \"" + kind + "\"");
-    l.gridKind = GridKind::Decode;
-    if (Error err = getInt(*g, "block_m", l.gridBlock, field + ".grid"))
-      return std::move(err);
-    if (l.gridBlock < 1)
-      return fail(field + ".grid.block_m", "must be positive");
+    auto objects = parseLaunch(m, (**la)[i], field, roles[i], i == 0, "decode",
+                               GridKind::Decode, "block_m", l);
+    if (!objects)
+      return objects.takeError();
     // The split launch runs one program per split, the combine one per
     // row block: a z of S for the combine would merge every row S times.
+    const json::Value *splitsKey = objects->grid->get("splits");
     std::optional<bool> splits =
-        g->get("splits") ? g->get("splits")->getAsBoolean() : std::nullopt;
+        splitsKey ? splitsKey->getAsBoolean() : std::nullopt;
     if (!splits || *splits != (i == 0))
       return fail(field + ".grid.splits",
                   i == 0 ? "must be true (the split launch's z is the "
                            "splits)"
                          : "must be false (the combine launch's z is 1)");
     l.splits = *splits;
-    const json::Value *params = lo->get("params");
-    const json::Array *pa = params ? params->getAsArray() : nullptr;
-    if (!pa || pa->empty())
-      return fail(field + ".params", "must be a non-empty array");
-    for (unsigned j = 0; j < pa->size(); ++j) {
-      std::string pfield = formatv("{0}.params[{1}]", field, j);
-      const json::Object *po = (*pa)[j].getAsObject();
-      if (!po)
-        return fail(pfield, "must be an object");
-      ParamSpec p;
-      if (Error err = parseParam(*po, j, p))
-        return std::move(err);
-      // A paged cache's view is no [B*H, N, D] nor [B*H*N, D] tensor: its
-      // maps are 4-D over the strides as given.
-      if (p.kind == ParamSpec::Kind::TmaPtr ||
-          p.kind == ParamSpec::Kind::TileCounter ||
-          p.kind == ParamSpec::Kind::Seqlens ||
-          (p.kind == ParamSpec::Kind::Tma && p.rank != 4))
-        return fail(pfield, "a decoding launch takes pointers, memrefs, "
-                            "workspaces, scalars, captures and rank-4 tma "
-                            "descriptors only");
-      if (std::optional<StringRef> pass = otherPassParam(p, Pass::Decode))
-        return fail(pfield, "'" + p.text + "' is a parameter of the " + *pass);
-      if (p.kind == ParamSpec::Kind::Ptr || p.kind == ParamSpec::Kind::Memref ||
-          p.isTma())
-        tensorSeen[unsigned(p.tensor)] = true;
-      l.params.push_back(std::move(p));
-    }
+    // A paged cache's view is no [B*H, N, D] nor [B*H*N, D] tensor: its
+    // maps are 4-D over the strides as given.
+    auto refused = [](const ParamSpec &p) {
+      return p.kind == ParamSpec::Kind::TmaPtr ||
+             p.kind == ParamSpec::Kind::TileCounter ||
+             p.kind == ParamSpec::Kind::Seqlens ||
+             (p.kind == ParamSpec::Kind::Tma && p.rank != 4);
+    };
+    if (Error err = parseLaunchParams(
+            *objects->launch, field, Pass::Decode, refused,
+            "a decoding launch takes pointers, memrefs, workspaces, scalars, "
+            "captures and rank-4 tma descriptors only",
+            tensorSeen, l))
+      return std::move(err);
     if (Error err = checkTmaBoxes(m, l.params, field + ".params"))
       return std::move(err);
     m.launches.push_back(std::move(l));
@@ -1091,11 +1106,8 @@ Expected<KernelMetadata> Parser::parseDecodeLaunches(KernelMetadata &m) {
       return fail("launches", "a launch passes " + tensorName(t) +
                                   " but page_size is 0 (a contiguous cache)");
   }
-  SmallVector<ArrayRef<ParamSpec>, 2> lists;
-  for (const LaunchSpec &l : m.launches)
-    lists.push_back(l.params);
-  if (std::optional<unsigned> i = captureNotPassed(m, lists))
-    return fail("launches", formatv("no launch passes capture {0}", *i));
+  if (Error err = checkLaunchCaptures(m))
+    return std::move(err);
   return std::move(m);
 }
 

@@ -115,7 +115,7 @@ class CpuKernel:
         self.splits = bool(meta.get("splits", False))
         expected = (_BACKWARD_PARAMS if self.backward else
                     ["q", "k", "v", "o"] + (["lse"] if self.has_lse else [])
-                    + (["page_table", "cache_lens"] if self.page_size else [])
+                    + (["page_table", "cache_seqlens"] if self.page_size else [])
                     + (["partial_out", "partial_lse"] if self.splits else []))
         params = meta["params"]
         self.params = [p.get("tensor") for p in params[:len(expected)]]
