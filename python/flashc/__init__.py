@@ -66,6 +66,7 @@ loss.backward() fails instead of silently dropping attention's gradients.
 
 import ctypes
 import ctypes.util
+import operator
 import os
 import threading
 
@@ -229,6 +230,15 @@ def _check(status):
 
 _I64x4 = ctypes.c_int64 * 4
 _dtype_codes = None
+
+
+def _integer(name, value):
+    """operator.index(value), or FlashcError naming the argument `name`."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise FlashcError(4, f"{name} is a {type(value).__name__}, not an "
+                          "integer") from None
 
 
 def _describe(name, t):
@@ -434,18 +444,12 @@ class Kernel:
     def _launch_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k,
                        max_seqlen_q, out, lse):
         """The runtime call of .varlen; (out, lse) or out."""
-        import operator
         import torch
         if not self.packed:
             raise FlashcError(4, f"kernel {self.name} takes no packed "
                               "sequences (its grid is not \"packed\"): call "
                               "it as kernel(q, k, v)")
-        try:
-            max_q = operator.index(max_seqlen_q)
-        except TypeError:
-            raise FlashcError(4, f"max_seqlen_q is a "
-                              f"{type(max_seqlen_q).__name__}, not an "
-                              "integer") from None
+        max_q = _integer("max_seqlen_q", max_seqlen_q)
         views = [_sequence_view(n, t, rows) for n, t, rows in (
             ("q", q, "total_q"), ("k", k, "total_k"), ("v", v, "total_k"))]
         descs = [_describe(n, t) for n, t in zip("qkv", views)]
@@ -598,18 +602,12 @@ class Kernel:
         flashrt_decode_args over the kernel's views of the caches (args
         keeps their descriptors alive); out and lse allocated where
         None."""
-        import operator
         import torch
         if not self.decode_pass:
             raise FlashcError(4, f"kernel {self.name} is no decoding kernel "
                               "(kernel.json's \"pass\" is not \"decode\"): "
                               "call it as kernel(q, k, v)")
-        try:
-            splits = operator.index(num_splits)
-        except TypeError:
-            raise FlashcError(4, f"num_splits is a "
-                              f"{type(num_splits).__name__}, not an "
-                              "integer") from None
+        splits = _integer("num_splits", num_splits)
         for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
             if not isinstance(t, torch.Tensor):
                 raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "

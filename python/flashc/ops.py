@@ -31,7 +31,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import FlashcError, Kernel, _forward_only
+from . import FlashcError, Kernel, _forward_only, _integer
 from . import library as _library
 from . import masks as _masks
 from .variants import (HEAD_DIMS, KEY_RANGE_ROWS, Variant, VariantError,
@@ -642,11 +642,7 @@ def _cpu_sequences(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, total_q,
         raise FlashcError(4, f"cu_seqlens_q has {len(cu_q)} entries and "
                           f"cu_seqlens_k {len(cu_k)}: both hold one per "
                           "sequence plus one")
-    try:
-        max_q = operator.index(max_seqlen_q)
-    except TypeError:
-        raise FlashcError(4, f"max_seqlen_q is a {type(max_seqlen_q).__name__}"
-                          ", not an integer") from None
+    max_q = _integer("max_seqlen_q", max_seqlen_q)
     spans = [(cu_q[s], cu_q[s + 1], cu_k[s], cu_k[s + 1])
              for s in range(len(cu_q) - 1)]
     longest = max([q1 - q0 for q0, q1, _, _ in spans], default=0)
