@@ -18,6 +18,12 @@
 //     }
 //   }
 //
+// A decoding program (flash.split_kv) has the same first grid, over
+// (query tiles, batch x heads, splits), reading Q through a view of a
+// group of heads and K/V through views of pages, storing O unrounded and
+// LSE to views of the splits' scratch; its second grid combines the
+// splits (matchCombineGrid).
+//
 //===----------------------------------------------------------------------===//
 
 #include "FlashToGPU.h"

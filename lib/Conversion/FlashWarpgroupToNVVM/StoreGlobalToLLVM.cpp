@@ -2,7 +2,8 @@
 //
 // Each thread writes its two rows, each behind its own bound check (an
 // unsigned compare, so rows before 0 fail it too): a 16-bit fragment's
-// words at columns 8g + 2 (lane % 4), straight from the registers; a row
+// words at columns 8g + 2 (lane % 4), straight from the registers; an f32
+// accumulator's registers each as its own word, at their columns; a row
 // vector by the first thread of each quad, which holds the row's value like
 // the other three.
 //
