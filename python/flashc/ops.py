@@ -870,6 +870,11 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
     if q.dtype not in _DTYPES:
         raise FlashcError(4, f"q is {q.dtype}; flashc takes bfloat16 or "
                           "float16")
+    # A wrong out is refused before the (slow) CPU run, not after it.
+    if out is not None and (out.dtype != q.dtype
+                            or tuple(out.shape) != tuple(q.shape)):
+        raise FlashcError(4, f"out must be a {q.dtype} tensor of shape "
+                          f"{tuple(q.shape)}")
 
     def numpy_of(t):
         t = t.detach().contiguous()
@@ -888,9 +893,6 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
         chunk_size=chunk_size, sinks=arrays.get("sinks"),
         out=numpy_of(o), return_lse=True)
     if out is not None:
-        if out.dtype != q.dtype or tuple(out.shape) != tuple(q.shape):
-            raise FlashcError(4, f"out must be a {q.dtype} tensor of shape "
-                              f"{tuple(q.shape)}")
         out.copy_(o)
         o = out
     lse = torch.from_numpy(lse)

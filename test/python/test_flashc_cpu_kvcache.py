@@ -323,6 +323,16 @@ class TorchKvCacheTest(FreshCache):
                 torch.from_numpy(table))
         self.assertIn("q is on meta; flashc takes CUDA tensors (the GPU "
                       "kernel) or CPU tensors", str(e.exception))
+        # A wrong out is refused by name and left as it was.
+        bad = torch.full((2, 8, 2, 32), 7.0, dtype=torch.bfloat16)
+        with self.assertRaises(flashc.FlashcError) as e:
+            flashc.attention_with_kvcache(
+                as_bf16(q), as_bf16(k_cache), as_bf16(v_cache),
+                torch.tensor(lens, dtype=torch.int32),
+                torch.from_numpy(table), out=bad)
+        self.assertIn("out must be a torch.bfloat16 tensor of shape "
+                      "(2, 8, 2, 64)", str(e.exception))
+        self.assertTrue(bool((bad == 7.0).all()))
         # The CPU path reads a paged cache; a contiguous one runs on CUDA.
         with self.assertRaises(flashc.FlashcError) as e:
             flashc.attention_with_kvcache(
