@@ -369,6 +369,20 @@ def check_shapes(q_shape, k_shape, v_shape):
                           "be a multiple of the K/V heads")
 
 
+def _output_buffer(given, name, shape, dt):
+    """`given` where it is a writeable C-contiguous array of `shape` and
+    `dt` (the kernels write it in place), a new one where it is None."""
+    import numpy as np
+    if given is None:
+        return np.empty(shape, dtype=dt)
+    if (not isinstance(given, np.ndarray) or given.shape != shape
+            or given.dtype != dt or not given.flags.c_contiguous
+            or not given.flags.writeable):
+        raise FlashcError(4, f"{name} must be a writeable C-contiguous "
+                          f"{np.dtype(dt).name} array of shape {shape}")
+    return given
+
+
 def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
               return_lse=False, softcap=None, window=None, chunk_size=None):
     """Attention on numpy arrays on the CPU, compiled on first use.
@@ -404,18 +418,8 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None,
     b, h, nq, d = q.shape
     nk = k.shape[2]
 
-    def buffer(given, name, shape, dt):
-        if given is None:
-            return np.empty(shape, dtype=dt)
-        if (not isinstance(given, np.ndarray) or given.shape != shape
-                or given.dtype != dt or not given.flags.c_contiguous
-                or not given.flags.writeable):
-            raise FlashcError(4, f"{name} must be a writeable C-contiguous "
-                              f"{np.dtype(dt).name} array of shape {shape}")
-        return given
-
-    o = buffer(out, "out", q.shape, q.dtype)
-    lse_buf = buffer(lse, "lse", (b, h, nq), np.float32)
+    o = _output_buffer(out, "out", q.shape, q.dtype)
+    lse_buf = _output_buffer(lse, "lse", (b, h, nq), np.float32)
     kern = kernel_for(dtype, d, causal, scale, softcap, window, chunk_size)
     kern.run(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data,
              lse_buf.ctypes.data, b, h, nq, nk, kv_heads=k.shape[1])
@@ -583,13 +587,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,
                               f"({h},)")
         sinks = np.ascontiguousarray(sinks)
         captures.append((sinks.ctypes.data, sinks.shape))
-    if out is None:
-        out = np.empty(q.shape, dtype=q.dtype)
-    elif (not isinstance(out, np.ndarray) or out.shape != q.shape
-          or out.dtype != q.dtype or not out.flags.c_contiguous
-          or not out.flags.writeable):
-        raise FlashcError(4, f"out must be a writeable C-contiguous "
-                          f"{q.dtype} array of shape {q.shape}")
+    out = _output_buffer(out, "out", q.shape, q.dtype)
     lse = np.empty((b, h, nq), dtype=np.float32)
     if pack_gqa is None:
         # Each K/V byte read once for its G query heads.
