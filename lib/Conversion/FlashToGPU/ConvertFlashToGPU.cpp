@@ -31,15 +31,20 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::gpu_lowering;
 
+DictionaryAttr mlir::flash::gpu_lowering::launchDict(
+    Builder &b, ArrayRef<std::pair<StringRef, Attribute>> entries) {
+  SmallVector<NamedAttribute> attrs;
+  for (auto [name, value] : entries)
+    attrs.push_back(b.getNamedAttr(name, value));
+  return b.getDictionaryAttr(attrs);
+}
+
 DictionaryAttr
 mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
                                            const KernelSpec &spec) {
   Builder b(ctx);
   auto dict = [&](ArrayRef<std::pair<StringRef, Attribute>> entries) {
-    SmallVector<NamedAttribute> attrs;
-    for (auto [name, value] : entries)
-      attrs.push_back(b.getNamedAttr(name, value));
-    return b.getDictionaryAttr(attrs);
+    return launchDict(b, entries);
   };
   auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   auto str = [&](StringRef s) { return b.getStringAttr(s); };

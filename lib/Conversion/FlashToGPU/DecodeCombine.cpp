@@ -52,10 +52,7 @@ mlir::flash::gpu_lowering::buildCombineLaunchAttr(MLIRContext *ctx,
                                                   const KernelSpec &spec) {
   Builder b(ctx);
   auto dict = [&](ArrayRef<std::pair<StringRef, Attribute>> entries) {
-    SmallVector<NamedAttribute> attrs;
-    for (auto [name, value] : entries)
-      attrs.push_back(b.getNamedAttr(name, value));
-    return b.getDictionaryAttr(attrs);
+    return launchDict(b, entries);
   };
   auto str = [&](StringRef s) { return b.getStringAttr(s); };
   auto value = [&](StringRef kind, StringRef name) {

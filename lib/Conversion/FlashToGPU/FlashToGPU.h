@@ -292,6 +292,9 @@ constexpr llvm::StringLiteral kKeyTileLoopAttrName = "flash.key_tile_loop";
 
 /// The kernel's launch contract (`flash.launch`).
 DictionaryAttr buildLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
+/// A dictionary of a launch contract from its entries, in order.
+DictionaryAttr launchDict(Builder &b,
+                          ArrayRef<std::pair<StringRef, Attribute>> entries);
 
 /// One tile of the schedule as a role walks it: which query block of which
 /// (batch, head), where its key tiles sit in the K/V ring, its Q buffer and
