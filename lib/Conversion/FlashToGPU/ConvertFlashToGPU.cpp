@@ -93,12 +93,9 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
               spec.sw.tmaStoreO
                   ? tensorMap("o", 64, 4)
                   : dict({{"kind", str("ptr")}, {"tensor", str("o")}})};
-  }
-  if (spec.hasLse && !spec.decode)
-    params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));
-  if (!spec.decode)
-    params.push_back(dict({{"kind", str("i32")}, {"value", str("seq_q")}}));
-  if (!spec.decode) {
+    if (spec.hasLse)
+      params.push_back(dict({{"kind", str("ptr")}, {"tensor", str("lse")}}));
+    params.push_back(value("i32", "seq_q"));
     params.push_back(value("i32", "seq_k"));
     params.push_back(value("f32", "scale_log2"));
     params.push_back(value("i32", "kv_group"));
@@ -209,16 +206,14 @@ static FailureOr<gpu::GPUModuleOp> buildKernelModule(func::FuncOp func,
       args.append({b.getI32Type(), b.getI32Type()});
   } else {
     args.push_back(spec.sw.tmaStoreO ? Type(genericPtr) : globalPtr);
-  }
-  if (spec.hasLse && !spec.decode)
-    args.push_back(globalPtr);
-  if (!spec.decode)
+    if (spec.hasLse)
+      args.push_back(globalPtr);
     args.append(
         {b.getI32Type(), b.getI32Type(), b.getF32Type(), b.getI32Type()});
-  if (spec.sw.persistent)
+    if (spec.sw.persistent)
+      args.push_back(b.getI32Type());
     args.push_back(b.getI32Type());
-  if (!spec.decode)
-    args.push_back(b.getI32Type());
+  }
   if (spec.sw.dynamicSchedule)
     args.push_back(globalPtr);
   if (spec.packed) {
