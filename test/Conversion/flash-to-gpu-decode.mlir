@@ -57,6 +57,9 @@
 // CHECK: %[[PAGEI:.*]] = arith.index_cast %[[PAGEC]] : i32 to index
 // CHECK: %[[INPAGE:.*]] = arith.remui %[[KEY]], %c256 : index
 // CHECK: flash.wg.tma_load_tile %{{.*}}[%[[INPAGE]], %[[QHEAD]], %[[PAGEI]]]
+// V of the same tile reads the same page: one table lookup per tile.
+// CHECK-NOT: llvm.load
+// CHECK: flash.wg.tma_load_tile %{{.*}}[%[[INPAGE]], %[[QHEAD]], %[[PAGEI]]]
 // The consumer's rows are queries r % seq_q of the group.
 // CHECK: } consumer {
 // CHECK: arith.remui %{{.*}}, %[[SQ]] : i32

@@ -519,7 +519,14 @@ public:
   /// TMA of key tile j into the slot of its ring position: K and V, or
   /// only K / only V.
   enum class KV { Both, K, V };
-  void issueKV(Value j, KV which = KV::Both);
+  /// Where key tile j lies in the K and V maps: its first row and its
+  /// batch plane (a paged cache's: the page, from the table, and the row
+  /// in it). Taken once per tile, for both its loads.
+  struct KeyTile {
+    Value row, plane;
+  };
+  KeyTile keyTileAt(Value j);
+  void issueKV(Value j, KV which, const KeyTile &at);
   /// Waits until ring position pos's slot (released for pos - stages) is
   /// free.
   void waitEmpty(Value pos, int64_t baseBarrier);

@@ -75,10 +75,7 @@ void ProducerRole::issueQ() {
       tile.qBuf ? b.getI64IntegerAttr(spec.qBytes()) : IntegerAttr());
 }
 
-void ProducerRole::issueKV(Value j, KV which) {
-  Value ringSlot =
-      WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
-  Value slot = WgRingSlotIndexOp::create(b, ringSlot);
+ProducerRole::KeyTile ProducerRole::keyTileAt(Value j) {
   Value row = tile.firstKey(b, j, k.cIndex(spec.blockN));
   if (tile.kRow0)
     row = arith::AddIOp::create(b, tile.kRow0, row);
@@ -102,6 +99,13 @@ void ProducerRole::issueKV(Value j, KV which) {
     plane = arith::IndexCastOp::create(b, k.indexTy, page);
     row = arith::RemUIOp::create(b, row, pageSize);
   }
+  return {row, plane};
+}
+
+void ProducerRole::issueKV(Value j, KV which, const KeyTile &at) {
+  Value ringSlot =
+      WgRingSlotOp::create(b, k.kvSlotType, tile.ringPosition(b, j));
+  Value slot = WgRingSlotIndexOp::create(b, ringSlot);
   Value slotBytes = arith::MulIOp::create(b, slot, k.cIndex(spec.stageBytes()));
   struct Operand {
     KV which;
@@ -113,16 +117,21 @@ void ProducerRole::issueKV(Value j, KV which) {
     if (which != KV::Both && which != op.which)
       continue;
     Value barId = arith::AddIOp::create(b, slot, k.cIndex(op.barrier));
-    WgTmaLoadTileOp::create(b, op.map, row, ValueRange{kvHead, plane}, k.smem,
-                            k.shift, slotBytes, /*buffer=*/Value(), k.bar,
-                            barId, spec.headDim, b.getI64IntegerAttr(op.offset),
+    WgTmaLoadTileOp::create(b, op.map, at.row, ValueRange{kvHead, at.plane},
+                            k.smem, k.shift, slotBytes, /*buffer=*/Value(),
+                            k.bar, barId, spec.headDim,
+                            b.getI64IntegerAttr(op.offset),
                             /*bufferBytes=*/IntegerAttr());
   }
 }
 
 void ProducerRole::setPlanes() {
-  // Query head h reads K/V head h / G (grouped-query attention).
-  std::tie(batch, head) = k.batchAndHead(tile.blockY);
+  // Query head h reads K/V head h / G (grouped-query attention). A
+  // decoding tile's bounds read its batch and head already.
+  if (spec.decode)
+    std::tie(batch, head) = std::make_pair(tile.batch, tile.programHead);
+  else
+    std::tie(batch, head) = k.batchAndHead(tile.blockY);
   // A packed decoding program's head is the K/V head.
   if (spec.packGqa) {
     kvHead = head;

@@ -97,17 +97,21 @@ struct KeyLoadsToRingFills : RolePattern<scf::ForOp, ProducerRole> {
                      Value pos = role.tile.ringPosition(role.b, j);
                      if (!role.spec.sw.splitRelease && both) {
                        role.waitEmpty(pos, role.spec.barEmpty());
-                       role.issueKV(j);
+                       role.issueKV(j, ProducerRole::KV::Both,
+                                    role.keyTileAt(j));
                        return SmallVector<Value>();
                      }
                      // K of tile j may load once S of tile j - stages retired,
                      // V once its P V did.
+                     std::optional<ProducerRole::KeyTile> at;
                      for (ProducerRole::KV which : loads) {
                        const bool early = which == ProducerRole::KV::K &&
                                           role.spec.sw.splitRelease;
                        role.waitEmpty(pos, early ? role.spec.barEmptyK()
                                                  : role.spec.barEmpty());
-                       role.issueKV(j, which);
+                       if (!at)
+                         at = role.keyTileAt(j);
+                       role.issueKV(j, which, *at);
                      }
                      return SmallVector<Value>();
                    });
