@@ -24,10 +24,10 @@
 // CHECK: %[[HKVI:.*]] = arith.index_cast %[[HKV]] : i32 to index
 // CHECK: %[[BATCH:.*]] = arith.divui %[[Y]], %[[HKVI]] : index
 // CHECK: %[[SPLIT:.*]] = gpu.block_id z
+// CHECK: %[[S32:.*]] = arith.index_cast %[[SPLIT]] : index to i32
 // CHECK: %[[SPLITS:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: %[[PROGRAMS:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: %[[Y32:.*]] = arith.index_cast %[[Y]] : index to i32
-// CHECK: %[[S32:.*]] = arith.index_cast %[[SPLIT]] : index to i32
 // CHECK: %[[SB:.*]] = arith.muli %[[S32]], %[[PROGRAMS]] : i32
 // CHECK: %[[PBLOCK:.*]] = arith.addi %[[SB]], %[[Y32]] : i32
 // The batch's length, clamped to its table's pages.
@@ -42,6 +42,7 @@
 // The keys every query sees whole: before the first query's position.
 // CHECK: %[[EXCESS:.*]] = arith.subi %[[SEQK]], %[[SQ]] : i32
 // CHECK: %[[SHARE:.*]] = arith.ceildivui %[[TILES]], %[[SPLITS]] : i32
+// CHECK: arith.muli %[[S32]], %[[SHARE]] : i32
 // CHECK: flash.wg.warp_specialize consumers = 1
 // The producer: key tile j's page from the table, clamped into the cache.
 // CHECK: flash.wg.tma_load_tile %{{.*}}[%{{[^,]*}}, %[[QHEAD:[^,]*]], %{{[^]]*}}], %{{.*}} columns 128

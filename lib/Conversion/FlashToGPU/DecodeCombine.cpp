@@ -118,11 +118,8 @@ struct CombineBuilder {
     Value seqQ = arg(), kvGroup = arg(), heads = arg(), splits = arg();
     Value strideB = arg(), strideH = arg(), strideN = arg();
 
-    Value rows = seqQ, programHeads = heads;
-    if (spec.packGqa) {
-      rows = arith::MulIOp::create(b, seqQ, kvGroup);
-      programHeads = arith::DivUIOp::create(b, heads, kvGroup);
-    }
+    auto [rows, programHeads] =
+        decodeProgramShape(b, spec, seqQ, heads, kvGroup);
     Value tid = toI32(gpu::ThreadIdOp::create(b, gpu::Dimension::x));
     Value warp = arith::DivUIOp::create(b, tid, c32(32));
     Value lane = arith::RemUIOp::create(b, tid, c32(32));

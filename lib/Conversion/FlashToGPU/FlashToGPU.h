@@ -324,9 +324,9 @@ struct TileValues {
   /// (i32) the mask_mod keeps for every row of the tile.
   Value fullLo, fullHi;
   /// Decoding: the batch and the program's head (index; a K/V head with
-  /// packGqa), the split (index) and the partial scratch's block of the
-  /// tile's rows, split * B * Hx + batch * Hx + head (i32).
-  Value batch, programHead, split, partialBlock;
+  /// packGqa) and the partial scratch's block of the tile's rows,
+  /// split * B * Hx + batch * Hx + head (i32).
+  Value batch, programHead, partialBlock;
 
   /// Position of key tile j in the K/V ring: kvBase + j.
   Value ringPosition(ImplicitLocOpBuilder &b, Value j) const;
@@ -701,6 +701,11 @@ void emitCombineKernel(ImplicitLocOpBuilder &b, const KernelSpec &spec,
 /// The combine kernel's arguments and launch contract.
 SmallVector<Type> combineKernelArgs(MLIRContext *ctx, const KernelSpec &spec);
 DictionaryAttr buildCombineLaunchAttr(MLIRContext *ctx, const KernelSpec &spec);
+/// A decoding program's rows and heads (i32) from seq_q, the query heads
+/// and the group: G x seq_q and H_kv with GQA packing, else seq_q and H.
+std::pair<Value, Value> decodeProgramShape(ImplicitLocOpBuilder &b,
+                                           const KernelSpec &spec, Value seqQ,
+                                           Value heads, Value kvGroup);
 /// Threads of a combine block: 4 warps, 16 rows each.
 constexpr int64_t kCombineThreads = 128;
 

@@ -105,14 +105,8 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
       captures.push_back(entry->getArgument(next++));
     totalQ = seqQ;
     totalK = seqK;
-    // A packed program's rows are its group's queries, its heads the K/V
-    // heads.
-    programRows = seqQ;
-    programHeads = headsArg;
-    if (spec.packGqa) {
-      programRows = arith::MulIOp::create(b, seqQ, kvGroup);
-      programHeads = arith::DivUIOp::create(b, headsArg, kvGroup);
-    }
+    std::tie(programRows, programHeads) =
+        decodeProgramShape(b, spec, seqQ, headsArg, kvGroup);
     constBuilder.setInsertionPoint(tmQ.getDefiningOp());
     return;
   }
@@ -145,6 +139,17 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
   totalK = seqK;
   // Constants go before the casts, in creation order.
   constBuilder.setInsertionPoint(tmQ.getDefiningOp());
+}
+
+std::pair<Value, Value> mlir::flash::gpu_lowering::decodeProgramShape(
+    ImplicitLocOpBuilder &b, const KernelSpec &spec, Value seqQ, Value heads,
+    Value kvGroup) {
+  // A packed program's rows are its group's queries, its heads the K/V
+  // heads.
+  if (!spec.packGqa)
+    return {seqQ, heads};
+  return {arith::MulIOp::create(b, seqQ, kvGroup),
+          arith::DivUIOp::create(b, heads, kvGroup)};
 }
 
 Value KernelContext::constant(TypedAttr attr) {

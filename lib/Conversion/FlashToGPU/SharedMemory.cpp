@@ -153,14 +153,13 @@ void KernelContext::emitDecodeTileBounds(TileValues &tile) {
     return arith::IndexCastOp::create(b, i32, index);
   };
   std::tie(tile.batch, tile.programHead) = batchAndHead(tile.blockY);
-  tile.split = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  Value split = toI32(gpu::BlockIdOp::create(b, gpu::Dimension::z));
   Value splits = toI32(gpu::GridDimOp::create(b, gpu::Dimension::z));
   Value programs = toI32(gpu::GridDimOp::create(b, gpu::Dimension::y));
   // The split's rows in the scratch: [S, B, Hx, rows] in the program's
   // order (grid y is batch * Hx + head).
   tile.partialBlock = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, toI32(tile.split), programs),
-      toI32(tile.blockY));
+      b, arith::MulIOp::create(b, split, programs), toI32(tile.blockY));
   // A paged cache's keys are its batch's length, clamped to the table's
   // pages (the program's clamp): from here on the mask's seq_k.
   if (spec.pageSize) {
@@ -187,8 +186,8 @@ void KernelContext::emitDecodeTileBounds(TileValues &tile) {
   // The split's equal share of whole key tiles (-flash-tile's rule); a
   // split past the last tile has none and writes O = 0, LSE = -inf.
   Value share = arith::CeilDivUIOp::create(b, tiles, splits);
-  Value kLo = arith::MinUIOp::create(
-      b, arith::MulIOp::create(b, toI32(tile.split), share), tiles);
+  Value kLo =
+      arith::MinUIOp::create(b, arith::MulIOp::create(b, split, share), tiles);
   tile.nHi =
       arith::MinUIOp::create(b, share, arith::SubIOp::create(b, tiles, kLo));
   tile.nFull = arith::MinSIOp::create(
