@@ -353,8 +353,12 @@ LogicalResult WgMaskColumnsOp::verify() {
 LogicalResult WgModScoresOp::verify() {
   if (failed(expectAccumulator(*this, getScores().getType(), "scores")))
     return failure();
-  return expectRows(*this, getRows().getType(),
-                    IntegerType::get(getContext(), 32), "rows");
+  Type i32 = IntegerType::get(getContext(), 32);
+  if (failed(expectRows(*this, getRows().getType(), i32, "rows")))
+    return failure();
+  if (getHeads())
+    return expectRows(*this, getHeads().getType(), i32, "heads");
+  return success();
 }
 
 LogicalResult WgModScoresOp::verifyRegions() {

@@ -477,6 +477,10 @@ def Flash_WgModScoresOp : Flash_WgOp<"mod_scores", [Pure,
     on every element of the thread's registers (a tile inside a sliding
     window): the mask_mod is then not evaluated there.
 
+    `heads`, when given (a `#flash.wgmma_rows` vector of i32), is each
+    row's query head, and `head` is not used: the rows of a decoding tile
+    with GQA packing run through the query heads of one K/V head.
+
     Example:
 
     ```mlir
@@ -493,12 +497,14 @@ def Flash_WgModScoresOp : Flash_WgOp<"mod_scores", [Pure,
   let arguments = (ins Flash_FragmentType:$scores, Flash_FragmentType:$rows,
                    I32:$first_key, I32:$seq_q, I32:$seq_k, I32:$batch,
                    I32:$head, F32:$scale, Optional<I1>:$whole,
+                   Optional<Flash_FragmentType>:$heads,
                    Variadic<AnyMemRef>:$captures);
   let results = (outs Flash_FragmentType:$result);
   let regions = (region AnyRegion:$scoreMod, AnyRegion:$maskMod);
   let assemblyFormat = [{
     $scores `,` $rows `,` $first_key `,` $seq_q `,` $seq_k `,` $batch `,`
     $head `,` $scale (`whole` $whole^)?
+    (`heads` $heads^ `:` qualified(type($heads)))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     attr-dict `:` qualified(type($scores)) `,`
     qualified(type($rows)) (`score_mod` $scoreMod^)? (`mask_mod` $maskMod^)?

@@ -39,32 +39,11 @@ func.func @two_consumers(%q: !q, %k: !q, %v: !q, %o: !q,
 
 // -----
 
-// Score mods and sinks with decoding run on the CPU path only, for now.
+// The kernels take the sinks as their last parameter.
 !q = memref<?x?x?x128xbf16>
-func.func @softcap(%q: !q, %k: !q, %v: !q, %o: !q,
-                   %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {
-  // expected-error @+1 {{flash-to-gpu: score and mask mods and sinks with decoding (splits) are not lowered to the GPU yet (the CPU path runs them)}}
-  flash.attention %q, %k, %v -> %o
-      splits(%po : memref<?x?x?x?x128xf32>, %pl : memref<?x?x?x?xf32>)
-      {config = #flash.config<block_m = 64, block_n = 64, stages = 4, warpgroups = 1>}
-      : !q, !q, !q -> !q
-    score_mod {
-    ^bb0(%s: f32, %b: index, %h: index, %q_idx: index, %kv_idx: index):
-      %cap = arith.constant 50.0 : f32
-      %x = arith.divf %s, %cap : f32
-      %t = math.tanh %x : f32
-      %capped = arith.mulf %t, %cap : f32
-      flash.yield %capped : f32
-    }
-  return
-}
-
-// -----
-
-!q = memref<?x?x?x128xbf16>
+// expected-error @+1 {{flash-to-gpu: the captures and sinks must be the function's last arguments; argument #4 is not}}
 func.func @sinks(%q: !q, %k: !q, %v: !q, %o: !q, %sinks: memref<?xf32>,
                  %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {
-  // expected-error @+1 {{flash-to-gpu: sinks with decoding (splits) are not lowered to the GPU yet (the CPU path runs them)}}
   flash.attention %q, %k, %v -> %o
       splits(%po : memref<?x?x?x?x128xf32>, %pl : memref<?x?x?x?xf32>)
       sinks(%sinks : memref<?xf32>)

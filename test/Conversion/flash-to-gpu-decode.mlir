@@ -7,6 +7,8 @@
 // RUN: flash-opt %S/Inputs/decode-paged.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s
 // RUN: flash-opt %S/Inputs/decode-contiguous.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=CONTIGUOUS
 // RUN: flash-opt %S/Inputs/decode-paged.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=LOWERED
+// RUN: flash-opt %S/Inputs/decode-mods.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=MODS
+// RUN: flash-opt %S/Inputs/decode-mods.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=MODS-LOWERED
 
 // CHECK-LABEL: gpu.func @decode(
 // CHECK-SAME: %[[TQ:[^:]*]]: !llvm.ptr, %[[TK:[^:]*]]: !llvm.ptr, %[[TV:[^:]*]]: !llvm.ptr, %[[PO:[^:]*]]: !llvm.ptr<1>, %[[PL:[^:]*]]: !llvm.ptr<1>, %[[TABLE:[^:]*]]: !llvm.ptr<1>, %[[LENS:[^:]*]]: !llvm.ptr<1>, %[[SQ:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: f32, %[[G:[^:]*]]: i32, %[[H:[^:]*]]: i32, %[[PAGES:[^:]*]]: i32, %[[COLS:[^:]*]]: i32)
@@ -117,3 +119,68 @@
 // LOWERED-LABEL: gpu.func @decode(
 // LOWERED-NOT: flash.wg.
 // LOWERED-LABEL: gpu.func @decode_combine(
+
+// With the mods: both kernels take the sinks (the split kernel every
+// capture, the combine the sinks alone).
+// MODS-LABEL: gpu.func @decode_mods(
+// MODS-SAME: %[[SQ:arg7]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: f32, %[[G:arg10]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: memref<?xf32>)
+// MODS-SAME: captures = [{dtype = "f32", rank = 1 : i64, role = "sinks", shape = array<i64: -1>}]
+// MODS-SAME: {capture = 0 : i64, kind = "memref", rank = 1 : i64}], pass = "decode", role = "split"
+// The window hides the keys more than 200 behind the step's first query
+// (at the cache's position seq_k - seq_q) from every row: the splits share
+// the key tiles from that key's.
+// MODS: %[[SEQK:.*]] = arith.minsi %{{.*}} : i32
+// MODS: %[[TILES:.*]] = arith.ceildivui %[[SEQK]], %c128_i32 : i32
+// MODS: arith.subi %[[SEQK]], %[[SQ]] : i32
+// MODS: %[[EXCESS:.*]] = arith.subi %[[SEQK]], %[[SQ]] : i32
+// MODS: %[[FIRSTQ:.*]] = arith.maxsi %[[EXCESS]], %c0_i32 : i32
+// MODS: %[[BEHIND:.*]] = arith.subi %[[FIRSTQ]], %c200_i32 : i32
+// MODS: %[[FIRSTKEY:.*]] = arith.maxsi %[[BEHIND]], %c0_i32 : i32
+// MODS: %[[FT:.*]] = arith.divui %[[FIRSTKEY]], %c128_i32 : i32
+// MODS: %[[FIRSTTILE:.*]] = arith.minui %[[FT]], %[[TILES]] : i32
+// MODS: %[[LEFT:.*]] = arith.subi %[[TILES]], %[[FIRSTTILE]] : i32
+// MODS: %[[SHARE:.*]] = arith.ceildivui %[[LEFT]], %{{.*}} : i32
+// MODS: %[[OWN:.*]] = arith.muli %{{.*}}, %[[SHARE]] : i32
+// MODS: %[[KLO:.*]] = arith.addi %[[FIRSTTILE]], %[[OWN]] : i32
+// MODS: arith.minui %[[KLO]], %[[TILES]] : i32
+// The mods see each row at its query's position in the cache and of its
+// own head: the group's r / seq_q-th of the K/V head's, clamped to the
+// group for the rows past it.
+// MODS: %[[D:.*]] = arith.subi %[[SEQK]], %[[SQ]] : i32
+// MODS-NEXT: %[[OFF:.*]] = arith.maxsi %[[D]], %c0_i32 : i32
+// MODS-NEXT: %[[POS0:.*]] = arith.addi %{{.*}}, %[[OFF]] : i32
+// MODS-NEXT: %[[POS1:.*]] = arith.addi %{{.*}}, %[[OFF]] : i32
+// MODS-NEXT: %[[MODSQ:.*]] = arith.addi %[[SQ]], %[[OFF]] : i32
+// MODS-NEXT: %[[POS:.*]] = flash.wg.fragment_from_values %[[POS0]], %[[POS1]]
+// MODS-NEXT: arith.index_cast
+// MODS-NEXT: %[[FIRSTHEAD:.*]] = arith.muli %{{.*}}, %[[G]] : i32
+// MODS-NEXT: %[[LASTIN:.*]] = arith.subi %[[G]], %c1_i32 : i32
+// MODS-NEXT: %[[G0:.*]] = arith.divui %{{.*}}, %[[SQ]] : i32
+// MODS-NEXT: %[[IN0:.*]] = arith.minui %[[G0]], %[[LASTIN]] : i32
+// MODS-NEXT: %[[H0:.*]] = arith.addi %[[FIRSTHEAD]], %[[IN0]] : i32
+// MODS-NEXT: %[[G1:.*]] = arith.divui %{{.*}}, %[[SQ]] : i32
+// MODS-NEXT: %[[IN1:.*]] = arith.minui %[[G1]], %[[LASTIN]] : i32
+// MODS-NEXT: %[[H1:.*]] = arith.addi %[[FIRSTHEAD]], %[[IN1]] : i32
+// MODS-NEXT: %[[HEADS:.*]] = flash.wg.fragment_from_values %[[H0]], %[[H1]]
+// MODS: flash.wg.mod_scores %{{.*}}, %[[POS]], %{{.*}}, %[[MODSQ]], %[[SEQK]], %{{.*}} whole %{{.*}} heads %[[HEADS]]
+// MODS: math.tanh
+// The combine: the row's head's sink (clamped into the sinks) starts the
+// splits' max and weighs in the sum as a split with no value.
+// MODS-LABEL: gpu.func @decode_mods_combine(
+// MODS-SAME: %[[SINKS:[^:]*]]: memref<?xf32>)
+// MODS-SAME: {capture = 0 : i64, kind = "memref", rank = 1 : i64}], pass = "decode", role = "combine"
+// MODS: %[[LAST:.*]] = arith.subi %{{.*}}, %c1{{.*}} : index
+// MODS: %[[AT:.*]] = arith.minsi %{{.*}}, %[[LAST]] : index
+// MODS: %[[SINK:.*]] = memref.load %[[SINKS]][%[[AT]]] : memref<?xf32>
+// MODS: %[[M:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %[[SINK]]) -> (f32)
+// MODS: %[[D:.*]] = arith.subf %[[SINK]], %[[M]] : f32
+// MODS: %[[E:.*]] = math.exp2
+// MODS: %[[W:.*]] = arith.select %{{.*}}, %{{.*}}, %[[E]] : f32
+// MODS: scf.for %{{.*}} iter_args({{.*}}, %{{.*}} = %[[W]]) -> (f32, f32, f32, f32, f32)
+
+// Lowered: the mods inlined register by register (one tanh.approx each).
+// MODS-LOWERED-LABEL: gpu.func @decode_mods(
+// MODS-LOWERED-NOT: flash.wg.
+// MODS-LOWERED: tanh.approx.f32
+// MODS-LOWERED-NOT: flash.wg.
+// MODS-LOWERED-LABEL: gpu.func @decode_mods_combine(

@@ -5,6 +5,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: flashc %S/../Conversion/Inputs/decode-paged.mlir -o %t/kernel.cubin --resource-usage 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --input-file %t/kernel.json
+// RUN: flashc %S/../Conversion/Inputs/decode-mods.mlir -o %t/mods.cubin --resource-usage 2>&1 | FileCheck %s --check-prefix=MODS
 
 // PTXAS: Compiling entry function 'decode_combine' for 'sm_90a'
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -20,3 +21,9 @@
 // CHECK: "pack_gqa": true
 // CHECK: "page_size": 256
 // CHECK: "pass": "decode"
+
+// With soft-capping, a window and sinks neither kernel spills either.
+// MODS: Compiling entry function 'decode_mods_combine' for 'sm_90a'
+// MODS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// MODS: Compiling entry function 'decode_mods' for 'sm_90a'
+// MODS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -51,7 +51,6 @@
 // CPU: math.exp
 // CPU-NOT: math.log2
 // CPU: math.log
-// GPU: error: flash-to-gpu: sinks with decoding (splits) are not lowered to the GPU yet (the CPU path runs them)
 // GPU: error: flash-to-gpu: a decoding kernel has one consumer warpgroup (block_m = 64), got 2
 !q = memref<?x32x?x128xbf16>
 !kv = memref<?x8x64x128xbf16, strided<[?, ?, ?, 1]>>

@@ -111,10 +111,14 @@ def queries(gen, b, h, sq, d, dtype, hot=False):
     return q.to(dtype)
 
 
-def reference(q, keys, values, lens, causal, scale):
+def reference(q, keys, values, lens, causal, scale, softcap=None,
+              window=None, chunk=None, sinks=None):
     """float64 (O, LSE) on the CPU of each batch's queries over its keys,
     query i at the cache's position i + len - Sq; a row that sees no key
-    has O = 0 and LSE = -inf."""
+    has O = 0 and LSE = -inf (with sinks, LSE = its head's sink). The
+    mods as flashc's: softcap * tanh(s / softcap) of the scaled logit,
+    keys at most `window` behind the query's position, keys in its chunk
+    of `chunk` positions, a sink logit per head in every denominator."""
     q = q.double().cpu()
     b, h, sq, d = q.shape
     o = torch.zeros(b, h, sq, d, dtype=torch.float64)
@@ -124,11 +128,24 @@ def reference(q, keys, values, lens, causal, scale):
         k = keys[bi].repeat_interleave(group, 0)
         v = values[bi].repeat_interleave(group, 0)
         s = q[bi] @ k.transpose(1, 2) * scale
+        if softcap is not None:
+            s = softcap * torch.tanh(s / softcap)
+        i = torch.arange(sq)[:, None]
+        j = torch.arange(n)[None, :]
+        position = i + max(n - sq, 0)
         if causal:
-            i = torch.arange(sq)[:, None]
-            j = torch.arange(n)[None, :]
             s = s.masked_fill(j > i + n - sq, -math.inf)
-        row = torch.logsumexp(s, -1) if n else torch.full((h, sq), -math.inf)
+        if window is not None:
+            s = s.masked_fill(j + window < position, -math.inf)
+        if chunk is not None:
+            s = s.masked_fill(j // chunk != position // chunk, -math.inf)
+        if sinks is not None:
+            sink = sinks.double().cpu()[:, None, None].expand(h, sq, 1)
+            s = torch.cat([s, sink], -1)
+        row = torch.logsumexp(s, -1) if s.shape[-1] else torch.full(
+            (h, sq), -math.inf)
+        if sinks is not None:
+            s = s[..., :-1]
         seen = torch.isfinite(row)
         p = torch.where(seen[..., None], torch.exp(s - row[..., None]),
                         torch.zeros(()))
@@ -169,15 +186,25 @@ class GpuKvCacheTest(FreshCache):
 
     def paged_case(self, what, dtype, heads, kv_heads, sq, page, lens,
                    causal, seed, hot=False,
-                   configs=((1, None), (3, None), (None, None)), bshd=False):
+                   configs=((1, None), (3, None), (None, None)), bshd=False,
+                   mods=None):
         gen = torch.Generator().manual_seed(seed)
         d = 128
         table, num_pages = page_table(gen, lens, page)
         k_cache, v_cache, keys, values = fill_paged(
             gen, table, lens, num_pages, page, kv_heads, d, dtype)
         q = queries(gen, len(lens), heads, sq, d, dtype, hot)
-        ref_o, ref_lse = reference(q, keys, values, lens, causal, d ** -0.5)
+        mods = dict(mods or {})
+        if mods.pop("sinks", False):
+            mods["sinks"] = torch.randn(heads, generator=gen) * 2
+        ref_o, ref_lse = reference(q, keys, values, lens, causal, d ** -0.5,
+                                   softcap=mods.get("softcap"),
+                                   window=mods.get("window"),
+                                   chunk=mods.get("chunk_size"),
+                                   sinks=mods.get("sinks"))
         dev = torch.device("cuda")
+        if "sinks" in mods:
+            mods["sinks"] = mods["sinks"].to(dev)
         q, k_cache, v_cache = q.to(dev), k_cache.to(dev), v_cache.to(dev)
         if bshd:
             # vLLM's B x Sq x H x D queries, viewed B x H x Sq x D.
@@ -189,7 +216,8 @@ class GpuKvCacheTest(FreshCache):
             out = torch.full(q.shape, NAN, dtype=dtype, device=dev)
             o, lse = flashc.attention_with_kvcache(
                 q, k_cache, v_cache, seqlens, table, causal=causal,
-                num_splits=splits, pack_gqa=pack, out=out, return_lse=True)
+                num_splits=splits, pack_gqa=pack, out=out, return_lse=True,
+                **mods)
             torch.cuda.synchronize()
             self.assertIs(o, out)
             compare(self, name, o, lse, ref_o, ref_lse, dtype)
@@ -217,6 +245,28 @@ class GpuKvCacheTest(FreshCache):
         self.paged_case("bf16 32/8 page256 sq4 noncausal", torch.bfloat16, 32,
                         8, 4, 256, [513, 17], False, 4,
                         configs=((3, None), (None, None)))
+
+    def test_mods_softcap_window_sinks(self):
+        # The score and mask mods on the decoding kernels: soft-capping, a
+        # window of 200 keys behind each query's position (the split
+        # kernel starts its key tiles at the first query's window) and a
+        # sink per query head added in the combine, packed (each row its
+        # own head's sink) and not; logits near 1e3 under the cap.
+        self.paged_case("bf16 32/8 page64 sq1 softcap window sinks",
+                        torch.bfloat16, 32, 8, 1, 64, [1, 77, 1000, 4097],
+                        True, 9, hot=True,
+                        configs=((1, None), (3, None), (None, None),
+                                 (3, False)),
+                        mods=dict(softcap=30.0, window=200, sinks=True))
+
+    def test_mods_chunk_sinks_sq4(self):
+        # Four new tokens of a chunked (Llama 4) mask across a chunk
+        # boundary and sinks, pages of 256; a 2-key cache whose first two
+        # rows see no key keep LSE = their sink.
+        self.paged_case("f16 32/8 page256 sq4 chunk sinks", torch.float16,
+                        32, 8, 4, 256, [2, 1026, 3000], True, 10,
+                        configs=((1, None), (3, None), (None, False)),
+                        mods=dict(chunk_size=512, sinks=True))
 
     def test_contiguous_cache(self):
         # flash_attn_with_kvcache's B x Nk x H_kv x D cache, here the first

@@ -46,6 +46,8 @@ void ConsumerRole::emit() {
     row1 = arith::AddIOp::create(b, row0, cI32(8));
     // A packed decoding program's row r is query r % seq_q of its head.
     if (spec.packGqa) {
+      groupRow0 = row0;
+      groupRow1 = row1;
       row0 = arith::RemUIOp::create(b, row0, k.seqQ);
       row1 = arith::RemUIOp::create(b, row1, k.seqQ);
     }

@@ -7,7 +7,9 @@
 // [S, B, Hx, rows]. For a row, with m = max_s LSE_s and w_s = exp(LSE_s - m)
 // (0 for a split that saw no key), O = sum_s w_s O_s / sum_s w_s and
 // LSE = m + log(sum_s w_s); a row no split saw gets O = 0 and LSE = -inf,
-// as flash.finalize gives it. The work is a few loads per output element,
+// as flash.finalize gives it. A sink (the row's head's) joins m and the
+// weights' sum as one more split with no value: such a row's LSE is then
+// the sink. The work is a few loads per output element,
 // so the kernel is plain SIMT code: a block of 4 warps takes 64 rows of one
 // (batch, program head), a warp 16 rows one after another, each lane D / 32
 // adjacent columns. O is written with its own strides, row r of a packed
@@ -23,6 +25,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cmath>
@@ -38,12 +41,14 @@ mlir::flash::gpu_lowering::combineKernelArgs(MLIRContext *ctx,
   Builder b(ctx);
   auto global = LLVM::LLVMPointerType::get(ctx, 1);
   // partial_out, partial_lse, o[, lse], seq_q, kv_group, heads, num_splits,
-  // O's strides (b, h, n).
+  // O's strides (b, h, n)[, the sinks].
   SmallVector<Type> args = {global, global, global};
   if (spec.hasLse)
     args.push_back(global);
   args.append(4, b.getI32Type());
   args.append(3, b.getI64Type());
+  if (spec.sinkCapture)
+    args.push_back(spec.captures[*spec.sinkCapture].type);
   return args;
 }
 
@@ -68,6 +73,9 @@ mlir::flash::gpu_lowering::buildCombineLaunchAttr(MLIRContext *ctx,
     params.push_back(value("i32", name));
   for (StringRef name : {"stride_o_b", "stride_o_h", "stride_o_n"})
     params.push_back(value("i64", name));
+  if (spec.sinkCapture)
+    params.push_back(captureParamAttr(b, *spec.sinkCapture,
+                                      spec.captures[*spec.sinkCapture]));
   return dict({{"pass", str("decode")},
                {"role", str("combine")},
                {"block", b.getDenseI64ArrayAttr({kCombineThreads, 1, 1})},
@@ -117,6 +125,7 @@ struct CombineBuilder {
     Value lseOut = spec.hasLse ? arg() : Value();
     Value seqQ = arg(), kvGroup = arg(), heads = arg(), splits = arg();
     Value strideB = arg(), strideH = arg(), strideN = arg();
+    Value sinks = spec.sinkCapture ? arg() : Value();
 
     auto [rows, programHeads] =
         decodeProgramShape(b, spec, seqQ, heads, kvGroup);
@@ -152,6 +161,24 @@ struct CombineBuilder {
     Value rowIndex = wide(
         arith::AddIOp::create(b, arith::MulIOp::create(b, program, rows), row));
     Value splitsIdx = arith::IndexCastOp::create(b, indexTy, splits);
+    // The row's head and query.
+    Value outHead = head, query = row;
+    if (spec.packGqa) {
+      outHead =
+          arith::AddIOp::create(b, arith::MulIOp::create(b, head, kvGroup),
+                                arith::DivUIOp::create(b, row, seqQ));
+      query = arith::RemUIOp::create(b, row, seqQ);
+    }
+    // The head's sink, clamped into the sinks as the split kernel's
+    // capture loads are.
+    Value sink;
+    if (sinks) {
+      Value last = arith::SubIOp::create(b, memref::DimOp::create(b, sinks, 0),
+                                         cIndex(1));
+      Value at = arith::MinSIOp::create(
+          b, arith::IndexCastOp::create(b, indexTy, outHead), last);
+      sink = memref::LoadOp::create(b, sinks, ValueRange{at});
+    }
     auto splitRow = [&](Value s) {
       return arith::AddIOp::create(
           b,
@@ -162,7 +189,7 @@ struct CombineBuilder {
 
     // The largest LSE over the splits.
     auto maxLoop = scf::ForOp::create(b, cIndex(0), splitsIdx, cIndex(1),
-                                      ValueRange{negInf});
+                                      ValueRange{sink ? sink : negInf});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(maxLoop.getBody());
@@ -172,8 +199,22 @@ struct CombineBuilder {
     }
     Value m = maxLoop.getResult(0);
 
-    // The splits' outputs weighted by exp(LSE_s - m), and the weights' sum.
+    // The splits' outputs weighted by exp(LSE_s - m), and the weights' sum
+    // (from the sink's weight).
+    auto weightOf = [&](Value lse) -> Value {
+      // A split that saw no key weighs 0 (and m - m would be NaN where no
+      // split saw one).
+      Value none =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse, negInf);
+      return arith::SelectOp::create(
+          b, none, cF32(0.0f),
+          math::Exp2Op::create(
+              b, arith::MulFOp::create(b, arith::SubFOp::create(b, lse, m),
+                                       cF32(float(M_LOG2E)))));
+    };
     SmallVector<Value> inits(perLane + 1, cF32(0.0f));
+    if (sink)
+      inits.back() = weightOf(sink);
     auto sumLoop =
         scf::ForOp::create(b, cIndex(0), splitsIdx, cIndex(1), inits);
     {
@@ -181,16 +222,7 @@ struct CombineBuilder {
       b.setInsertionPointToStart(sumLoop.getBody());
       ValueRange acc = sumLoop.getRegionIterArgs();
       Value at = splitRow(sumLoop.getInductionVar());
-      Value lse = load(f32, partialLse, at);
-      // A split that saw no key weighs 0 (and m - m would be NaN where no
-      // split saw one).
-      Value none =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, lse, negInf);
-      Value w = arith::SelectOp::create(
-          b, none, cF32(0.0f),
-          math::Exp2Op::create(
-              b, arith::MulFOp::create(b, arith::SubFOp::create(b, lse, m),
-                                       cF32(float(M_LOG2E)))));
+      Value w = weightOf(load(f32, partialLse, at));
       Value base = arith::AddIOp::create(
           b, arith::MulIOp::create(b, at, c64(spec.headDim)), laneColumn);
       SmallVector<Value> nextAcc;
@@ -208,14 +240,6 @@ struct CombineBuilder {
     Value inv = arith::SelectOp::create(
         b, seen, arith::DivFOp::create(b, cF32(1.0f), sum), cF32(0.0f));
 
-    // The row's head and query.
-    Value outHead = head, query = row;
-    if (spec.packGqa) {
-      outHead =
-          arith::AddIOp::create(b, arith::MulIOp::create(b, head, kvGroup),
-                                arith::DivUIOp::create(b, row, seqQ));
-      query = arith::RemUIOp::create(b, row, seqQ);
-    }
     Value outIndex = arith::AddIOp::create(
         b,
         arith::AddIOp::create(

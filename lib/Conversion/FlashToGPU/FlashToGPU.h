@@ -233,10 +233,12 @@ struct KernelSpec {
 };
 
 /// Checks a decoding program's second grid (flash.split_kv), which
-/// combines the splits into `o` and `lse` (null: none): the combine kernel
-/// implements it (DecodeCombine.cpp). matchAttentionTileProgram checks the
-/// first as it checks any one grid.
-LogicalResult matchCombineGrid(func::FuncOp func, Value o, Value lse);
+/// combines the splits into `o` and `lse` (null: none), adding the sinks
+/// of `sinks` (null: none): the combine kernel implements it
+/// (DecodeCombine.cpp). matchAttentionTileProgram checks the first as it
+/// checks any one grid.
+LogicalResult matchCombineGrid(func::FuncOp func, Value o, Value lse,
+                               Value sinks);
 /// The memref a view (subview, reinterpret_cast of its metadata,
 /// expand_shape) reads, through every view on the way.
 Value viewedMemref(Value view);
@@ -653,6 +655,9 @@ public:
   Value consumerIdx, threadInGroup;
   /// The query rows of this thread's accumulator registers.
   Value row0, row1;
+  /// GQA packing: the two rows in the tile of the group's rows (row0 and
+  /// row1 being their queries).
+  Value groupRow0, groupRow1;
   /// The end of this consumer's own key range (emitOwnKeyRange).
   Value ownHi, ownHiIdx;
   /// The descriptors, !flash.smem_descriptor values: qDescBuffer0 addresses

@@ -160,8 +160,9 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
                           "GPU as a decoding kernel: give flash.attention "
                           "splits(...)");
   auto grids = llvm::to_vector(func.getOps<GridOp>());
+  GridOp combineGrid;
   if (decode && grids.size() == 2)
-    grids.pop_back();
+    combineGrid = grids.pop_back_val();
   if (grids.size() != 1) {
     if (grids.empty()) {
       WalkResult r = func.walk([](AttentionOp op) {
@@ -189,6 +190,21 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       if (auto load = finalize.getSink().getDefiningOp<memref::LoadOp>())
         captureUses.push_back({op, load.getMemRef(), CaptureRole::Sinks});
   });
+  // A decoding program adds the sinks in its combine: in the finalize, or
+  // with GQA packing as a split of its own read through a view of them.
+  if (combineGrid)
+    combineGrid.walk([&](Operation *op) {
+      if (auto finalize = dyn_cast<FinalizeOp>(op);
+          finalize && finalize.getSink())
+        if (auto load = finalize.getSink().getDefiningOp<memref::LoadOp>())
+          captureUses.push_back({op, load.getMemRef(), CaptureRole::Sinks});
+      if (auto load = dyn_cast<LoadTileOp>(op)) {
+        Value source = viewedMemref(load.getSource());
+        auto type = dyn_cast<MemRefType>(source.getType());
+        if (type && type.getRank() == 1)
+          captureUses.push_back({op, source, CaptureRole::Sinks});
+      }
+    });
   // -flash-tile guards a packed sequences' program with its sequence's
   // bounds (scf.if) and views its rows (memref.subview); the program proper
   // is the guarded block.
@@ -209,17 +225,6 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
     return func.emitError(
         "flash-to-gpu: missing the flash.config tile configuration");
 
-  ModScoresOp decodeMods;
-  if (decode)
-    grid.walk([&](ModScoresOp op) { decodeMods = op; });
-  if (decodeMods)
-    return decodeMods.emitError(
-        "flash-to-gpu: score and mask mods and sinks with decoding "
-        "(splits) are not lowered to the GPU yet (the CPU path runs them)");
-  if (decode && !captureUses.empty())
-    return captureUses.front().user->emitError(
-        "flash-to-gpu: score and mask mods and sinks with decoding "
-        "(splits) are not lowered to the GPU yet (the CPU path runs them)");
   if (guard && !captureUses.empty())
     return captureUses.front().user->emitError(
         "flash-to-gpu: captures and sinks with packed sequences are not "
@@ -485,6 +490,10 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
       spec.maskIsKeyChunk =
           chunk && keyChunkExactly(info->mods.getMaskMod()) == chunk;
       spec.keyRanges = keyRangesOf(info->mods, spec.captures);
+      if (decode && spec.keyRanges)
+        return info->mods.emitError(
+            "flash-to-gpu: key_ranges (a block mask) with decoding is not "
+            "lowered to the GPU yet (the CPU path runs it)");
       float scale = info->mods.getScale().convertToFloat();
       if (modScale && *modScale != scale)
         return info->mods.emitError(
@@ -545,15 +554,20 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
         (trunc && &op == trunc.getOperation()) ||
         &op == oStore.getOperation() || &op == lseStore.getOperation())
       spec.epilogueOps.push_back(&op);
-  if (decode && failed(matchCombineGrid(func, func.getArgument(3),
-                                        types.size() == 5 ? func.getArgument(4)
-                                                          : Value())))
+  if (decode &&
+      failed(matchCombineGrid(
+          func, func.getArgument(3),
+          types.size() == 5 ? func.getArgument(4) : Value(),
+          spec.sinkCapture
+              ? func.getArgument(spec.captures[*spec.sinkCapture].argNumber)
+              : Value())))
     return failure();
   return spec;
 }
 
 LogicalResult mlir::flash::gpu_lowering::matchCombineGrid(func::FuncOp func,
-                                                          Value o, Value lse) {
+                                                          Value o, Value lse,
+                                                          Value sinks) {
   auto grids = llvm::to_vector(func.getOps<GridOp>());
   if (grids.size() != 2)
     return func.emitError("flash-to-gpu: a decoding program has two grids, "
@@ -572,10 +586,12 @@ LogicalResult mlir::flash::gpu_lowering::matchCombineGrid(func::FuncOp func,
                             "over the splits (flash.merge_split)");
       loop = forOp;
     } else if (auto fin = dyn_cast<FinalizeOp>(op)) {
-      if (fin.getSink())
-        return fin.emitError("flash-to-gpu: sinks with decoding (splits) are "
-                             "not lowered to the GPU yet (the CPU path runs "
-                             "them)");
+      auto sinkLoad = fin.getSink()
+                          ? fin.getSink().getDefiningOp<memref::LoadOp>()
+                          : memref::LoadOp();
+      if (fin.getSink() && (!sinkLoad || sinkLoad.getMemRef() != sinks))
+        return fin.emitError("flash-to-gpu: the combine's sink must be "
+                             "loaded from the sinks argument (memref.load)");
       finalize = fin;
     } else if (auto store = dyn_cast<StoreTileOp>(op)) {
       Value dest = viewedMemref(store.getDest());
@@ -584,10 +600,17 @@ LogicalResult mlir::flash::gpu_lowering::matchCombineGrid(func::FuncOp func,
       else if (!lse || dest != lse)
         return store.emitError("flash-to-gpu: the combine grid stores O and "
                                "LSE only");
-    } else if (isa<LoadTileOp, MergeSplitOp>(op)) {
-      return op.emitError("flash-to-gpu: the combine grid merges splits "
-                          "only in its loop (a packed sink is not lowered "
-                          "to the GPU yet)");
+    } else if (auto load = dyn_cast<LoadTileOp>(op)) {
+      // GQA packing's sinks: each row's head's sink, merged as a split of
+      // output 0.
+      if (!sinks || viewedMemref(load.getSource()) != sinks)
+        return op.emitError("flash-to-gpu: outside its loop the combine "
+                            "grid reads only the sinks");
+    } else if (auto merge = dyn_cast<MergeSplitOp>(op)) {
+      auto sinkLoad = merge.getPartialLse().getDefiningOp<LoadTileOp>();
+      if (!sinkLoad || !sinks || viewedMemref(sinkLoad.getSource()) != sinks)
+        return op.emitError("flash-to-gpu: outside its loop the combine "
+                            "grid merges only the sinks");
     } else if (!isa<ProgramIdOp, scf::YieldOp>(op) && !isDecodeAddressing(op) &&
                !isa<arith::ArithDialect>(op.getDialect())) {
       return op.emitError("flash-to-gpu: unsupported op in the combine "

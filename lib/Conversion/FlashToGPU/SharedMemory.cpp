@@ -183,11 +183,37 @@ void KernelContext::emitDecodeTileBounds(TileValues &tile) {
         arith::AddIOp::create(b, arith::SubIOp::create(b, seqK, seqQ), cI32(1)),
         cI32(0));
   Value fullTiles = arith::DivUIOp::create(b, fullKeys, bn);
-  // The split's equal share of whole key tiles (-flash-tile's rule); a
-  // split past the last tile has none and writes O = 0, LSE = -inf.
-  Value share = arith::CeilDivUIOp::create(b, tiles, splits);
-  Value kLo =
-      arith::MinUIOp::create(b, arith::MulIOp::create(b, split, share), tiles);
+  // A window or a chunk hides the keys before the one of the step's first
+  // query (the cache's position seq_k - seq_q) from every row: the key
+  // tiles start at that key's.
+  Value firstTile;
+  if (spec.keyWindow || spec.keyChunk) {
+    Value firstQuery = arith::MaxSIOp::create(
+        b, arith::SubIOp::create(b, seqK, seqQ), cI32(0));
+    Value firstKey = cI32(0);
+    if (spec.keyWindow)
+      firstKey = arith::MaxSIOp::create(
+          b, arith::SubIOp::create(b, firstQuery, cI32(*spec.keyWindow)),
+          firstKey);
+    if (spec.keyChunk) {
+      Value chunk = cI32(*spec.keyChunk);
+      firstKey = arith::MaxSIOp::create(
+          b, firstKey,
+          arith::MulIOp::create(b, arith::DivUIOp::create(b, firstQuery, chunk),
+                                chunk));
+    }
+    firstTile = arith::MinUIOp::create(
+        b, arith::DivUIOp::create(b, firstKey, bn), tiles);
+  }
+  // The split's equal share of those whole key tiles (-flash-tile's rule);
+  // a split past the last tile has none and writes O = 0, LSE = -inf.
+  Value share = arith::CeilDivUIOp::create(
+      b, firstTile ? Value(arith::SubIOp::create(b, tiles, firstTile)) : tiles,
+      splits);
+  Value kLo = arith::MulIOp::create(b, split, share);
+  if (firstTile)
+    kLo = arith::AddIOp::create(b, firstTile, kLo);
+  kLo = arith::MinUIOp::create(b, kLo, tiles);
   tile.nHi =
       arith::MinUIOp::create(b, share, arith::SubIOp::create(b, tiles, kLo));
   tile.nFull = arith::MinSIOp::create(

@@ -45,6 +45,32 @@ Value ConsumerRole::maskKeys(Value scores, Value j, bool causal) {
 Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
   auto [first, rows] = firstKeyAndRows(j);
   auto [batch, head] = k.batchAndHead(tile.blockY);
+  // The rows as the mods see them: a decoding step's queries are the
+  // cache's last positions (flash.mod_scores's seq_q - R offset), and a
+  // packed row is of head `head * G + r / seq_q`, the group's last for the
+  // tile's rows past G x seq_q (their scores are never stored).
+  Value row0 = this->row0, row1 = this->row1, seqQ = k.seqQ, heads;
+  if (spec.decode) {
+    Value offset = arith::MaxSIOp::create(
+        b, arith::SubIOp::create(b, k.seqK, k.seqQ), cI32(0));
+    row0 = arith::AddIOp::create(b, row0, offset);
+    row1 = arith::AddIOp::create(b, row1, offset);
+    seqQ = arith::AddIOp::create(b, seqQ, offset);
+    rows = WgFragmentFromValuesOp::create(b, k.rowsI32Type,
+                                          ValueRange{row0, row1});
+  }
+  if (spec.packGqa) {
+    Value firstHead = arith::MulIOp::create(
+        b, arith::IndexCastOp::create(b, k.i32, head), k.kvGroup);
+    Value lastInGroup = arith::SubIOp::create(b, k.kvGroup, cI32(1));
+    auto headOf = [&](Value groupRow) -> Value {
+      Value inGroup = arith::DivUIOp::create(b, groupRow, k.seqQ);
+      return arith::AddIOp::create(
+          b, firstHead, arith::MinUIOp::create(b, inGroup, lastInGroup));
+    };
+    heads = WgFragmentFromValuesOp::create(
+        b, k.rowsI32Type, ValueRange{headOf(groupRow0), headOf(groupRow1)});
+  }
   // The scale the runtime passes (scale_log2) back in natural units, so
   // that kernel.json's scale stays the one the mods see.
   Value scale =
@@ -91,10 +117,10 @@ Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
     whole = whole ? arith::OrIOp::create(b, whole, inside).getResult() : inside;
   }
   auto mod =
-      WgModScoresOp::create(b, k.sType, scores, rows, first, k.seqQ, k.seqK,
+      WgModScoresOp::create(b, k.sType, scores, rows, first, seqQ, k.seqK,
                             arith::IndexCastOp::create(b, k.i32, batch),
                             arith::IndexCastOp::create(b, k.i32, head), scale,
-                            whole, op.getCaptures());
+                            whole, heads, op.getCaptures());
   IRMapping mapping;
   op.getScoreMod().cloneInto(&mod.getScoreMod(), mapping);
   op.getMaskMod().cloneInto(&mod.getMaskMod(), mapping);

@@ -140,6 +140,14 @@ struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
                                              adaptor.getBatch().front());
     Value head = arith::IndexCastOp::create(b, b.getIndexType(),
                                             adaptor.getHead().front());
+    // A packed decoding tile's rows are of several heads, each row its own.
+    Value rowHead[2] = {head, head};
+    if (ValueRange heads = adaptor.getHeads(); !heads.empty()) {
+      if (heads.size() != 2)
+        return rewriter.notifyMatchFailure(op, "heads are not two registers");
+      for (int r = 0; r < 2; ++r)
+        rowHead[r] = arith::IndexCastOp::create(b, b.getIndexType(), heads[r]);
+    }
     Value scale = adaptor.getScale().front();
     SmallVector<Value> captures;
     for (ValueRange capture : adaptor.getCaptures())
@@ -156,14 +164,15 @@ struct ModScoresLowering : public OpConversionPattern<WgModScoresOp> {
             entryConstant(b, op, b.getI32IntegerAttr(columnInGroup(i))));
         Value key = clampedIndex(b, op, column, seqK);
         Value query = rowIndex[rowHalf(i)];
+        Value queryHead = rowHead[rowHalf(i)];
         Value y = arith::MulFOp::create(b, x, scale);
         if (!op.getScoreMod().empty()) {
-          SmallVector<Value> args = {y, batch, head, query, key};
+          SmallVector<Value> args = {y, batch, queryHead, query, key};
           llvm::append_range(args, captures);
           y = inlineModRegionForGpu(b, op.getScoreMod(), args);
         }
         if (withMask && !op.getMaskMod().empty()) {
-          SmallVector<Value> args = {batch, head, query, key};
+          SmallVector<Value> args = {batch, queryHead, query, key};
           llvm::append_range(args, captures);
           Value keep = inlineModRegionForGpu(b, op.getMaskMod(), args);
           y = arith::SelectOp::create(b, keep, y, negInf);
