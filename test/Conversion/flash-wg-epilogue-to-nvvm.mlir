@@ -171,3 +171,38 @@ func.func @store_shared(%w: i32, %smem: memref<?xi8, #gpu.address_space<workgrou
   flash.wg.store_shared %o, %smem[%off] {box_stride = 16384} : !o16, memref<?xi8, #gpu.address_space<workgroup>>
   return
 }
+
+// -----
+
+!acc = !flash.fragment<64x64xf32, #flash.wgmma_accumulator>
+
+// store_global of an f32 accumulator (a decoding split's O): the struct's
+// registers each its own word, register i at column 8 (i / 4) + i % 2 +
+// 2 quad of row half (i / 2) % 2 (16 words a row here), never the struct.
+// CHECK-LABEL: func.func @store_global_accumulator
+// CHECK-SAME: (%[[X:.*]]: f32, %[[OUT:.*]]: !llvm.ptr<1>
+// CHECK: %[[ACC:.*]] = llvm.insertvalue %[[X]], %{{.*}}[31]
+// CHECK: %[[R0:.*]] = llvm.extractvalue %[[ACC]][0]
+// CHECK: %[[R1:.*]] = llvm.extractvalue %[[ACC]][1]
+// CHECK: %[[R2:.*]] = llvm.extractvalue %[[ACC]][2]
+// CHECK: scf.if
+// CHECK: %[[RC:.*]] = arith.addi %{{.*}}, %{{.*}} : i64
+// CHECK: %[[I0:.*]] = arith.addi %[[RC]], %c0_i64 : i64
+// CHECK: %[[P0:.*]] = llvm.getelementptr %[[OUT]][%[[I0]]] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK: llvm.store %[[R0]], %[[P0]] {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK: %[[I1:.*]] = arith.addi %[[RC]], %c1_i64 : i64
+// CHECK: %[[P1:.*]] = llvm.getelementptr %[[OUT]][%[[I1]]]
+// CHECK: llvm.store %[[R1]], %[[P1]]
+// CHECK: %[[I2:.*]] = arith.addi %[[RC]], %c8_i64 : i64
+// CHECK-COUNT-14: llvm.store %{{.*}} : f32, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK: scf.if
+// CHECK: llvm.store %[[R2]], %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK-COUNT-15: llvm.store %{{.*}} : f32, !llvm.ptr<1>
+// CHECK-NOT: llvm.store
+// CHECK-NOT: flash.wg
+func.func @store_global_accumulator(%x: f32, %out: !llvm.ptr<1>, %head: i32, %first: i32, %n: i32) {
+  %o = flash.wg.fragment_from_values %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x : !acc
+  flash.wg.store_global %o, %out[%head, %first], %n : !acc, !llvm.ptr<1>
+  return
+}

@@ -397,7 +397,8 @@ class GpuKvCacheTest(FreshCache):
         cases = [
             (dict(page_table=table[:1]), "page_table is int32 [1, 3]; the "
              "kernel needs int32 [B=2, max_pages]"),
-            (dict(cache_seqlens=lens.to(torch.int64)), "cache_seqlens is "),
+            (dict(cache_seqlens=lens.to(torch.int64)),
+             "cache_seqlens has dtype torch.int64"),
             (dict(cache_seqlens=None), "cache_seqlens is None"),
             (dict(num_splits=0), "num_splits must be an int >= 1"),
             (dict(k_cache=contiguous, v_cache=contiguous, page_table=None,

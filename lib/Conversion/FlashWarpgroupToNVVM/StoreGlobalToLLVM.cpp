@@ -38,7 +38,12 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
     auto c64 = [&](int64_t v) {
       return entryConstant(b, op, b.getI64IntegerAttr(v));
     };
-    ValueRange registers = adaptor.getValue();
+    // A 16-bit fragment or row vector converts to its registers, an f32
+    // accumulator to the one struct wgmma writes.
+    const bool accumulator = isa<WgmmaAccumulatorLayoutAttr>(type.getLayout());
+    SmallVector<Value> registers =
+        accumulator ? accumulatorRegisters(b, adaptor.getValue().front())
+                    : llvm::to_vector(adaptor.getValue());
     Value base = adaptor.getBase().front();
     Value numRows = adaptor.getNumRows().front();
     ThreadPosition at = threadPosition(b, op);
@@ -84,8 +89,6 @@ struct StoreGlobalLowering : public OpConversionPattern<WgStoreGlobalOp> {
         Value globalRow = arith::AddIOp::create(b, headRow0, row);
         globalRow64 = arith::ExtUIOp::create(b, b.getI64Type(), globalRow);
       }
-      const bool accumulator =
-          isa<WgmmaAccumulatorLayoutAttr>(type.getLayout());
       if (!type.isOperandA() && !accumulator) {
         Value index = strided ? stridedRowStart(row) : globalRow64;
         Value ptr = LLVM::GEPOp::create(b, ptrType, b.getF32Type(), base,
