@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BackwardKernels.h"
+#include "FlashToGPU.h"
 
 #include "../FlashWarpgroupToNVVM/ModRegions.h"
 #include "../FlashWarpgroupToNVVM/RegisterUtils.h"
@@ -348,13 +349,9 @@ BackwardBuilder::TileRows BackwardBuilder::forEachTileRow(
 }
 
 Value BackwardBuilder::butterflySum(Value v, int64_t lanes) {
-  for (int64_t mask = 1; mask < lanes; mask *= 2)
-    v = arith::AddFOp::create(b, v,
-                              gpu::ShuffleOp::create(b, v, cI32(mask),
-                                                     cI32(32),
-                                                     gpu::ShuffleMode::XOR)
-                                  .getShuffleResult());
-  return v;
+  return warpButterfly(b, v, lanes, [&](Value x, Value y) {
+    return arith::AddFOp::create(b, x, y).getResult();
+  });
 }
 
 std::pair<Value, Value> BackwardBuilder::keyTileQueryRows(Value table,

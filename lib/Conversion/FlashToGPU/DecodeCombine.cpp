@@ -10,10 +10,15 @@
 // as flash.finalize gives it. A sink (the row's head's) joins m and the
 // weights' sum as one more split with no value: such a row's LSE is then
 // the sink. The work is a few loads per output element,
-// so the kernel is plain SIMT code: a block of 4 warps takes 64 rows of one
-// (batch, program head), a warp 16 rows one after another, each lane D / 32
-// adjacent columns. O is written with its own strides, row r of a packed
-// program being query r % seq_q of head r / seq_q of the group.
+// so the kernel is plain SIMT code whose time is the latency of those
+// loads: a block of 4 warps takes 64 rows of one (batch, program head),
+// warp w the rows w, w + 4, ... (a decoding step's few rows, G x seq_q
+// with packing, spread over the warps), each lane D / 32 adjacent columns.
+// For a row, the lanes read the splits' LSEs side by side and reduce their
+// max by shuffles; the weighted sum walks the splits four at a time, so
+// that four splits' loads are in flight together. O is written with its
+// own strides, row r of a packed program being query r % seq_q of head
+// r / seq_q of the group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +91,19 @@ mlir::flash::gpu_lowering::buildCombineLaunchAttr(MLIRContext *ctx,
                {"params", b.getArrayAttr(params)}});
 }
 
+Value mlir::flash::gpu_lowering::warpButterfly(
+    ImplicitLocOpBuilder &b, Value v, int64_t lanes,
+    function_ref<Value(Value, Value)> combine) {
+  for (int64_t mask = 1; mask < lanes; mask *= 2) {
+    Value offset = arith::ConstantIntOp::create(b, mask, 32);
+    Value width = arith::ConstantIntOp::create(b, 32, 32);
+    v = combine(
+        v, gpu::ShuffleOp::create(b, v, offset, width, gpu::ShuffleMode::XOR)
+               .getShuffleResult());
+  }
+  return v;
+}
+
 namespace {
 
 /// The combine kernel's body, built at `b`'s insertion point.
@@ -141,7 +159,7 @@ struct CombineBuilder {
         arith::MulIOp::create(
             b, toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x)),
             c32(spec.blockM)),
-        arith::MulIOp::create(b, warp, c32(16)));
+        warp);
     // A split's block of rows in the scratch.
     Value splitRows = wide(arith::MulIOp::create(b, programs, rows));
     const int64_t perLane = spec.headDim / 32;
@@ -151,8 +169,10 @@ struct CombineBuilder {
     auto rowLoop = scf::ForOp::create(b, cIndex(0), cIndex(16), cIndex(1));
     OpBuilder::InsertionGuard loopGuard(b);
     b.setInsertionPointToStart(rowLoop.getBody());
-    Value row =
-        arith::AddIOp::create(b, firstRow, toI32(rowLoop.getInductionVar()));
+    Value row = arith::AddIOp::create(
+        b, firstRow,
+        arith::MulIOp::create(b, toI32(rowLoop.getInductionVar()),
+                              c32(kCombineThreads / 32)));
     auto inRows = scf::IfOp::create(
         b, TypeRange(),
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, rows),
@@ -187,9 +207,12 @@ struct CombineBuilder {
           rowIndex);
     };
 
-    // The largest LSE over the splits.
-    auto maxLoop = scf::ForOp::create(b, cIndex(0), splitsIdx, cIndex(1),
-                                      ValueRange{sink ? sink : negInf});
+    // The largest LSE over the splits (and the sink): lane l reads splits
+    // l, l + 32, ..., then the warp's lanes exchange their maxima. The row
+    // is the warp's, so every lane takes part.
+    auto maxLoop = scf::ForOp::create(
+        b, arith::IndexCastOp::create(b, indexTy, lane), splitsIdx, cIndex(32),
+        ValueRange{sink ? sink : negInf});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(maxLoop.getBody());
@@ -197,7 +220,9 @@ struct CombineBuilder {
       scf::YieldOp::create(b, ValueRange{arith::MaximumFOp::create(
                                   b, maxLoop.getRegionIterArgs()[0], lse)});
     }
-    Value m = maxLoop.getResult(0);
+    Value m = warpButterfly(b, maxLoop.getResult(0), 32, [&](Value x, Value y) {
+      return arith::MaximumFOp::create(b, x, y).getResult();
+    });
 
     // The splits' outputs weighted by exp(LSE_s - m), and the weights' sum
     // (from the sink's weight).
@@ -215,24 +240,37 @@ struct CombineBuilder {
     SmallVector<Value> inits(perLane + 1, cF32(0.0f));
     if (sink)
       inits.back() = weightOf(sink);
-    auto sumLoop =
-        scf::ForOp::create(b, cIndex(0), splitsIdx, cIndex(1), inits);
+    // Four splits a step, each past the last weighing 0 (and reading the
+    // step's first), their loads independent of each other.
+    constexpr int64_t kSplitsPerStep = 4;
+    auto sumLoop = scf::ForOp::create(b, cIndex(0), splitsIdx,
+                                      cIndex(kSplitsPerStep), inits);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(sumLoop.getBody());
-      ValueRange acc = sumLoop.getRegionIterArgs();
-      Value at = splitRow(sumLoop.getInductionVar());
-      Value w = weightOf(load(f32, partialLse, at));
-      Value base = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, at, c64(spec.headDim)), laneColumn);
-      SmallVector<Value> nextAcc;
-      for (int64_t c = 0; c < perLane; ++c) {
-        Value o = load(f32, partialOut, arith::AddIOp::create(b, base, c64(c)));
-        nextAcc.push_back(
-            arith::AddFOp::create(b, acc[c], arith::MulFOp::create(b, w, o)));
+      SmallVector<Value> acc(sumLoop.getRegionIterArgs());
+      Value first = sumLoop.getInductionVar();
+      for (int64_t k = 0; k < kSplitsPerStep; ++k) {
+        Value split = arith::AddIOp::create(b, first, cIndex(k));
+        Value inSplits = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                               split, splitsIdx);
+        Value at = splitRow(
+            k ? arith::SelectOp::create(b, inSplits, split, first).getResult()
+              : first);
+        Value w = weightOf(load(f32, partialLse, at));
+        if (k)
+          w = arith::SelectOp::create(b, inSplits, w, cF32(0.0f));
+        Value base = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, at, c64(spec.headDim)), laneColumn);
+        for (int64_t c = 0; c < perLane; ++c) {
+          Value o =
+              load(f32, partialOut, arith::AddIOp::create(b, base, c64(c)));
+          acc[c] =
+              arith::AddFOp::create(b, acc[c], arith::MulFOp::create(b, w, o));
+        }
+        acc[perLane] = arith::AddFOp::create(b, acc[perLane], w);
       }
-      nextAcc.push_back(arith::AddFOp::create(b, acc[perLane], w));
-      scf::YieldOp::create(b, nextAcc);
+      scf::YieldOp::create(b, acc);
     }
     Value sum = sumLoop.getResult(perLane);
     Value seen =

@@ -713,6 +713,11 @@ std::pair<Value, Value> decodeProgramShape(ImplicitLocOpBuilder &b,
                                            Value heads, Value kvGroup);
 /// Threads of a combine block: 4 warps, 16 rows each.
 constexpr int64_t kCombineThreads = 128;
+/// `v` combined over groups of `lanes` lanes (a power of two up to 32) by a
+/// butterfly of xor shuffles, every lane of a group getting the same value
+/// in the same order of operations. DecodeCombine.cpp.
+Value warpButterfly(ImplicitLocOpBuilder &b, Value v, int64_t lanes,
+                    function_ref<Value(Value, Value)> combine);
 
 /// Builds the kernel into the entry block of a gpu.func: the block's shared
 /// memory and barriers, then the roles (flash.wg.warp_specialize), ending
