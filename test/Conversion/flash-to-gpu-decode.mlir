@@ -166,11 +166,9 @@
 // The mods see each row at its query's position in the cache and of its
 // own head: the group's r / seq_q-th of the K/V head's, clamped to the
 // group for the rows past it.
-// MODS: %[[D:.*]] = arith.subi %[[SEQK]], %[[SQ]] : i32
-// MODS-NEXT: %[[OFF:.*]] = arith.maxsi %[[D]], %c0_i32 : i32
-// MODS-NEXT: %[[POS0:.*]] = arith.addi %{{.*}}, %[[OFF]] : i32
-// MODS-NEXT: %[[POS1:.*]] = arith.addi %{{.*}}, %[[OFF]] : i32
-// MODS-NEXT: %[[MODSQ:.*]] = arith.addi %[[SQ]], %[[OFF]] : i32
+// MODS: %[[POS0:.*]] = arith.addi %{{.*}}, %[[FIRSTQ]] : i32
+// MODS-NEXT: %[[POS1:.*]] = arith.addi %{{.*}}, %[[FIRSTQ]] : i32
+// MODS-NEXT: %[[MODSQ:.*]] = arith.addi %[[SQ]], %[[FIRSTQ]] : i32
 // MODS-NEXT: %[[POS:.*]] = flash.wg.fragment_from_values %[[POS0]], %[[POS1]]
 // MODS-NEXT: arith.index_cast
 // MODS-NEXT: %[[FIRSTHEAD:.*]] = arith.muli %{{.*}}, %[[G]] : i32

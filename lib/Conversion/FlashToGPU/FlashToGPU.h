@@ -329,6 +329,9 @@ struct TileValues {
   /// packGqa) and the partial scratch's block of the tile's rows,
   /// split * B * Hx + batch * Hx + head (i32).
   Value batch, programHead, partialBlock;
+  /// Decoding: the position in the cache of the step's first query,
+  /// max(seq_k - seq_q, 0) (i32): the step's queries are the cache's last.
+  Value firstQuery;
 
   /// Position of key tile j in the K/V ring: kvBase + j.
   Value ringPosition(ImplicitLocOpBuilder &b, Value j) const;

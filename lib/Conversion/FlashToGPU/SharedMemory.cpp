@@ -183,13 +183,13 @@ void KernelContext::emitDecodeTileBounds(TileValues &tile) {
         arith::AddIOp::create(b, arith::SubIOp::create(b, seqK, seqQ), cI32(1)),
         cI32(0));
   Value fullTiles = arith::DivUIOp::create(b, fullKeys, bn);
+  tile.firstQuery =
+      arith::MaxSIOp::create(b, arith::SubIOp::create(b, seqK, seqQ), cI32(0));
   // A window or a chunk hides the keys before the one of the step's first
-  // query (the cache's position seq_k - seq_q) from every row: the key
-  // tiles start at that key's.
+  // query from every row: the key tiles start at that key's.
   Value firstTile;
   if (spec.keyWindow || spec.keyChunk) {
-    Value firstQuery = arith::MaxSIOp::create(
-        b, arith::SubIOp::create(b, seqK, seqQ), cI32(0));
+    Value firstQuery = tile.firstQuery;
     Value firstKey = cI32(0);
     if (spec.keyWindow)
       firstKey = arith::MaxSIOp::create(

@@ -51,8 +51,7 @@ Value ConsumerRole::modScores(Value scores, Value j, ModScoresOp op) {
   // tile's rows past G x seq_q (their scores are never stored).
   Value row0 = this->row0, row1 = this->row1, seqQ = k.seqQ, heads;
   if (spec.decode) {
-    Value offset = arith::MaxSIOp::create(
-        b, arith::SubIOp::create(b, k.seqK, k.seqQ), cI32(0));
+    Value offset = tile.firstQuery;
     row0 = arith::AddIOp::create(b, row0, offset);
     row1 = arith::AddIOp::create(b, row1, offset);
     seqQ = arith::AddIOp::create(b, seqQ, offset);
