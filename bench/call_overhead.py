@@ -16,6 +16,13 @@ any validation).
     FLASHC_LIBRARY=DIR python3 bench/call_overhead.py [--calls 2000] [--parts]
         [--json OUT]
 
+With --decode, the same for decoding steps (flashc.attention_with_kvcache,
+B = 1, 32 query heads over 8 K/V heads, D = 128, bf16, one new token):
+over a paged cache (pages of 256) and a contiguous one, beside the same
+call through Kernel.decode (the descriptors, the runtime's validation and
+the workspace's size worked out on every call, which the prepared call
+does once per signature) and SDPA's cuDNN backend on the same step.
+
 Needs a GPU and the kernels of the shapes below in FLASHC_LIBRARY (or a
 compiler for flashc.attention to build them).
 """
@@ -129,10 +136,67 @@ def parts(q, k, v, causal, calls):
     return {name: host_us(fn, calls) for name, fn in pieces.items()}
 
 
+DECODE_SHAPES = [(1, 4096), (1, 32768)]  # (B, KV)
+
+
+def decode_rows(calls):
+    """Host time per decoding call (--decode): flashc's prepared call over
+    a paged and a contiguous cache, Kernel.decode, and SDPA's cuDNN
+    backend."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    hq, hkv, d, page = 32, 8, 128, 256
+    rows = []
+    print("| decoding step | flashc paged | flashc contiguous | "
+          "Kernel.decode paged | cuDNN |")
+    print("| --- | --- | --- | --- | --- |")
+    for b, kv in DECODE_SHAPES:
+        torch.manual_seed(0)
+        q = torch.randn(b, hq, 1, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, kv, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        kc = k.reshape(-1, page, hkv, d)
+        vc = v.reshape(-1, page, hkv, d)
+        table = torch.arange(kc.shape[0], dtype=torch.int32,
+                             device="cuda").reshape(b, -1)
+        lens = torch.full((b,), kv, dtype=torch.int32, device="cuda")
+        kern = ops.decode_kernel_for(q, False, None, None, None, None, False,
+                                     page, True)
+        kt, vt = k.transpose(1, 2), v.transpose(1, 2)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(q, kt, vt,
+                                                      enable_gqa=True)
+        cells = {
+            "paged": lambda: flashc.attention_with_kvcache(q, kc, vc, lens,
+                                                           table),
+            "contiguous": lambda: flashc.attention_with_kvcache(q, k, v,
+                                                                None, None),
+            "Kernel.decode paged": lambda: kern.decode(q, kc, vc, lens,
+                                                       table),
+            "cudnn": cudnn,
+        }
+        us = {name: host_us(fn, calls) for name, fn in cells.items()}
+        name = f"B={b} KV={kv}"
+        print(f"| {name} | " + " | ".join(f"{t:.1f} us" for t in us.values())
+              + " |")
+        rows.append({"shape": name, **{f"{n}_us": t for n, t in us.items()}})
+    return rows
+
+
+def write_json(path, gpu, floor, rows):
+    if path:
+        with open(path, "w") as f:
+            json.dump({"gpu": gpu, "floor_us": floor, "rows": rows}, f,
+                      indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--decode", action="store_true",
+                        help="decoding steps instead of the forward")
     parser.add_argument("--json")
     args = parser.parse_args()
     gpu = torch.cuda.get_device_name()
@@ -141,6 +205,9 @@ def main():
     rows = []
     print(f"# {gpu}; host time per call, median of {args.calls}, GPU idle "
           f"before each; an empty eager op: {floor:.1f} us")
+    if args.decode:
+        write_json(args.json, gpu, floor, decode_rows(args.calls))
+        return 0
     print("| shape | flashc.attention | SDPA | flashc - SDPA |")
     print("| --- | --- | --- | --- |")
     for dt, b, h, nq, nk, d, causal in SHAPES:
@@ -166,10 +233,7 @@ def main():
             for piece, us in row["parts_us"].items():
                 print(f"|   {piece} | {us:.2f} us | | |")
         rows.append(row)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"gpu": gpu, "floor_us": floor, "rows": rows}, f,
-                      indent=1)
+    write_json(args.json, gpu, floor, rows)
     return 0
 
 

@@ -639,6 +639,66 @@ class Kernel:
         args._keep = descs
         return args, out, lse
 
+    def _prepare_decode(self, q, k_cache, v_cache, cache_seqlens,
+                        page_table, num_splits, captures=()):
+        """A decoding launch for later calls whose tensors have these ones'
+        shapes, strides, dtypes and devices (and the same num_splits and
+        captures' layouts): run(q, k_cache, v_cache, cache_seqlens,
+        page_table, captures) -> (o, lse or None), as .decode without out=,
+        lse= or workspace=. As _prepare: the descriptors, and the
+        workspace's size (through the runtime, which validates the
+        arguments here, raising FlashcError as .decode does), are worked out
+        once; a call sets the data pointers, allocates O, LSE and the
+        workspace on the current stream (so that a CUDA graph capture
+        allocates them from its pool) and makes one runtime call, which
+        still validates the launch (pointers, devices, alignment). Not
+        thread-safe: one thread's calls share the descriptors."""
+        import torch
+        args, o, lse = self._decode_args(q, k_cache, v_cache, cache_seqlens,
+                                         page_table, None, None, num_splits)
+        lib = runtime_library()
+        handle = self._handle(q.device.index)
+        need = ctypes.c_uint64()
+        _check(lib.flashrt_decode_workspace_bytes(handle, ctypes.byref(args),
+                                                  ctypes.byref(need)))
+        need = need.value
+        held = _capture_descriptors(captures)
+        dq, dk, dv, do, dlse, dtable, dlens = args._keep
+        dcaps = [held._keep[i] for i in range(held.count)]
+        shape, lse_shape = q.shape, q.shape[:3]
+        f32, u8 = torch.float32, torch.uint8
+        args_ref, held_ref = ctypes.byref(args), ctypes.byref(held)
+        launch = lib.flashrt_launch_decode
+        stream = _current_stream_of(q.device.index)
+
+        def run(q, k_cache, v_cache, cache_seqlens, page_table, captures):
+            # q.new_empty: torch.empty's argument parsing skipped (_prepare).
+            o = q.new_empty(shape)
+            dq.data, do.data = q.data_ptr(), o.data_ptr()
+            # The caches' transposed views start where the caches do.
+            dk.data, dv.data = k_cache.data_ptr(), v_cache.data_ptr()
+            lse = None
+            if dlse is not None:
+                lse = q.new_empty(lse_shape, dtype=f32)
+                dlse.data = lse.data_ptr()
+            if dtable is not None:
+                dtable.data = page_table.data_ptr()
+            if dlens is not None:
+                dlens.data = cache_seqlens.data_ptr()
+            for d, t in zip(dcaps, captures):
+                d.data = t.data_ptr()
+            # Freed on return: the caching allocator hands it out again
+            # only after this stream's launches (or within the capture).
+            workspace = q.new_empty((need,), dtype=u8) if need else None
+            args.workspace = workspace.data_ptr() if need else None
+            args.workspace_bytes = need
+            args.stream = stream()
+            status = launch(handle, args_ref, held_ref)
+            if status:
+                _check(status)
+            return o, lse
+        return run
+
     def decode_workspace_bytes(self, q, k_cache, v_cache, cache_seqlens=None,
                                page_table=None, num_splits=0):
         """The bytes of workspace .decode needs for these tensors and

@@ -727,11 +727,48 @@ def decode_kernel_for(q, causal, scale, softcap, window, chunk_size, sinks,
     return _cached_kernel(_decode_kernels, memo, dev, binary)
 
 
+def _kvcache_key(q, k_cache, v_cache, cache_seqlens, page_table, sinks,
+                 scalars):
+    """Everything _kvcache_cuda's checks and kernel choice read of a call
+    whose every tensor argument is a CUDA tensor (their layouts, dtypes and
+    devices; the scalars and their types, so that num_splits=True is still
+    refused), or None where a value is read too (cache lengths on the host)
+    or an argument is not a tensor."""
+    sig = []
+    for t in (q, k_cache, v_cache, cache_seqlens, page_table, sinks):
+        if t is None:
+            sig.append(None)
+        elif isinstance(t, torch.Tensor) and t.is_cuda:
+            sig.append((t.shape, t.stride(), t.dtype, t.device))
+        else:
+            return None
+    return (*sig, scalars, tuple(map(type, scalars)))
+
+
 def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
                   scale, num_splits, pack_gqa, softcap, window, chunk_size,
                   sinks, out, return_lse):
     """attention_with_kvcache on CUDA tensors: the variant's decoding
-    kernel (Kernel.decode) on the caches' views, no copies."""
+    kernel (Kernel.decode) on the caches' views, no copies. A call without
+    out= or gradients is prepared once per signature (_kvcache_key,
+    Kernel._prepare_decode), a later one of the same signature skipping
+    the checks and descriptors to the launch."""
+    key = None
+    if out is None and not (torch.is_grad_enabled() and any(
+            getattr(t, "requires_grad", False)
+            for t in (q, k_cache, v_cache))):
+        key = _kvcache_key(q, k_cache, v_cache, cache_seqlens, page_table,
+                           sinks, (causal, scale, num_splits, pack_gqa,
+                                   softcap, window, chunk_size))
+        if key is not None:
+            prepared = getattr(_local, "decode", None)
+            if prepared is None:
+                prepared = _local.decode = {}
+            run = prepared.get(key)
+            if run is not None:
+                o, lse = run(q, k_cache, v_cache, cache_seqlens, page_table,
+                             sinks)
+                return (o, lse) if return_lse else o
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(t, torch.Tensor):
             raise FlashcError(4, f"{name} is a {type(t).__name__}, not a "
@@ -806,7 +843,9 @@ def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
         # Each K/V byte read once for its G query heads.
         pack_gqa = h > kv_heads
     sq = q.shape[2]
-    if pack_gqa and h > kv_heads and sq > 1 and q.stride(1) != sq * q.stride(2):
+    copy_q = (pack_gqa and h > kv_heads and sq > 1
+              and q.stride(1) != sq * q.stride(2))
+    if copy_q:
         # The packed kernel reads a K/V head's G x Sq rows as one run of
         # rows (stride_h = Sq x stride_n), which vLLM's B x Sq x H x D
         # queries viewed B x H x Sq x D are not: a step's few rows are
@@ -821,6 +860,14 @@ def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
         captures.append(sinks.contiguous())
     kern = decode_kernel_for(q, causal, scale, softcap, window, chunk_size,
                              sinks is not None, page_size, bool(pack_gqa))
+    if key is not None:
+        run = _prepared_decode(kern, q, k_cache, v_cache, lens, page_table,
+                               splits, captures, copy_q)
+        if len(prepared) >= _MAX_PREPARED:
+            prepared.clear()
+        prepared[key] = run
+        o, lse = run(q, k_cache, v_cache, cache_seqlens, page_table, sinks)
+        return (o, lse) if return_lse else o
 
     def launch(q, k, v, out, lse):
         res = kern.decode(q, k, v, lens, page_table, out=out, lse=lse,
@@ -832,6 +879,26 @@ def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
     else:
         o, lse = launch(q, k_cache, v_cache, out, None)
     return (o, lse) if return_lse else o
+
+
+def _prepared_decode(kern, q, k_cache, v_cache, lens, page_table, splits,
+                     captures, copy_q):
+    """_kvcache_cuda's launch for later calls of this one's signature:
+    run(q, k_cache, v_cache, cache_seqlens, page_table, sinks) -> (o, lse
+    or None), doing what the checks decided (q copied for the packed
+    kernel, cache lengths passed only with a page table, the sinks
+    contiguous) on Kernel._prepare_decode's launch."""
+    launch = kern._prepare_decode(q, k_cache, v_cache, lens, page_table,
+                                  splits, captures)
+    paged = page_table is not None
+
+    def run(q, k_cache, v_cache, cache_seqlens, page_table, sinks):
+        if copy_q:
+            q = q.contiguous()
+        return launch(q, k_cache, v_cache,
+                      cache_seqlens if paged else None, page_table,
+                      () if sinks is None else (sinks.contiguous(),))
+    return run
 
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table, *,

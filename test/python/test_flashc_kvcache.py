@@ -13,8 +13,9 @@ and the runtime's rule (None), pack_gqa on and off, rows with logits near
 1e3, rows the causal mask hides entirely (O = 0, LSE = -inf), outputs
 poisoned with NaN before each call; then one decoding call captured in a
 CUDA graph (torch.cuda.CUDAGraph, a workspace allocated before the
-capture) and replayed over changed cache contents and lengths, and the
-arguments refused by name. The kernels come from FLASHC_LIBRARY where it
+capture) and replayed over changed cache contents and lengths; calls
+without out= (prepared once per signature) on other tensors of the same
+layouts, and one captured in a graph; and the arguments refused by name. The kernels come from FLASHC_LIBRARY where it
 is set, else the compiler ($FLASHC_COMPILER, else build/bin/flashc) into
 a fresh cache.
 
@@ -381,6 +382,62 @@ class GpuKvCacheTest(FreshCache):
             graph.replay()
             torch.cuda.synchronize()
             compare(self, name, out, lse, ref_o, ref_lse, torch.bfloat16)
+
+    def test_prepared_calls_and_graph(self):
+        # Calls without out= are prepared once per signature: a second call
+        # of the same layouts on other tensors (other contents, lengths and
+        # addresses) reads its own, num_splits=True is still refused after
+        # num_splits=1 was prepared, and the prepared launch captured in a
+        # CUDA graph (its O, LSE and workspace from the graph's pool)
+        # replays over new contents.
+        gen = torch.Generator().manual_seed(11)
+        dev = torch.device("cuda")
+        d, page, heads, kv_heads = 128, 64, 32, 8
+        table, num_pages = page_table(gen, [1000, 65, 512], page)
+        cases = []
+        for lens in ([700, 65, 1], [1000, 3, 512]):
+            q = queries(gen, 3, heads, 1, d, torch.bfloat16, hot=True)
+            k, v, keys, values = fill_paged(gen, table, lens, num_pages, page,
+                                            kv_heads, d, torch.bfloat16)
+            cases.append(((q.to(dev), k.to(dev), v.to(dev),
+                           torch.tensor(lens, dtype=torch.int32).to(dev)),
+                          reference(q, keys, values, lens, True, d ** -0.5)))
+        table = table.to(dev)
+        for splits in (1, None):
+            for i, ((q, k, v, lens), (ref_o, ref_lse)) in enumerate(cases):
+                o, lse = flashc.attention_with_kvcache(
+                    q, k, v, lens, table, causal=True, num_splits=splits,
+                    return_lse=True)
+                torch.cuda.synchronize()
+                compare(self, f"prepared call {i} splits={splits}", o, lse,
+                        ref_o, ref_lse, torch.bfloat16)
+        q, k, v, lens = cases[0][0]
+        with self.assertRaises(flashc.FlashcError) as e:
+            flashc.attention_with_kvcache(q, k, v, lens, table, causal=True,
+                                          num_splits=True)
+        self.assertIn("num_splits must be an int >= 1", str(e.exception))
+        static = [t.clone() for t in cases[0][0]]
+
+        def step():
+            return flashc.attention_with_kvcache(*static, table, causal=True,
+                                                 return_lse=True)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            o, lse = step()
+        for i, (tensors, (ref_o, ref_lse)) in enumerate(cases):
+            for dst, src in zip(static, tensors):
+                dst.copy_(src)
+            o.fill_(NAN)
+            lse.fill_(NAN)
+            graph.replay()
+            torch.cuda.synchronize()
+            compare(self, f"prepared graph replay {i}", o, lse, ref_o,
+                    ref_lse, torch.bfloat16)
 
     def test_refused_by_name(self):
         dev = torch.device("cuda")
