@@ -685,6 +685,16 @@ static LogicalResult verifyTileMemory(Operation *op, StringRef role,
 LogicalResult LoadTileOp::verify() {
   if (failed(verifyTileIndices(*this, getIndices())))
     return failure();
+  if (getPageTable() || getKeys()) {
+    if (!getPageTable() || !getKeys())
+      return emitOpError("pages takes a page table and a number of keys");
+    if (getGrouped())
+      return emitOpError("a load through pages is not grouped");
+    if (cast<MemRefType>(getSource().getType()).getRank() != 4 ||
+        cast<RankedTensorType>(getResult().getType()).getRank() != 2)
+      return emitOpError("a load through pages reads a rank-4 cache (pages x "
+                         "heads x page_size x head dim) into a 2-D tile");
+  }
   return verifyTileMemory(
       *this, "source", cast<MemRefType>(getSource().getType()), "result",
       cast<RankedTensorType>(getResult().getType()), getGrouped());

@@ -436,7 +436,7 @@ def Flash_ProgramIdOp : Flash_Op<"program_id", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Flash_LoadTileOp : Flash_Op<"load_tile"> {
+def Flash_LoadTileOp : Flash_Op<"load_tile", [AttrSizedOperandSegments]> {
   let summary = "Load a block of rows of one (batch, head), zero past the end";
   let description = [{
     Reads rows `[row, row + R)` of `source[b, h]` into an R x D tile, where
@@ -453,20 +453,44 @@ def Flash_LoadTileOp : Flash_Op<"load_tile"> {
     r = G * seq on. The G x seq rows of one K/V head are one tile that
     way, whatever the layout.
 
+    With `pages(%table, %keys)` the source is a paged K/V cache, pages x
+    heads x page_size x D, and the indices `[b, h, key]` name keys
+    `[key, key + R)` of sequence `b` through its row of the page table
+    (`i32`, sequences x pages): row r is key k = key + r, read from row
+    `k % page_size` of page `table[b, k / page_size]` (clamped into the
+    cache), zero from k = `keys` on. The tile may span several pages
+    (a page smaller than the tile); `keys` must not exceed the table's
+    pages x page_size, so that every key read has a table entry.
+
     Example:
 
     ```mlir
     %q_tile = flash.load_tile %q[%b, %h, %row]
         : memref<?x?x?x128xbf16> -> tensor<128x128xbf16>
+    // Keys %col.. of sequence %b over pages of 16 rows: eight pages.
+    %k_tile = flash.load_tile %k_cache[%b, %kv_head, %col]
+        pages(%table : memref<?x?xi32>, %keys)
+        : memref<?x8x16x128xbf16> -> tensor<128x128xbf16>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "source", [MemRead]>:$source,
-                       Variadic<Index>:$indices, UnitAttr:$grouped);
+                       Variadic<Index>:$indices, UnitAttr:$grouped,
+                       Optional<MemRefRankOf<[I32], [2]>>:$pageTable,
+                       Optional<Index>:$keys);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $source `[` $indices `]` (`grouped` $grouped^)? attr-dict `:`
-    type($source) `->` type($result)
+    $source `[` $indices `]` (`grouped` $grouped^)?
+    (`pages` `(` $pageTable^ `:` type($pageTable) `,` $keys `)`)? attr-dict
+    `:` type($source) `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$source,
+                   "::mlir::ValueRange":$indices,
+                   CArg<"bool", "false">:$grouped), [{
+      build($_builder, $_state, result, source, indices, grouped,
+            /*pageTable=*/::mlir::Value(), /*keys=*/::mlir::Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

@@ -138,6 +138,14 @@ LogicalResult WgTmaLoadTileOp::verify() {
     return emitOpError("a rank-")
            << rank << " tensor map takes " << rank - 2
            << " plane coordinate(s) after the row, got " << getPlanes().size();
+  if (getGather().size() % (rank - 1) != 0)
+    return emitOpError("gather takes a row and ")
+           << rank - 2 << " plane coordinate(s) per chunk, got "
+           << getGather().size() << " values";
+  if (!getGather().empty() && getRows() % 8 != 0)
+    return emitOpError("gathered chunks must be multiples of 8 rows (the "
+                       "128-byte swizzle's period), got ")
+           << getRows();
   if (map.getSwizzle() != nvgpu::TensorMapSwizzleKind::SWIZZLE_128B)
     return emitOpError("tensor map must use the 128-byte swizzle, got ")
            << nvgpu::stringifyTensorMapSwizzleKind(map.getSwizzle());

@@ -157,8 +157,18 @@ def Flash_WgTmaLoadTileOp
     batch * head, a rank-4 map over [B, H, N, D] with any strides (B x H x N
     x D or B x N x H x D storage) the head and the batch.
 
+    With `gather [...]` the tile is several chunks of the box's rows, one
+    after another, each from its own place: chunk 0 at `row` of `planes`,
+    chunk i at the i-th group of `gather` (a row, then one coordinate per
+    plane); so a key tile spans several pages of a paged cache. Box `c` of
+    chunk `i` lands at byte `start + (c * chunks + i) * rows * 128`, where
+    one box of the tile's whole rows would put those rows: the chunks are
+    multiples of 8 rows (the 128-byte swizzle's 1024-byte period), so the
+    swizzled layout is that one box's. The barrier expects the whole
+    tile's bytes once.
+
     Lowering: `nvgpu.mbarrier.arrive.expect_tx` of the tile's bytes, then
-    per box its offset, a `memref.view` of `smem` there and an
+    per box (and chunk) its offset, a `memref.view` of `smem` there and an
     `nvgpu.tma.async.load` at coordinates (64c, row, planes...).
 
     Example:
@@ -178,6 +188,7 @@ def Flash_WgTmaLoadTileOp
     Flash_TensorMapDescriptor:$tensorMap,
     Index:$row,
     Variadic<Index>:$planes,
+    Variadic<Index>:$gather,
     MemRefRankOf<[I8], [1]>:$smem,
     Index:$window,
     Optional<Index>:$offset,
@@ -189,7 +200,7 @@ def Flash_WgTmaLoadTileOp
     OptionalAttr<I64Attr>:$bufferBytes
   );
   let assemblyFormat = [{
-    $tensorMap `[` $row `,` $planes `]` `,`
+    $tensorMap `[` $row `,` $planes `]` (`gather` `[` $gather^ `]`)? `,`
     $smem `[` custom<TileStart>($window, $offset, $buffer, $offsetBytes,
                                 $bufferBytes) `]` `,`
     $barriers `[` $barrier `]` `columns` $columns attr-dict `:`
@@ -200,15 +211,22 @@ def Flash_WgTmaLoadTileOp
     /// The box the tensor map copies: 1 x rows x 64 (or 1 x 1 x rows x 64)
     /// 16-bit elements.
     ::mlir::MemRefType getBoxType();
-    /// Rows of the tile (of each box).
+    /// Rows of each box (of each chunk).
     int64_t getRows() {
       return getBoxType().getDimSize(getBoxType().getRank() - 2);
     }
-    /// Boxes the tile is made of: columns / 64.
+    /// Chunks of rows the tile is made of: 1 + those of `gather`.
+    int64_t getNumChunks() {
+      return 1 + int64_t(getGather().size()) /
+                     (getBoxType().getRank() - 1);
+    }
+    /// Boxes of each chunk: columns / 64.
     int64_t getNumBoxes();
     /// Bytes of one box in shared memory, and of the whole tile.
     int64_t getBoxBytes();
-    int64_t getTileBytes() { return getNumBoxes() * getBoxBytes(); }
+    int64_t getTileBytes() {
+      return getNumChunks() * getNumBoxes() * getBoxBytes();
+    }
   }];
 }
 

@@ -254,8 +254,8 @@ static std::pair<Value, Value> splitKeyRange(ImplicitLocOpBuilder &b,
 
 /// Where keys [col, col + block_n) of a batch lie in a paged cache: the
 /// page the table names (not yet clamped into a cache), the rows of it up
-/// to the cache's length and the tile's first row in it. block_n divides
-/// the page size, so the tile lies in one page.
+/// to the cache's length and the tile's first row in it, where block_n
+/// divides the page size, so that the tile lies in one page.
 struct PagedKeyTile {
   Value page, rows, inPage;
 };
@@ -393,11 +393,18 @@ static void buildAttention(ImplicitLocOpBuilder &b, AttentionOp op,
       b, kvBegin, kvEnd, cBlockN, ValueRange{accInit, maxInit, sumInit},
       [&](OpBuilder &nested, Location loc, Value col, ValueRange carried) {
         ImplicitLocOpBuilder lb(loc, nested);
-        // Over a paged cache K and V share the tile's page lookup.
+        // Over a paged cache K and V share the tile's page lookup where
+        // the tile lies in one page; a tile of several pages is read
+        // through the table (load_tile's pages form).
         std::optional<PagedKeyTile> paged;
-        if (mem.pageTable)
+        const bool gathered = mem.pageTable && mem.pageSize < blockN;
+        if (mem.pageTable && !gathered)
           paged = pagedKeyTile(lb, mem, batch, col, seqK);
         auto loadKeys = [&](Value source) -> Value {
+          if (gathered)
+            return LoadTileOp::create(lb, kvTileType, source,
+                                      ValueRange{batch, kvHead, col},
+                                      /*grouped=*/false, mem.pageTable, seqK);
           if (paged)
             return loadPagedKeys(lb, kvTileType, source, *paged, kvHead);
           return LoadTileOp::create(lb, kvTileType, source,
@@ -675,12 +682,13 @@ struct FlashTilePass : public mlir::flash::impl::FlashTileBase<FlashTilePass> {
           func->setAttr("flash.paged", UnitAttr::get(op->getContext()));
           int64_t pageSize =
               cast<MemRefType>(forward.getK().getType()).getDimSize(2);
-          if (pageSize % config->getBlockN() != 0) {
+          int64_t blockN = config->getBlockN();
+          if (pageSize % blockN != 0 && blockN % pageSize != 0) {
             op->emitOpError("-flash-tile: block_n ")
-                << config->getBlockN() << " does not divide the page size "
-                << pageSize
-                << " of the paged cache (a key tile lies in one page); "
-                   "choose a smaller block_n in the config";
+                << blockN << " and the page size " << pageSize
+                << " of the paged cache divide neither the other (a key "
+                   "tile lies in one page or spans whole pages); choose "
+                   "another block_n in the config";
             return signalPassFailure();
           }
         }

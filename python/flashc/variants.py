@@ -61,14 +61,15 @@ SWITCH_KEYS = ("overlap", "pingpong", "split_release", "persistent",
 def decoding_config(head_dim, page_size=None):
     """A decoding step's tile: one warpgroup's 64 rows (its few queries, a
     GQA group's), key tiles of 128 where the accumulators fit (D <= 128)
-    and a page holds whole ones (a paged tile lies in one page; pages of 16
-    and 32 give the CPU path's smaller tiles, which the GPU refuses), and
-    as many K/V stages as the shared memory (227 KiB, less Q's 64 rows)
-    holds: the kernel is a reader of K and V, so what it keeps in flight
-    is what it reads at."""
+    and the page size allows (a paged tile lies in one page or spans whole
+    pages, as pages of 16 and 32 do; other page sizes take smaller tiles,
+    the CPU path's, which the GPU refuses below 64), and as many K/V stages
+    as the shared memory (227 KiB, less Q's 64 rows) holds: the kernel is a
+    reader of K and V, so what it keeps in flight is what it reads at."""
     block_n = 128 if head_dim <= 128 else 64
     if page_size is not None:
-        block_n = next(n for n in (block_n, 64, 32, 16) if page_size % n == 0)
+        block_n = next(n for n in (block_n, 64, 32, 16)
+                       if page_size % n == 0 or n % page_size == 0)
     stages = (232448 - 2048 - 128 * head_dim) // (4 * block_n * head_dim)
     return {"block_m": 64, "warpgroups": 1, "block_n": block_n,
             "stages": max(1, min(8, stages)), "overlap": 1}

@@ -54,10 +54,11 @@ func.func @sinks(%q: !q, %k: !q, %v: !q, %o: !q, %sinks: memref<?xf32>,
 
 // -----
 
-// Pages of 32 keys: the GPU's key tiles are 64 and more.
+// Key tiles of 32: the GPU's are 64 and more (pages of 32 gathered into
+// them).
 !q = memref<?x?x?x128xbf16>
 !kv = memref<?x?x32x128xbf16, strided<[?, ?, ?, 1]>>
-// expected-error @+1 {{flash-to-gpu: a decoding kernel's block_n must be a multiple of 64 (pages of 16 and 32 run on the CPU path only, for now), got 32}}
+// expected-error @+1 {{flash-to-gpu: a decoding kernel's block_n must be a multiple of 64, got 32}}
 func.func @small_pages(%q: !q, %k: !kv, %v: !kv, %o: !q,
                        %t: memref<?x?xi32>, %l: memref<?xi32>,
                        %po: memref<?x?x?x?x128xf32>, %pl: memref<?x?x?x?xf32>) {

@@ -9,6 +9,7 @@
 // RUN: flash-opt %S/Inputs/decode-paged.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=LOWERED
 // RUN: flash-opt %S/Inputs/decode-mods.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=MODS
 // RUN: flash-opt %S/Inputs/decode-mods.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu | FileCheck %s --check-prefix=MODS-LOWERED
+// RUN: flash-opt %S/Inputs/decode-small-pages.mlir -flash-tile -flash-fuse -flash-gpu-schedule -convert-flash-to-gpu="lower-warpgroup-ops=0" | FileCheck %s --check-prefix=SMALL
 
 // CHECK-LABEL: gpu.func @decode(
 // CHECK-SAME: %[[TQ:[^:]*]]: !llvm.ptr, %[[TK:[^:]*]]: !llvm.ptr, %[[TV:[^:]*]]: !llvm.ptr, %[[PO:[^:]*]]: !llvm.ptr<1>, %[[PL:[^:]*]]: !llvm.ptr<1>, %[[TABLE:[^:]*]]: !llvm.ptr<1>, %[[LENS:[^:]*]]: !llvm.ptr<1>, %[[SQ:[^:]*]]: i32, %{{[^:]*}}: i32, %{{[^:]*}}: f32, %[[G:[^:]*]]: i32, %[[H:[^:]*]]: i32, %[[PAGES:[^:]*]]: i32, %[[COLS:[^:]*]]: i32)
@@ -205,3 +206,28 @@
 // MODS-LOWERED: tanh.approx.f32
 // MODS-LOWERED-NOT: flash.wg.
 // MODS-LOWERED-LABEL: gpu.func @decode_mods_combine(
+
+// Pages of 16 keys under key tiles of 128: K and V's tensor maps copy a
+// page's 16 rows a box, and the producer gathers a tile's 8 pages, each
+// from its own table entry (clamped into the table's columns, then into
+// the cache), K and V alike.
+// SMALL-LABEL: gpu.func @decode_small_pages(
+// SMALL-SAME: %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %[[TABLE:[^:]*]]: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: f32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %[[PAGES:[^:]*]]: i32, %[[COLS:[^:]*]]: i32)
+// SMALL-SAME: page_size = 16 : i64
+// SMALL-SAME: {box = array<i64: 16, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "k"}, {box = array<i64: 16, 64>, kind = "tma", rank = 4 : i64, swizzle = 128 : i64, tensor = "v"}
+// SMALL: scf.for %{{.*}} = %c0 to
+// SMALL: %[[KEY:.*]] = arith.muli %{{.*}}, %c128 : index
+// SMALL: %[[SLOT:.*]] = arith.divui %[[KEY]], %c16 : index
+// SMALL: %[[LASTCOL:.*]] = arith.subi %[[COLS]], %c1_i32 : i32
+// SMALL: %[[LASTSLOT:.*]] = arith.index_cast %[[LASTCOL]] : i32 to index
+// SMALL: llvm.getelementptr %[[TABLE]]
+// SMALL: %[[P0:.*]] = arith.index_cast %{{.*}} : i32 to index
+// SMALL: %[[S1:.*]] = arith.addi %[[SLOT]], %c1 : index
+// SMALL: arith.minui %[[S1]], %[[LASTSLOT]] : index
+// SMALL: llvm.getelementptr %[[TABLE]]
+// SMALL: %[[P1:.*]] = arith.index_cast %{{.*}} : i32 to index
+// SMALL-COUNT-6: llvm.getelementptr %[[TABLE]]
+// SMALL: %[[P7:.*]] = arith.index_cast %{{.*}} : i32 to index
+// SMALL-NOT: llvm.load
+// SMALL: flash.wg.tma_load_tile %{{.*}}[%c0, %[[HEAD:[^,]*]], %[[P0]]] gather[%c0, %[[HEAD]], %[[P1]], {{.*}}, %c0, %[[HEAD]], %[[P7]]], %{{.*}} columns 128 : !nvgpu.tensormap.descriptor<tensor = memref<1x1x16x64xbf16
+// SMALL: flash.wg.tma_load_tile %{{.*}}[%c0, %[[HEAD]], %[[P0]]] gather[%c0, %[[HEAD]], %[[P1]], {{.*}}, %c0, %[[HEAD]], %[[P7]]], %{{.*}} columns 128 : !nvgpu.tensormap.descriptor<tensor = memref<1x1x16x64xbf16

@@ -129,3 +129,40 @@ func.func @rank4_map(%map: !map, %smem: !smem, %bars: !bars, %row: index,
   flash.wg.tma_load_tile %map[%row, %head, %batch], %smem[%offset], %bars[%barrier] columns 128 : !map, !smem, !bars
   return
 }
+
+// -----
+
+!smem = memref<?xi8, #gpu.address_space<workgroup>>
+!box = memref<1x1x16x64xbf16, #gpu.address_space<workgroup>>
+!map = !nvgpu.tensormap.descriptor<tensor = !box, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+
+// A 32 x 128 tile gathered from two pages of 16 rows: the whole tile's
+// 8 KiB expected once, then per 64-column box each page's 2 KiB where one
+// box of 32 rows would put its rows (box c of chunk i at (2c + i) x 2048).
+// CHECK-LABEL: func.func @gathered_pages
+// CHECK-SAME: (%[[MAP:.*]]: !nvgpu.tensormap.descriptor<{{.*}}>, %[[SMEM:.*]]: memref<?xi8, #gpu.address_space<workgroup>>, %[[BARS:.*]]: !nvgpu.mbarrier.group<{{.*}}>, %[[ROW:.*]]: index, %[[HEAD:.*]]: index, %[[P0:.*]]: index, %[[P1:.*]]: index, %[[OFF:.*]]: index, %[[BAR:.*]]: index)
+// CHECK-DAG: %[[BYTES:.*]] = arith.constant 8192 : index
+// CHECK-DAG: %[[C2K:.*]] = arith.constant 2048 : index
+// CHECK-DAG: %[[C4K:.*]] = arith.constant 4096 : index
+// CHECK-DAG: %[[C6K:.*]] = arith.constant 6144 : index
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[BAR]]], %[[BYTES]]
+// CHECK-NOT: nvgpu.mbarrier.arrive.expect_tx
+// CHECK: %[[B0:.*]] = memref.view %[[SMEM]][%[[OFF]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x1x16x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.tma.async.load %[[MAP]][%{{.*}}, %[[ROW]], %[[HEAD]], %[[P0]]], %[[BARS]][%[[BAR]]] to %[[B0]]
+// CHECK: %[[O1:.*]] = arith.addi %[[OFF]], %[[C2K]] : index
+// CHECK: %[[B1:.*]] = memref.view %[[SMEM]][%[[O1]]][]
+// CHECK: nvgpu.tma.async.load %[[MAP]][%{{.*}}, %[[ROW]], %[[HEAD]], %[[P1]]], %[[BARS]][%[[BAR]]] to %[[B1]]
+// CHECK: %[[O2:.*]] = arith.addi %[[OFF]], %[[C4K]] : index
+// CHECK: %[[B2:.*]] = memref.view %[[SMEM]][%[[O2]]][]
+// CHECK: nvgpu.tma.async.load %[[MAP]][%{{.*}}, %[[ROW]], %[[HEAD]], %[[P0]]], %[[BARS]][%[[BAR]]] to %[[B2]]
+// CHECK: %[[O3:.*]] = arith.addi %[[OFF]], %[[C6K]] : index
+// CHECK: %[[B3:.*]] = memref.view %[[SMEM]][%[[O3]]][]
+// CHECK: nvgpu.tma.async.load %[[MAP]][%{{.*}}, %[[ROW]], %[[HEAD]], %[[P1]]], %[[BARS]][%[[BAR]]] to %[[B3]]
+// CHECK-NOT: nvgpu.tma.async.load
+func.func @gathered_pages(%map: !map, %smem: !smem, %bars: !bars, %row: index,
+                          %head: index, %page0: index, %page1: index,
+                          %offset: index, %barrier: index) {
+  flash.wg.tma_load_tile %map[%row, %head, %page0] gather [%row, %head, %page1], %smem[%offset], %bars[%barrier] columns 128 : !map, !smem, !bars
+  return
+}

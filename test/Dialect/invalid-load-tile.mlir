@@ -54,3 +54,28 @@ func.func @head_dim(%m: memref<?x?x?x64xbf16>, %i: index) {
   %t = flash.load_tile %m[%i, %i, %i] : memref<?x?x?x64xbf16> -> tensor<64x128xbf16>
   return
 }
+
+// -----
+
+// A paged load reads a sequence's keys through its table, not a group.
+func.func @paged_grouped(%m: memref<?x?x?x?x64xbf16>, %t: memref<?x?xi32>, %i: index) {
+  // expected-error @+1 {{'flash.load_tile' op a load through pages is not grouped}}
+  %x = flash.load_tile %m[%i, %i, %i] grouped pages(%t : memref<?x?xi32>, %i) : memref<?x?x?x?x64xbf16> -> tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_lse(%m: memref<?x?x16xf32>, %t: memref<?x?xi32>, %i: index) {
+  // expected-error @+1 {{'flash.load_tile' op a load through pages reads a rank-4 cache (pages x heads x page_size x head dim) into a 2-D tile}}
+  %x = flash.load_tile %m[%i, %i, %i] pages(%t : memref<?x?xi32>, %i) : memref<?x?x16xf32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_table(%m: memref<?x?x16x64xbf16>, %t: memref<?xi32>, %i: index) {
+  // expected-error @+1 {{must be 2D memref of 32-bit signless integer values}}
+  %x = flash.load_tile %m[%i, %i, %i] pages(%t : memref<?xi32>, %i) : memref<?x?x16x64xbf16> -> tensor<64x64xbf16>
+  return
+}

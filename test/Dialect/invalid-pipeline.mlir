@@ -181,3 +181,27 @@ func.func @rank4_one_plane(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
   flash.wg.tma_load_tile %map[%i, %i], %smem[%i], %bars[%i] columns 128 : !map, !smem, !bars
   return
 }
+
+// -----
+
+!smem = memref<?xi8, #gpu.address_space<workgroup>>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x16x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+
+func.func @gather_group(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
+  // expected-error @+1 {{'flash.wg.tma_load_tile' op gather takes a row and 2 plane coordinate(s) per chunk, got 2 values}}
+  flash.wg.tma_load_tile %map[%i, %i, %i] gather [%i, %i], %smem[%i], %bars[%i] columns 128 : !map, !smem, !bars
+  return
+}
+
+// -----
+
+!smem = memref<?xi8, #gpu.address_space<workgroup>>
+!bars = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 7>
+!map = !nvgpu.tensormap.descriptor<tensor = memref<1x1x4x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+
+func.func @gather_rows(%map: !map, %smem: !smem, %bars: !bars, %i: index) {
+  // expected-error @+1 {{'flash.wg.tma_load_tile' op gathered chunks must be multiples of 8 rows (the 128-byte swizzle's period), got 4}}
+  flash.wg.tma_load_tile %map[%i, %i, %i] gather [%i, %i, %i], %smem[%i], %bars[%i] columns 64 : !map, !smem, !bars
+  return
+}

@@ -45,3 +45,15 @@ func.func @grouped_tiles(%q: memref<?x8x4x?x128xbf16>,
       : tensor<64xf32> -> memref<?x8x4x?xf32>
   return
 }
+
+// A key tile through a paged cache's table: keys %col.. of sequence %b,
+// over pages of 16 rows (the tile spans eight).
+// CHECK-LABEL: func.func @paged_keys
+// CHECK: flash.load_tile %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] pages(%{{.*}} : memref<?x?xi32>, %{{.*}}) : memref<?x8x16x128xbf16> -> tensor<128x128xbf16>
+func.func @paged_keys(%cache: memref<?x8x16x128xbf16>, %table: memref<?x?xi32>,
+                      %b: index, %h: index, %col: index, %keys: index)
+    -> tensor<128x128xbf16> {
+  %tile = flash.load_tile %cache[%b, %h, %col] pages(%table : memref<?x?xi32>, %keys)
+      : memref<?x8x16x128xbf16> -> tensor<128x128xbf16>
+  return %tile : tensor<128x128xbf16>
+}

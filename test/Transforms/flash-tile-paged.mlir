@@ -45,3 +45,27 @@ func.func @paged(%q: !q, %k: !kv, %v: !kv, %o: !q, %lse: memref<?x32x?xf32>,
       : !q, !kv, !kv -> !q, memref<?x32x?xf32>
   return
 }
+
+// -----
+
+// Pages smaller than the key tile: K and V are read through the table
+// (load_tile's pages form), up to the program's keys, no page view.
+// CHECK-LABEL: func.func @small_pages
+// CHECK: flash.program_id 1
+// CHECK-NEXT: %[[BATCH:.*]] = arith.divui
+// CHECK: %[[NONNEG:.*]] = arith.maxsi
+// CHECK-NEXT: %[[SEQK:.*]] = arith.minsi %[[NONNEG]]
+// CHECK: scf.for %[[COL:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NOT: memref.subview
+// CHECK: flash.load_tile %arg1[%[[BATCH]], %{{.*}}, %[[COL]]] pages(%arg5 : memref<?x?xi32>, %[[SEQK]]) : memref<?x8x16x128xbf16, strided<[?, ?, ?, 1]>> -> tensor<64x128xbf16>
+// CHECK: flash.load_tile %arg2[%[[BATCH]], %{{.*}}, %[[COL]]] pages(%arg5 : memref<?x?xi32>, %[[SEQK]])
+!q = memref<?x32x?x128xbf16>
+!kv = memref<?x8x16x128xbf16, strided<[?, ?, ?, 1]>>
+func.func @small_pages(%q: !q, %k: !kv, %v: !kv, %o: !q, %lse: memref<?x32x?xf32>,
+                       %t: memref<?x?xi32>, %l: memref<?xi32>) {
+  flash.attention %q, %k, %v -> %o, lse %lse
+      paged(%t : memref<?x?xi32>, %l : memref<?xi32>)
+      {causal, config = #flash.config<block_m = 64, block_n = 64, warpgroups = 1>}
+      : !q, !kv, !kv -> !q, memref<?x32x?xf32>
+  return
+}

@@ -7,7 +7,8 @@
 // the slots past each cache's length poisoned with NaN. O and LSE are
 // compared with the float64 reference over each batch's keys gathered in
 // order: one to eight new tokens against caches of 0 to 70000 keys that are
-// no multiple of the page, pages of 16, 64 and 256, grouped-query heads
+// no multiple of the page, pages of 16, 64 and 256 (key tiles within a
+// page, and spanning several as the GPU reads small pages), grouped-query heads
 // (32/8, 32/1), the causal mask aligned to the cache's end (rows it hides
 // entirely give O = 0, LSE = -inf), logits near 1e3, and a sliding window
 // mask_mod counted from each query's position in the cache.
@@ -365,6 +366,35 @@ INSTANTIATE_TEST_SUITE_P(
         // cache of one key, one of 37 (a partial third page) and one of
         // 300.
         PagedCase{"gqa_32_8_page16", 32, 8, 1, 16, 16, {1, 37, 300}, true},
+        // Key tiles larger than the page, as the GPU reads pages of 16
+        // and 32: each tile gathered from 8 pages of 16 through the table
+        // (the last tile's pages past the cache's length unread), packed
+        // GQA in 3 splits; then 4 pages of 32 a tile, four new tokens
+        // with logits near 1e3 and a window of 100.
+        PagedCase{"gathered_page16_tile128_splits3",
+                  32,
+                  8,
+                  1,
+                  16,
+                  128,
+                  {1, 37, 300, 1000},
+                  true,
+                  1.0f,
+                  0,
+                  128,
+                  /*splits=*/3,
+                  false,
+                  /*packGqa=*/true},
+        PagedCase{"gathered_page32_tile128_window",
+                  8,
+                  2,
+                  4,
+                  32,
+                  128,
+                  {777, 90, 2},
+                  true,
+                  /*hotRowFactor=*/3000.0f,
+                  /*window=*/100},
         // Eight new tokens (a speculative step), 32 query heads over one
         // K/V head, pages of 64 read as two key tiles of 32: a cache of 5
         // keys leaves its first 3 rows without one (O = 0, LSE = -inf).

@@ -129,10 +129,11 @@ class VariantTest(unittest.TestCase):
         self.assertEqual(parse_variant(v.name), v)
         self.assertNotEqual(v, Variant("bf16", 128, True, page_size=16,
                                        splits=True))
-        # A key tile lies in one page; a decoding step fills one
-        # warpgroup, and keeps as many K/V stages in flight as fit.
+        # A key tile lies in one page or spans whole pages (8 of 16); a
+        # decoding step fills one warpgroup, and keeps as many K/V stages
+        # in flight as fit.
         self.assertEqual(v.default_config(),
-                         {"block_m": 64, "block_n": 16, "stages": 8,
+                         {"block_m": 64, "block_n": 128, "stages": 3,
                           "warpgroups": 1, "overlap": 1})
         self.assertEqual(
             Variant("bf16", 128, page_size=256, splits=True).default_config(),
@@ -140,6 +141,8 @@ class VariantTest(unittest.TestCase):
              "overlap": 1})
         self.assertEqual(Variant("f16", 64, page_size=96).default_config()
                          ["block_n"], 32)
+        self.assertEqual(Variant("f16", 64, page_size=48).default_config()
+                         ["block_n"], 16)
         src = v.source()
         self.assertIn("memref<?x?x16x128xbf16, strided<[?, ?, ?, 1]>>", src)
         self.assertIn("paged(%page_table : memref<?x?xi32>, %cache_lens : "

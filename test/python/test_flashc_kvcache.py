@@ -4,7 +4,8 @@
 Kernel.decode, against a float64 reference computed on the CPU.
 
 FLASHC_TEST_DEVICE=cuda runs the GPU cases: vLLM's num_pages x page_size x
-H_kv x D pages (64 and 256 rows), each batch's pages shuffled through the
+H_kv x D pages (16, 32, 64 and 256 rows; key tiles of 128 gather the small
+ones), each batch's pages shuffled through the
 cache and every slot no batch owns poisoned with NaN, a page table padded
 with indices past the cache, cache lengths that are no multiple of the
 page, and flash_attn_with_kvcache's contiguous B x Nk x H_kv x D cache (a
@@ -237,6 +238,17 @@ class GpuKvCacheTest(FreshCache):
                         4, 256, [2, 3000, 600], True, 2, hot=True,
                         configs=((1, None), (3, None), (None, None),
                                  (3, False)), bshd=True)
+
+    def test_small_pages_gathered(self):
+        # vLLM's default pages of 16 keys (and 32): a key tile of 128 keys
+        # gathers 8 (4) pages, each from its own table entry; caches no
+        # multiple of the page or the tile, the table padded past each
+        # batch's pages, Sq 1 and 4, packed and not.
+        self.paged_case("bf16 32/8 page16 sq1", torch.bfloat16, 32, 8, 1, 16,
+                        [1, 37, 1000, 4097], True, 12)
+        self.paged_case("f16 32/8 page32 sq4 hot", torch.float16, 32, 8, 4,
+                        32, [2, 300, 2049], True, 13, hot=True,
+                        configs=((1, None), (None, None), (3, False)))
 
     def test_gqa_32_8_sq4_unpacked(self):
         # Four new tokens without GQA packing, and non-causal with it.

@@ -752,7 +752,8 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
          {std::tuple{tmQ, spec.offQ(), BackwardSpec::kBarQ},
           std::tuple{tmDO, spec.offDO(), BackwardSpec::kBarDO}})
       WgTmaLoadTileOp::create(b, tm, row, ValueRange{index(head), batchIdx},
-                              smem, shift, slotBytes, /*buffer=*/Value(), bar,
+                              /*gather=*/ValueRange(), smem, shift, slotBytes,
+                              /*buffer=*/Value(), bar,
                               add(slot, cIndex(barrier)), spec.headDim,
                               b.getI64IntegerAttr(offset),
                               /*bufferBytes=*/IntegerAttr());
@@ -762,11 +763,11 @@ void BackwardBuilder::emitMain(gpu::GPUFuncOp func) {
     for (auto [tm, offset, barrier] :
          {std::tuple{tmK, spec.offK(), BackwardSpec::kBarK},
           std::tuple{tmV, spec.offV(), BackwardSpec::kBarV}})
-      WgTmaLoadTileOp::create(b, tm, row, ValueRange{index(kvHead), batchIdx},
-                              smem, shift, /*offset=*/cIndex(0),
-                              /*buffer=*/Value(), bar, cIndex(barrier),
-                              spec.headDim, b.getI64IntegerAttr(offset),
-                              IntegerAttr());
+      WgTmaLoadTileOp::create(
+          b, tm, row, ValueRange{index(kvHead), batchIdx},
+          /*gather=*/ValueRange(), smem, shift, /*offset=*/cIndex(0),
+          /*buffer=*/Value(), bar, cIndex(barrier), spec.headDim,
+          b.getI64IntegerAttr(offset), IntegerAttr());
     ifThen(cmp(arith::CmpIPredicate::sgt, passes, cI32(0)),
            [&] { issueQdO(cI32(0)); });
   });

@@ -68,8 +68,9 @@ mlir::flash::gpu_lowering::buildLaunchAttr(MLIRContext *ctx,
   };
   SmallVector<Attribute> params;
   if (spec.decode) {
-    params = {tensorMap("q", spec.blockM, 4), tensorMap("k", spec.blockN, 4),
-              tensorMap("v", spec.blockN, 4),
+    params = {tensorMap("q", spec.blockM, 4),
+              tensorMap("k", spec.kvBoxRows(), 4),
+              tensorMap("v", spec.kvBoxRows(), 4),
               dict({{"kind", str("workspace")}, {"name", str("partial_out")}}),
               dict({{"kind", str("workspace")}, {"name", str("partial_lse")}})};
     if (spec.pageSize) {

@@ -108,7 +108,13 @@ struct KernelSpec {
   /// query heads' seq_q queries, row r query r % seq_q of head r / seq_q.
   bool packGqa = false;
   /// A paged K/V cache's page size (flash.paged; 0: K and V contiguous).
+  /// A key tile lies in one page, or spans block_n / page_size whole ones.
   int64_t pageSize = 0;
+  /// Rows of the K and V tensor maps' box: a tile's, or a page's where a
+  /// tile spans several pages (one box per page).
+  int64_t kvBoxRows() const {
+    return pageSize && pageSize < blockN ? pageSize : blockN;
+  }
   /// The memref arguments the kernel takes whole, after all others: the
   /// mods' captures and the sinks (whose index is sinkCapture).
   SmallVector<CaptureArg> captures;
@@ -526,9 +532,12 @@ public:
   enum class KV { Both, K, V };
   /// Where key tile j lies in the K and V maps: its first row and its
   /// batch plane (a paged cache's: the page, from the table, and the row
-  /// in it). Taken once per tile, for both its loads.
+  /// in it), and where the tile spans several pages, the other pages' row
+  /// and planes (wg.tma_load_tile's gather). Taken once per tile, for both
+  /// its loads.
   struct KeyTile {
     Value row, plane;
+    SmallVector<Value> gather;
   };
   KeyTile keyTileAt(Value j);
   void issueKV(Value j, KV which, const KeyTile &at);

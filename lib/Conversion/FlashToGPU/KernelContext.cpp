@@ -48,7 +48,7 @@ KernelContext::KernelContext(ImplicitLocOpBuilder &b, const KernelSpec &spec,
     return MemRefType::get(shape, spec.elementType, AffineMap(), workgroup);
   };
   qBoxType = boxType({1, 1, spec.blockM, 64});
-  kvBoxType = boxType({1, 1, spec.blockN, 64});
+  kvBoxType = boxType({1, 1, spec.kvBoxRows(), 64});
   oBoxType = boxType({1, 1, 64, 64});
   auto mapType = [&](MemRefType box) {
     return nvgpu::TensorMapDescriptorType::get(

@@ -327,17 +327,20 @@ mlir::flash::gpu_lowering::matchAttentionTileProgram(func::FuncOp func) {
   spec.packGqa = func->hasAttr("flash.pack_gqa");
   if (func->hasAttr("flash.paged")) {
     spec.pageSize = types[1].getDimSize(2);
-    if (ShapedType::isDynamic(spec.pageSize) || spec.pageSize % spec.blockN)
+    // A tile in one page, or whole pages of a multiple of 8 rows (the
+    // 128-byte swizzle's period) gathered into one tile.
+    if (ShapedType::isDynamic(spec.pageSize) ||
+        (spec.pageSize % spec.blockN != 0 &&
+         (spec.blockN % spec.pageSize != 0 || spec.pageSize % 8 != 0)))
       return func.emitError("flash-to-gpu: a paged cache's page size must be "
                             "static and a multiple of block_n = ")
-             << spec.blockN << ", got " << types[1];
+             << spec.blockN << ", or a multiple of 8 dividing it, got "
+             << types[1];
   }
-  // Key tiles of 64 and more: smaller pages want several gathered into
-  // one tile (docs/decoding.md).
+  // Key tiles of 64 and more (smaller pages gathered into one tile).
   if (decode && spec.blockN % 64 != 0)
     return func.emitError("flash-to-gpu: a decoding kernel's block_n must be "
-                          "a multiple of 64 (pages of 16 and 32 run on the "
-                          "CPU path only, for now), got ")
+                          "a multiple of 64, got ")
            << spec.blockN;
   if (decode && spec.warpgroups != 1)
     return func.emitError("flash-to-gpu: a decoding kernel has one consumer "

@@ -69,7 +69,8 @@ void ProducerRole::issueQ() {
   Value row = tile.qRow0 ? arith::AddIOp::create(b, tile.qRow0, tile.m0Idx)
                          : tile.m0Idx;
   WgTmaLoadTileOp::create(
-      b, k.tmQ, row, ValueRange{head, batch}, k.smem, k.shift,
+      b, k.tmQ, row, ValueRange{head, batch}, /*gather=*/ValueRange(), k.smem,
+      k.shift,
       /*offset=*/Value(), tile.qBuf, k.bar, barId, spec.headDim,
       /*offsetBytes=*/IntegerAttr(),
       tile.qBuf ? b.getI64IntegerAttr(spec.qBytes()) : IntegerAttr());
@@ -79,27 +80,44 @@ ProducerRole::KeyTile ProducerRole::keyTileAt(Value j) {
   Value row = tile.firstKey(b, j, k.cIndex(spec.blockN));
   if (tile.kRow0)
     row = arith::AddIOp::create(b, tile.kRow0, row);
+  if (!spec.pageSize)
+    return {row, batch, {}};
   // A paged cache: the tile lies in one page (block_n divides the page
-  // size), whose index the table gives, clamped into the cache.
-  Value plane = batch;
-  if (spec.pageSize) {
-    Value pageSize = k.cIndex(spec.pageSize);
+  // size) or spans block_n / page_size whole ones, each page's index from
+  // the table, clamped into the cache.
+  Value pageSize = k.cIndex(spec.pageSize);
+  Value slot = arith::DivUIOp::create(b, row, pageSize);
+  auto pageAt = [&](Value slot) -> Value {
     Value entry = arith::AddIOp::create(
         b,
         arith::MulIOp::create(b, arith::IndexCastOp::create(b, k.i64, batch),
                               arith::ExtUIOp::create(b, k.i64, k.tableCols)),
-        arith::IndexCastOp::create(b, k.i64,
-                                   arith::DivUIOp::create(b, row, pageSize)));
+        arith::IndexCastOp::create(b, k.i64, slot));
     Value at = LLVM::GEPOp::create(b, k.pageTable.getType(), k.i32, k.pageTable,
                                    ValueRange{entry});
     Value page = LLVM::LoadOp::create(b, k.i32, at, /*alignment=*/4);
     page =
         arith::MinSIOp::create(b, arith::MaxSIOp::create(b, page, k.cI32(0)),
                                arith::SubIOp::create(b, k.numPages, k.cI32(1)));
-    plane = arith::IndexCastOp::create(b, k.indexTy, page);
-    row = arith::RemUIOp::create(b, row, pageSize);
+    return arith::IndexCastOp::create(b, k.indexTy, page);
+  };
+  int64_t pages = spec.blockN / spec.kvBoxRows();
+  if (pages == 1) {
+    Value plane = pageAt(slot);
+    return {arith::RemUIOp::create(b, row, pageSize), plane, {}};
   }
-  return {row, plane};
+  // The tile starts a page. The table's last entries may cover only part
+  // of the last tile: its pages past them read the table's last entry
+  // again, keys the consumers mask (and whose values they zero).
+  Value lastSlot = arith::IndexCastOp::create(
+      b, k.indexTy, arith::SubIOp::create(b, k.tableCols, k.cI32(1)));
+  KeyTile at{k.cIndex(0), pageAt(slot), {}};
+  for (int64_t i = 1; i < pages; ++i) {
+    Value next = arith::MinUIOp::create(
+        b, arith::AddIOp::create(b, slot, k.cIndex(i)), lastSlot);
+    at.gather.append({k.cIndex(0), kvHead, pageAt(next)});
+  }
+  return at;
 }
 
 void ProducerRole::issueKV(Value j, KV which, const KeyTile &at) {
@@ -118,8 +136,8 @@ void ProducerRole::issueKV(Value j, KV which, const KeyTile &at) {
       continue;
     Value barId = arith::AddIOp::create(b, slot, k.cIndex(op.barrier));
     WgTmaLoadTileOp::create(b, op.map, at.row, ValueRange{kvHead, at.plane},
-                            k.smem, k.shift, slotBytes, /*buffer=*/Value(),
-                            k.bar, barId, spec.headDim,
+                            at.gather, k.smem, k.shift, slotBytes,
+                            /*buffer=*/Value(), k.bar, barId, spec.headDim,
                             b.getI64IntegerAttr(op.offset),
                             /*bufferBytes=*/IntegerAttr());
   }

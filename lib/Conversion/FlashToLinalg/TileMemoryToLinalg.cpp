@@ -1,8 +1,8 @@
 //===- TileMemoryToLinalg.cpp - load_tile/store_tile -> linalg and scf ----===//
 //
 // Boundary masking on the CPU path: a load checks each row against the
-// sequence length (a group's rows, grouped) and reads zero past it; a
-// store loops over the rows that exist only.
+// sequence length (a group's rows, grouped; a paged load's number of keys)
+// and reads zero past it; a store loops over the rows that exist only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +46,28 @@ SmallVector<Value, 5> rowIndices(OpBuilder &b, Location loc, Value memory,
   return at;
 }
 
+/// The indices of key `key` of sequence `batch`, head `head`, column
+/// `column` in a paged cache (pages x heads x page_size x D): row key %
+/// page_size of the page its table row names, clamped into the cache.
+SmallVector<Value, 5> pagedIndices(OpBuilder &b, Location loc, Value cache,
+                                   Value pageTable, Value batch, Value head,
+                                   Value key, Value column) {
+  ImplicitLocOpBuilder ib(loc, b);
+  Value pageSize = memref::DimOp::create(ib, cache, kSeqDim);
+  Value entry = memref::LoadOp::create(
+      ib, pageTable,
+      ValueRange{batch, arith::DivUIOp::create(ib, key, pageSize)});
+  Value c0 = arith::ConstantIndexOp::create(ib, 0);
+  Value last = arith::SubIOp::create(ib, memref::DimOp::create(ib, cache, 0),
+                                     arith::ConstantIndexOp::create(ib, 1));
+  Value page = arith::MinSIOp::create(
+      ib,
+      arith::MaxSIOp::create(
+          ib, arith::IndexCastOp::create(ib, ib.getIndexType(), entry), c0),
+      last);
+  return {page, head, arith::RemUIOp::create(ib, key, pageSize), column};
+}
+
 struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -57,7 +79,8 @@ struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
     Value batch = op.getIndices()[0], head = op.getIndices()[1],
           rowStart = op.getIndices()[2];
     bool grouped = op.getGrouped();
-    Value rows = rowsOf(b, source, grouped);
+    Value pageTable = op.getPageTable();
+    Value rows = pageTable ? op.getKeys() : rowsOf(b, source, grouped);
     Type elementType = tileType.getElementType();
     int64_t rank = tileType.getRank();
     AffineMap identity =
@@ -75,8 +98,11 @@ struct LoadTileToLinalg : OpRewritePattern<LoadTileOp> {
           auto read = scf::IfOp::create(
               b, inBounds,
               [&](OpBuilder &nested, Location loc) {
-                SmallVector<Value, 5> at = rowIndices(
-                    nested, loc, source, grouped, batch, head, row, column);
+                SmallVector<Value, 5> at =
+                    pageTable ? pagedIndices(nested, loc, source, pageTable,
+                                             batch, head, row, column)
+                              : rowIndices(nested, loc, source, grouped, batch,
+                                           head, row, column);
                 Value value = memref::LoadOp::create(nested, loc, source, at);
                 scf::YieldOp::create(nested, loc, value);
               },

@@ -1,9 +1,10 @@
 //===- TmaLoadTileToNVGPU.cpp - flash.wg.tma_load_tile --------------------===//
 //
-// A tile is D/64 boxes of the tensor map, each its own nvgpu.tma.async.load
-// into a view of shared memory, all completing on one mbarrier that first
-// expects the whole tile's bytes. The expect comes first: a box that lands
-// before the barrier knows of it would complete the phase early.
+// A tile is D/64 boxes of the tensor map (per chunk of rows, gathered), each
+// its own nvgpu.tma.async.load into a view of shared memory, all completing
+// on one mbarrier that first expects the whole tile's bytes. The expect comes
+// first: a box that lands before the barrier knows of it would complete the
+// phase early.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,16 +59,28 @@ struct TmaLoadTileOpLowering : public OpConversionPattern<WgTmaLoadTileOp> {
     };
     MemRefType boxType = op.getBoxType();
     int64_t boxColumns = boxType.getDimSize(boxType.getRank() - 1);
+    // Chunk i's row and planes: the op's own, then gather's groups.
+    int64_t perChunk = boxType.getRank() - 1;
+    ValueRange gather = adaptor.getGather();
+    auto chunkAt = [&](int64_t i) -> std::pair<Value, ValueRange> {
+      if (i == 0)
+        return {adaptor.getRow(), adaptor.getPlanes()};
+      ValueRange group = gather.slice((i - 1) * perChunk, perChunk);
+      return {group.front(), group.drop_front()};
+    };
+    int64_t chunks = op.getNumChunks();
     for (int64_t c = 0; c < op.getNumBoxes(); ++c) {
-      Value offset = boxOffset(c * op.getBoxBytes());
-      Value box = memref::ViewOp::create(
-          rewriter, loc, boxType, adaptor.getSmem(), offset, ValueRange());
-      SmallVector<Value, 4> coordinates = {index(c * boxColumns),
-                                           adaptor.getRow()};
-      llvm::append_range(coordinates, adaptor.getPlanes());
-      nvgpu::TmaAsyncLoadOp::create(rewriter, loc, box, barriers,
-                                    adaptor.getTensorMap(), coordinates,
-                                    barrier, Value(), Value());
+      for (int64_t i = 0; i < chunks; ++i) {
+        Value offset = boxOffset((c * chunks + i) * op.getBoxBytes());
+        Value box = memref::ViewOp::create(
+            rewriter, loc, boxType, adaptor.getSmem(), offset, ValueRange());
+        auto [row, planes] = chunkAt(i);
+        SmallVector<Value, 4> coordinates = {index(c * boxColumns), row};
+        llvm::append_range(coordinates, planes);
+        nvgpu::TmaAsyncLoadOp::create(rewriter, loc, box, barriers,
+                                      adaptor.getTensorMap(), coordinates,
+                                      barrier, Value(), Value());
+      }
     }
     rewriter.eraseOp(op);
     return success();
