@@ -404,6 +404,28 @@ Expected<uint64_t> Kernel::backwardWorkspaceBytes(const BackwardArgs &args) {
   return backwardWorkspaceLayout(meta, *shape).bytes;
 }
 
+/// cuLaunchKernelEx of `fn` with the one launch attribute `attr`.
+static CUresult launchWithAttribute(const DriverApi &cu, CUfunction fn,
+                                    const unsigned grid[3],
+                                    const unsigned block[3],
+                                    unsigned sharedMemoryBytes, CUstream stream,
+                                    const CUlaunchAttribute &attr,
+                                    void **params) {
+  CUlaunchConfig config = {};
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = block[0];
+  config.blockDimY = block[1];
+  config.blockDimZ = block[2];
+  config.sharedMemBytes = sharedMemoryBytes;
+  config.hStream = stream;
+  CUlaunchAttribute copy = attr;
+  config.attrs = &copy;
+  config.numAttrs = 1;
+  return cu.cuLaunchKernelEx(&config, fn, params, nullptr);
+}
+
 /// Runs `launches` (the loaded `functions`) in order on `stream`, each with
 /// its grid from `gridOf` (false: nothing to launch) and its parameters
 /// from `pack`, in the workspace at `workspace`; where that is 0 and the
@@ -438,12 +460,25 @@ static Error runWorkspaceLaunches(
       result = params.takeError();
       break;
     }
+    // A programmatic dependent waits for the previous launch itself
+    // (griddepcontrol.wait): a driver without cuLaunchKernelEx launches it
+    // in stream order, the wait then returning at once.
+    CUresult launched;
+    if (launch.programmatic && cu.cuLaunchKernelEx) {
+      CUlaunchAttribute attr = {};
+      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmaticStreamSerializationAllowed = 1;
+      launched = launchWithAttribute(cu, fn, grid, launch.block,
+                                     launch.sharedMemoryBytes, stream, attr,
+                                     (*params)->pointers());
+    } else {
+      launched = cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2],
+                                   launch.block[0], launch.block[1],
+                                   launch.block[2], launch.sharedMemoryBytes,
+                                   stream, (*params)->pointers(), nullptr);
+    }
     if (Error err =
-            checkCu(cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2],
-                                      launch.block[0], launch.block[1],
-                                      launch.block[2], launch.sharedMemoryBytes,
-                                      stream, (*params)->pointers(), nullptr),
-                    "cuLaunchKernel(" + launch.kernel + ")")) {
+            checkCu(launched, "cuLaunchKernel(" + launch.kernel + ")")) {
       result = std::move(err);
       break;
     }
@@ -606,25 +641,15 @@ Error Kernel::launch(const LaunchArgs &args, CUstream stream) {
                                      meta.block[2], meta.sharedMemoryBytes,
                                      stream, (*params)->pointers(), nullptr),
                    "cuLaunchKernel(" + meta.kernel + ")");
-  CUlaunchConfig config = {};
-  config.gridDimX = grid[0];
-  config.gridDimY = grid[1];
-  config.gridDimZ = grid[2];
-  config.blockDimX = meta.block[0];
-  config.blockDimY = meta.block[1];
-  config.blockDimZ = meta.block[2];
-  config.sharedMemBytes = meta.sharedMemoryBytes;
-  config.hStream = stream;
   CUlaunchAttribute attr = {};
   attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.clusterDim.x = meta.cluster[0];
   attr.value.clusterDim.y = meta.cluster[1];
   attr.value.clusterDim.z = meta.cluster[2];
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  return checkCu(
-      cu.cuLaunchKernelEx(&config, function, (*params)->pointers(), nullptr),
-      "cuLaunchKernelEx(" + meta.kernel + ")");
+  return checkCu(launchWithAttribute(cu, function, grid, meta.block,
+                                     meta.sharedMemoryBytes, stream, attr,
+                                     (*params)->pointers()),
+                 "cuLaunchKernelEx(" + meta.kernel + ")");
 }
 
 } // namespace flashc::rt

@@ -227,13 +227,14 @@ public:
   };
   /// The fields every pass's launches have, of `v` (launches[i], named
   /// `field`): its role, which must be `role`; its kernel, m.kernel for
-  /// the pass's `main` launch; block; shared memory; and its grid, of kind
-  /// `kind` (`gridKind`) with blocks of `sizeKey` rows. Returns the objects
-  /// that hold the pass's own keys.
+  /// the pass's `main` launch; block; shared memory; "programmatic" (never
+  /// on the pass's `first` launch); and its grid, of kind `kind`
+  /// (`gridKind`) with blocks of `sizeKey` rows. Returns the objects that
+  /// hold the pass's own keys.
   Expected<LaunchObjects> parseLaunch(const KernelMetadata &m,
                                       const json::Value &v,
                                       const std::string &field, StringRef role,
-                                      bool main, StringRef kind,
+                                      bool first, bool main, StringRef kind,
                                       GridKind gridKind, StringRef sizeKey,
                                       LaunchSpec &l);
   /// The "params" of launch `lo` (named `field`) into l.params, each one of
@@ -888,9 +889,9 @@ Expected<const json::Array *> Parser::getLaunches(ArrayRef<StringRef> roles) {
 
 Expected<Parser::LaunchObjects>
 Parser::parseLaunch(const KernelMetadata &m, const json::Value &v,
-                    const std::string &field, StringRef role, bool main,
-                    StringRef kind, GridKind gridKind, StringRef sizeKey,
-                    LaunchSpec &l) {
+                    const std::string &field, StringRef role, bool first,
+                    bool main, StringRef kind, GridKind gridKind,
+                    StringRef sizeKey, LaunchSpec &l) {
   const json::Object *lo = v.getAsObject();
   if (!lo)
     return fail(field, "must be an object");
@@ -918,6 +919,16 @@ Parser::parseLaunch(const KernelMetadata &m, const json::Value &v,
     return fail(field + ".shared_memory_bytes",
                 formatv("{0} is out of range", smem));
   l.sharedMemoryBytes = unsigned(smem);
+  if (const json::Value *dependent = lo->get("programmatic")) {
+    std::optional<bool> flag = dependent->getAsBoolean();
+    if (!flag)
+      return fail(field + ".programmatic", "must be true or false");
+    if (*flag && first)
+      return fail(field + ".programmatic",
+                  "the pass's first launch has no launch before it to "
+                  "depend on");
+    l.programmatic = *flag;
+  }
   const json::Value *grid = lo->get("grid");
   const json::Object *g = grid ? grid->getAsObject() : nullptr;
   if (!g)
@@ -984,7 +995,7 @@ Expected<KernelMetadata> Parser::parseLaunches(KernelMetadata &m) {
     std::string field = formatv("launches[{0}]", i);
     bool main = i == 1;
     LaunchSpec l;
-    auto objects = parseLaunch(m, (**la)[i], field, roles[i], main,
+    auto objects = parseLaunch(m, (**la)[i], field, roles[i], i == 0, main,
                                main ? "key_tiles" : "tiles",
                                main ? GridKind::KeyTiles : GridKind::Tiles,
                                main ? "block_n" : "block_m", l);
@@ -1058,8 +1069,8 @@ Expected<KernelMetadata> Parser::parseDecodeLaunches(KernelMetadata &m) {
   for (unsigned i = 0; i < 2; ++i) {
     std::string field = formatv("launches[{0}]", i);
     LaunchSpec l;
-    auto objects = parseLaunch(m, (**la)[i], field, roles[i], i == 0, "decode",
-                               GridKind::Decode, "block_m", l);
+    auto objects = parseLaunch(m, (**la)[i], field, roles[i], i == 0, i == 0,
+                               "decode", GridKind::Decode, "block_m", l);
     if (!objects)
       return objects.takeError();
     // The split launch runs one program per split, the combine one per

@@ -107,7 +107,7 @@ buildLaunchesMetadata(ModuleOp module, ArrayRef<gpu::GPUFuncOp> kernels,
     launch["role"] = role.str();
     launch["kernel"] = kernel.getName().str();
     for (llvm::StringRef key :
-         {"block", "shared_memory_bytes", "grid", "params"})
+         {"block", "shared_memory_bytes", "programmatic", "grid", "params"})
       if (llvm::json::Value *value = contract->get(key))
         launch[key] = *value;
     launches.push_back(std::move(launch));

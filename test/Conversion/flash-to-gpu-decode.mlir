@@ -84,16 +84,18 @@
 // CHECK: flash.wg.store_global %{{.*}}, %[[PO]][%[[PBLOCK]], %[[M0]]], %[[ROWS]] : !flash.fragment<64x128xf32, #flash.wgmma_accumulator>, !llvm.ptr<1>
 // CHECK: flash.wg.store_global %{{.*}}, %[[PL]][%[[PBLOCK]], %[[M0]]], %[[ROWS]] : !flash.fragment<64xf32, #flash.wgmma_rows>, !llvm.ptr<1>
 
-// The combine: a warp's row's splits' LSEs' max (lane l reads splits l,
-// l + 32, ..., then five xor shuffles), then their weighted outputs four
-// splits a step, those past the last weighing 0.
+// The combine, the split kernel's programmatic dependent (it waits for the
+// splits before reading their scratch): a warp's row's splits' LSEs' max
+// (lane l reads splits l, l + 32, ..., then five xor shuffles), then their
+// weighted outputs eight splits a step (a vector load of the lane's 4
+// columns each), those past the last weighing 0.
 // CHECK-LABEL: gpu.func @decode_combine(
 // CHECK-SAME: %[[CPO:[^:]*]]: !llvm.ptr<1>, %[[CPL:[^:]*]]: !llvm.ptr<1>, %[[O:[^:]*]]: !llvm.ptr<1>, %[[LSE:[^:]*]]: !llvm.ptr<1>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %[[NS:[^:]*]]: i32, %{{[^:]*}}: i64, %{{[^:]*}}: i64, %{{[^:]*}}: i64)
 // CHECK-SAME: block = array<i64: 128, 1, 1>
 // CHECK-SAME: grid = {block_m = 64 : i64, kind = "decode", splits = false}
 // CHECK-SAME: {kind = "workspace", name = "partial_out"}, {kind = "workspace", name = "partial_lse"}, {kind = "ptr", tensor = "o"}, {kind = "ptr", tensor = "lse"}
 // CHECK-SAME: {kind = "i32", value = "num_splits"}, {kind = "i64", value = "stride_o_b"}, {kind = "i64", value = "stride_o_h"}, {kind = "i64", value = "stride_o_n"}
-// CHECK-SAME: pass = "decode", role = "combine"
+// CHECK-SAME: pass = "decode", programmatic = true, role = "combine"
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[TID32:.*]] = arith.index_cast %[[TID]] : index to i32
 // CHECK: %[[WARP:.*]] = arith.divui %[[TID32]], %c32_i32{{.*}} : i32
@@ -102,6 +104,8 @@
 // CHECK: %[[BX32:.*]] = arith.index_cast %[[BX]] : index to i32
 // CHECK: %[[BROW:.*]] = arith.muli %[[BX32]], %c64_i32{{.*}} : i32
 // CHECK: %[[FIRST:.*]] = arith.addi %[[BROW]], %[[WARP]] : i32
+// CHECK: nvvm.griddepcontrol wait
+// CHECK-NOT: llvm.load
 // CHECK: scf.for %[[I:.*]] = %c0{{.*}} to %c16{{.*}} step %c1{{.*}} {
 // CHECK: %[[I32:.*]] = arith.index_cast %[[I]] : index to i32
 // CHECK: %[[STEP:.*]] = arith.muli %[[I32]], %c4_i32{{.*}} : i32
@@ -113,10 +117,11 @@
 // CHECK: %[[SH1:.*]], %{{.*}} = gpu.shuffle  xor %[[LANEMAX]], %c1_i32{{.*}}, %c32_i32{{.*}} : f32
 // CHECK: %[[M1:.*]] = arith.maximumf %[[LANEMAX]], %[[SH1]] : f32
 // CHECK-COUNT-4: gpu.shuffle  xor
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[NSI]] step %c4{{.*}} {{.*}} -> (f32, f32, f32, f32, f32)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[NSI]] step %c8{{.*}} {{.*}} -> (f32, f32, f32, f32, f32)
 // CHECK: arith.cmpf oeq, %{{.*}}, %cst
 // CHECK: math.exp2
-// CHECK-COUNT-3: arith.cmpi ult, %{{.*}}, %[[NSI]] : index
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK-COUNT-7: arith.cmpi ult, %{{.*}}, %[[NSI]] : index
 // CHECK: scf.yield
 // CHECK-COUNT-4: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: math.log2
@@ -187,7 +192,7 @@
 // splits' max and weighs in the sum as a split with no value.
 // MODS-LABEL: gpu.func @decode_mods_combine(
 // MODS-SAME: %[[SINKS:[^:]*]]: memref<?xf32>)
-// MODS-SAME: {capture = 0 : i64, kind = "memref", rank = 1 : i64}], pass = "decode", role = "combine"
+// MODS-SAME: {capture = 0 : i64, kind = "memref", rank = 1 : i64}], pass = "decode", programmatic = true, role = "combine"
 // MODS: %[[LAST:.*]] = arith.subi %{{.*}}, %c1{{.*}} : index
 // MODS: %[[AT:.*]] = arith.minsi %{{.*}}, %[[LAST]] : index
 // MODS: %[[SINK:.*]] = memref.load %[[SINKS]][%[[AT]]] : memref<?xf32>

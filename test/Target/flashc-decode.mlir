@@ -19,6 +19,7 @@
 // CHECK: "kernel": "decode"
 // CHECK: "role": "split"
 // CHECK: "kernel": "decode_combine"
+// CHECK: "programmatic": true
 // CHECK: "role": "combine"
 // CHECK: "pack_gqa": true
 // CHECK: "page_size": 256

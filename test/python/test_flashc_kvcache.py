@@ -498,7 +498,9 @@ def decoding_metadata(page_size, pack_gqa):
         if pack_gqa and tensor == "q":
             p["view"] = "group_rows"
         return p
-    split = [tma("q", 64), tma("k", 128), tma("v", 128),
+    # Pages smaller than the key tile: one box of a page's rows each.
+    kv_rows = min(page_size, 128) if page_size else 128
+    split = [tma("q", 64), tma("k", kv_rows), tma("v", kv_rows),
              {"kind": "workspace", "name": "partial_out"},
              {"kind": "workspace", "name": "partial_lse"}]
     if page_size:
@@ -531,6 +533,7 @@ def decoding_metadata(page_size, pack_gqa):
              "block": [384, 1, 1], "shared_memory_bytes": 90000,
              "grid": grid(True), "params": split},
             {"role": "combine", "kernel": "attention_decode_combine",
+             "programmatic": True,
              "block": [128, 1, 1], "shared_memory_bytes": 0,
              "grid": grid(False), "params": combine}]}
 
@@ -611,6 +614,11 @@ class DecodeStructTest(unittest.TestCase):
                 self.validate(meta, parts(**change), num_splits=splits)
             self.assertIn(message, str(e.exception))
             self.assertEqual(e.exception.status, 4)
+        # Pages of 16 under key tiles of 128: K and V's boxes of 16 rows.
+        small = self.tensor(bf16, (PAGES, HKV, 16, D),
+                            (16 * HKV * D, D, HKV * D, 1))
+        self.validate(decoding_metadata(16, True),
+                      parts(k_cache=small, v_cache=small), num_splits=3)
         # A contiguous kernel: [B, H_kv, Nk, D] views, no table.
         flat = self.tensor(bf16, (B, HKV, 3000, D),
                            (3000 * HKV * D, D, HKV * D, 1))

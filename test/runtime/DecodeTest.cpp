@@ -119,6 +119,8 @@ TEST(Decode, MetadataHasTwoLaunches) {
   EXPECT_EQ(combine.role, "combine");
   EXPECT_EQ(combine.kernel, "attention_decode_combine");
   EXPECT_FALSE(combine.splits);
+  EXPECT_FALSE(split.programmatic);
+  EXPECT_TRUE(combine.programmatic);
   EXPECT_EQ(combine.block[0], 128u);
   // q through the group view, k and v as today's rank-4 maps.
   EXPECT_EQ(split.params[0].kind, ParamSpec::Kind::Tma);
@@ -194,6 +196,15 @@ TEST(Decode, MetadataErrorsNameTheField) {
   m = decodeMetadataJson(64, false);
   (*launchParams(m, 0)[3].getAsObject())["kind"] = "memref";
   EXPECT_HAS(parseError(m), "page_table is passed by pointer");
+
+  // Only a launch after another can be its programmatic dependent.
+  m = decodeMetadataJson(64, false);
+  (*(*m.getArray("launches"))[0].getAsObject())["programmatic"] = true;
+  EXPECT_HAS(parseError(m), "launches[0].programmatic: the pass's first "
+                            "launch has no launch before it");
+  m = decodeMetadataJson(64, false);
+  (*(*m.getArray("launches"))[1].getAsObject())["programmatic"] = 1;
+  EXPECT_HAS(parseError(m), "launches[1].programmatic: must be true or false");
 
   // The split launch's z is the splits, the combine's 1.
   m = decodeMetadataJson(64, false);

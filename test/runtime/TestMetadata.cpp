@@ -127,7 +127,7 @@ json::Object decodeMetadataJson(int64_t pageSize, bool packGqa) {
     combine.push_back(param("i64", "value", std::string("stride_o_") + d));
   auto launch = [](StringRef role, StringRef kernel, bool splits, int64_t smem,
                    json::Array params) {
-    return json::Object{
+    json::Object l{
         {"role", role.str()},
         {"kernel", kernel.str()},
         {"block", json::Array{splits ? 256 : 128, 1, 1}},
@@ -135,6 +135,10 @@ json::Object decodeMetadataJson(int64_t pageSize, bool packGqa) {
         {"grid",
          json::Object{{"kind", "decode"}, {"block_m", 64}, {"splits", splits}}},
         {"params", std::move(params)}};
+    // The combine waits for the splits itself, as flashc's does.
+    if (!splits)
+      l["programmatic"] = true;
+    return l;
   };
   json::Object m = validMetadataJson();
   m["kernel"] = "attention_decode";

@@ -192,6 +192,10 @@ struct LaunchSpec {
   bool headsFastest = false;
   /// Decode: grid z is the call's number of splits (else 1).
   bool splits = false;
+  /// Launched as the previous launch's programmatic dependent (PDL): the
+  /// kernel may start before that launch ends and waits for it
+  /// (griddepcontrol.wait) before reading what it wrote.
+  bool programmatic = false;
   llvm::SmallVector<ParamSpec, 24> params;
 };
 

@@ -15,10 +15,13 @@
 // warp w the rows w, w + 4, ... (a decoding step's few rows, G x seq_q
 // with packing, spread over the warps), each lane D / 32 adjacent columns.
 // For a row, the lanes read the splits' LSEs side by side and reduce their
-// max by shuffles; the weighted sum walks the splits four at a time, so
-// that four splits' loads are in flight together. O is written with its
-// own strides, row r of a packed program being query r % seq_q of head
-// r / seq_q of the group.
+// max by shuffles; the weighted sum walks the splits eight at a time, so
+// that eight splits' loads (a vector load of the lane's columns each) are
+// in flight together. O is written with its own strides, row r of a packed
+// program being query r % seq_q of head r / seq_q of the group. The kernel
+// is launched as the split kernel's programmatic dependent: its launch
+// and prologue overlap the splits' last blocks, and it waits
+// (griddepcontrol.wait) before reading their scratch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +32,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -85,6 +89,7 @@ mlir::flash::gpu_lowering::buildCombineLaunchAttr(MLIRContext *ctx,
                {"role", str("combine")},
                {"block", b.getDenseI64ArrayAttr({kCombineThreads, 1, 1})},
                {"shared_memory_bytes", b.getI64IntegerAttr(0)},
+               {"programmatic", b.getBoolAttr(true)},
                {"grid", dict({{"kind", str("decode")},
                               {"block_m", b.getI64IntegerAttr(spec.blockM)},
                               {"splits", b.getBoolAttr(false)}})},
@@ -166,6 +171,10 @@ struct CombineBuilder {
     Value laneColumn = wide(arith::MulIOp::create(b, lane, c32(perLane)));
     Value negInf = cF32(-std::numeric_limits<float>::infinity());
 
+    // Launched as the split kernel's programmatic dependent (kernel.json's
+    // "programmatic"), the block may start before the splits finish: what
+    // they wrote is read only after this wait.
+    NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
     auto rowLoop = scf::ForOp::create(b, cIndex(0), cIndex(16), cIndex(1));
     OpBuilder::InsertionGuard loopGuard(b);
     b.setInsertionPointToStart(rowLoop.getBody());
@@ -240,9 +249,11 @@ struct CombineBuilder {
     SmallVector<Value> inits(perLane + 1, cF32(0.0f));
     if (sink)
       inits.back() = weightOf(sink);
-    // Four splits a step, each past the last weighing 0 (and reading the
-    // step's first), their loads independent of each other.
-    constexpr int64_t kSplitsPerStep = 4;
+    // Eight splits a step, each past the last weighing 0 (and reading the
+    // step's first), their loads independent of each other: a step's
+    // loads are in flight together, the combine's time its steps' round
+    // trips.
+    constexpr int64_t kSplitsPerStep = 8;
     auto sumLoop = scf::ForOp::create(b, cIndex(0), splitsIdx,
                                       cIndex(kSplitsPerStep), inits);
     {
@@ -262,9 +273,15 @@ struct CombineBuilder {
           w = arith::SelectOp::create(b, inSplits, w, cF32(0.0f));
         Value base = arith::AddIOp::create(
             b, arith::MulIOp::create(b, at, c64(spec.headDim)), laneColumn);
+        // The lane's columns of the split's row in one vector load: a row
+        // is D x 4 bytes into a 256-byte aligned workspace.
+        auto vecType = VectorType::get({perLane}, f32);
+        Value vec = LLVM::LoadOp::create(
+            b, vecType,
+            LLVM::GEPOp::create(b, global, f32, partialOut, ValueRange{base}),
+            /*alignment=*/unsigned(4 * perLane));
         for (int64_t c = 0; c < perLane; ++c) {
-          Value o =
-              load(f32, partialOut, arith::AddIOp::create(b, base, c64(c)));
+          Value o = LLVM::ExtractElementOp::create(b, vec, c32(c));
           acc[c] =
               arith::AddFOp::create(b, acc[c], arith::MulFOp::create(b, w, o));
         }
