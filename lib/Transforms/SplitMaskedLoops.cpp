@@ -62,7 +62,8 @@ MaskOp findSplittableMask(scf::ForOp loop, LoopOver over) {
 
 /// The first key index of the masked part, a multiple of the tile size:
 /// tiles before it lie inside seq_k and the loop's range and, with a causal
-/// mask, are visible to the first (and so every) row of the query tile.
+/// mask, are visible to the first (and so every) row of the query tile (of
+/// a grouped tile, to query 0).
 Value buildSplitPoint(ImplicitLocOpBuilder &b, MaskOp mask, Value loopEnd) {
   int64_t blockN =
       cast<RankedTensorType>(mask.getScores().getType()).getDimSize(1);
@@ -75,8 +76,13 @@ Value buildSplitPoint(ImplicitLocOpBuilder &b, MaskOp mask, Value loopEnd) {
   Value split = roundDown(mask.getSeqK());
   if (mask.getCausal()) {
     // The first row sees keys j <= row + seq_k - seq_q: that many plus one.
+    // A grouped tile's rows start over at query 0 with each head, so its
+    // least query is 0 whatever its first row.
     Value shift = arith::SubIOp::create(b, mask.getSeqK(), mask.getSeqQ());
-    Value lastSeen = arith::AddIOp::create(b, mask.getRowStart(), shift);
+    Value lastSeen =
+        mask.getGroupedRows()
+            ? shift
+            : arith::AddIOp::create(b, mask.getRowStart(), shift).getResult();
     Value c1 = arith::ConstantIndexOp::create(b, 1);
     Value seen = arith::AddIOp::create(b, lastSeen, c1);
     Value nonNegative = arith::MaxSIOp::create(b, seen, c0);

@@ -99,3 +99,26 @@ func.func @backward_causal(%q: !t, %lse: memref<?x?x?xf32>) {
       : !t, !t, !t, !t, !t, memref<?x?x?xf32> -> !t, !t, !t
   return
 }
+
+// -----
+
+// A grouped (pack_gqa) tile's rows start over at query 0 with each head:
+// the unmasked part stops at the first tile query 0 does not see whole,
+// floor((seq_k - seq_q + 1) / 32) * 32, whatever the tile's first row.
+// CHECK-LABEL: func.func @causal_grouped
+// CHECK: arith.divsi %[[NK:.*]], %[[C32:.*]] : index
+// CHECK: %[[SHIFT:.*]] = arith.subi %[[NK]], %{{.*}} : index
+// CHECK: %[[SEEN:.*]] = arith.addi %[[SHIFT]], %c1
+// CHECK: %[[NONNEG:.*]] = arith.maxsi %[[SEEN]], %c0
+// CHECK: arith.divsi %[[NONNEG]], %[[C32]]
+// CHECK: %[[SPLIT:.*]] = arith.minsi
+// CHECK: %[[PART:.*]] = arith.minsi %[[SPLIT]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[PART]]
+// CHECK-NOT: flash.mask
+// CHECK: scf.for %{{.*}} = %[[PART]] to
+// CHECK: flash.mask {{.*}} causal grouped_rows
+func.func @causal_grouped(%q: memref<?x32x?x64xbf16>, %k: memref<?x8x?x64xbf16>) {
+  flash.attention %q, %k, %k -> %q {causal, pack_gqa, config = #flash.config<block_m = 64, block_n = 32>}
+      : memref<?x32x?x64xbf16>, memref<?x8x?x64xbf16>, memref<?x8x?x64xbf16> -> memref<?x32x?x64xbf16>
+  return
+}

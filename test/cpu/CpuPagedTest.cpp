@@ -395,6 +395,25 @@ INSTANTIATE_TEST_SUITE_P(
                   true,
                   /*hotRowFactor=*/3000.0f,
                   /*window=*/100},
+        // Chunked prefill with packing: 100 new tokens of each of 4 query
+        // heads are 400 rows of a K/V head, so a row block starts
+        // mid-head and its rows restart at query 0 (the masked part
+        // starts where query 0 stops seeing whole tiles); a cache of
+        // exactly the chunk beside longer ones, in 3 splits.
+        PagedCase{"chunked_prefill_pack_gqa_qlen100",
+                  32,
+                  8,
+                  100,
+                  16,
+                  128,
+                  {1000, 333, 100},
+                  true,
+                  1.0f,
+                  0,
+                  128,
+                  /*splits=*/3,
+                  false,
+                  /*packGqa=*/true},
         // Eight new tokens (a speculative step), 32 query heads over one
         // K/V head, pages of 64 read as two key tiles of 32: a cache of 5
         // keys leaves its first 3 rows without one (O = 0, LSE = -inf).

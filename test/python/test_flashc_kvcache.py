@@ -250,6 +250,15 @@ class GpuKvCacheTest(FreshCache):
                         32, [2, 300, 2049], True, 13, hot=True,
                         configs=((1, None), (None, None), (3, False)))
 
+    def test_chunked_prefill(self):
+        # A chunk of 300 new tokens against pages of 16: the causal mask
+        # aligned to each cache's end (the chunk's keys its last 300), a
+        # packed program's G x 300 rows over 19 row blocks; the split
+        # kernel in one split (the rule, with that many programs) and 3.
+        self.paged_case("bf16 32/8 page16 sq300 chunked prefill",
+                        torch.bfloat16, 32, 8, 300, 16, [1000, 333], True,
+                        14, configs=((None, None), (3, None)))
+
     def test_gqa_32_8_sq4_unpacked(self):
         # Four new tokens without GQA packing, and non-causal with it.
         self.paged_case("bf16 32/8 page64 sq4", torch.bfloat16, 32, 8, 4, 64,
