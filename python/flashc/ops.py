@@ -283,23 +283,37 @@ _local = threading.local()
 _MAX_PREPARED = 256
 
 
+def _prepared_launches(kind):
+    """This thread's table of prepared launches of `kind` ("forward",
+    "decode"), key -> run."""
+    tables = getattr(_local, "tables", None)
+    if tables is None:
+        tables = _local.tables = {}
+    return tables.setdefault(kind, {})
+
+
+def _remember(table, key, run):
+    """run under key in a table of _prepared_launches, which starts over
+    once it holds _MAX_PREPARED."""
+    if len(table) >= _MAX_PREPARED:
+        table.clear()
+    table[key] = run
+    return run
+
+
 def _eager_cuda(q, k, v, causal, scale, softcap=None, window=None,
                 chunk_size=None):
     key = (q.shape, k.shape, v.shape, q.stride(), k.stride(), v.stride(),
            q.dtype, k.dtype, v.dtype, q.device, k.device, v.device, causal,
            scale, softcap, window, chunk_size)
-    prepared = getattr(_local, "prepared", None)
-    if prepared is None:
-        prepared = _local.prepared = {}
+    prepared = _prepared_launches("forward")
     run = prepared.get(key)
     if run is not None:
         return run(q, k, v)
     o, lse = _launch(q, k, v, causal, scale, None, softcap, window,
                      chunk_size)
-    if len(prepared) >= _MAX_PREPARED:
-        prepared.clear()
-    prepared[key] = kernel_for(q, k, causal, scale, softcap, window,
-                               chunk_size)._prepare(q, k, v)
+    _remember(prepared, key, kernel_for(q, k, causal, scale, softcap, window,
+                                        chunk_size)._prepare(q, k, v))
     return o, lse
 
 
@@ -761,9 +775,7 @@ def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
                            sinks, (causal, scale, num_splits, pack_gqa,
                                    softcap, window, chunk_size))
         if key is not None:
-            prepared = getattr(_local, "decode", None)
-            if prepared is None:
-                prepared = _local.decode = {}
+            prepared = _prepared_launches("decode")
             run = prepared.get(key)
             if run is not None:
                 o, lse = run(q, k_cache, v_cache, cache_seqlens, page_table,
@@ -861,11 +873,9 @@ def _kvcache_cuda(q, k_cache, v_cache, cache_seqlens, page_table, causal,
     kern = decode_kernel_for(q, causal, scale, softcap, window, chunk_size,
                              sinks is not None, page_size, bool(pack_gqa))
     if key is not None:
-        run = _prepared_decode(kern, q, k_cache, v_cache, lens, page_table,
-                               splits, captures, copy_q)
-        if len(prepared) >= _MAX_PREPARED:
-            prepared.clear()
-        prepared[key] = run
+        run = _remember(prepared, key, _prepared_decode(
+            kern, q, k_cache, v_cache, lens, page_table, splits, captures,
+            copy_q))
         o, lse = run(q, k_cache, v_cache, cache_seqlens, page_table, sinks)
         return (o, lse) if return_lse else o
 
